@@ -1,0 +1,1 @@
+"""Workloads that measure an endpoint; today the demo's smoke workload."""

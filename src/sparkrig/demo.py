@@ -1,0 +1,83 @@
+"""`sparkrig demo`: the whole loop on the embedded default, on this machine.
+
+Build or find llama-server, serve the bundled SmolLM2 (or a given GGUF), run the smoke workload
+through sparkrig's own client, print the table, write the JSON record, stop the engine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from rich.console import Console
+
+from sparkrig import defaults
+from sparkrig.bench.smoke import SmokeReceipt, SmokeResult, run_smoke
+from sparkrig.client import EndpointClient
+from sparkrig.client.metrics import metrics_delta, scrape_metrics
+from sparkrig.client.readiness import answer_one_completion
+from sparkrig.engines.llamacpp.gguf_model import resolve_model
+from sparkrig.engines.llamacpp.server import LlamaServerSpec, SpeculativeOptions
+from sparkrig.errors import EndpointError
+from sparkrig.launch.local import free_port, plan_local, start_local, stop_instances
+from sparkrig.report.build_progress import install_engine_with_progress
+from sparkrig.report.smoke_table import metrics_line, smoke_table
+
+
+async def run_demo(
+    console: Console,
+    *,
+    model: Path | None,
+    out_path: Path,
+    speculative: SpeculativeOptions | None = None,
+) -> SmokeReceipt:
+    engine = install_engine_with_progress(console)
+    model_path = resolve_model(model)
+    alias = defaults.BUNDLED_MODEL_ALIAS if model is None else model_path.stem
+    server = LlamaServerSpec(
+        binary=engine.server_binary,
+        model=model_path,
+        alias=alias,
+        port=free_port(defaults.LOCAL_HOST),
+        speculative=speculative,
+    )
+    plan = plan_local(server, port_was_chosen=True)
+    console.print(f"starting llama-server on {server.host}:{server.port} with {model_path.name}")
+    record = await start_local(plan, answer_one_completion)
+    try:
+        console.print(f"ready (pid {record.pid}); running the smoke workload")
+        receipt = SmokeReceipt(base_url=record.base_url, model=alias)
+        receipt.engine = {
+            "name": "llama.cpp",
+            "source": engine.source,
+            "binary": str(engine.server_binary),
+        }
+        await _smoke(receipt, out_path)
+    finally:
+        stop_instances([record])
+        console.print(f"stopped llama-server (pid {record.pid})")
+    console.print(smoke_table(receipt))
+    console.print(metrics_line(receipt.metrics_delta))
+    console.print(f"record written to {out_path}")
+    return receipt
+
+
+async def _smoke(receipt: SmokeReceipt, out_path: Path) -> None:
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+
+    def save(_: SmokeResult | None = None) -> None:
+        out_path.write_text(receipt.model_dump_json(indent=2))
+
+    async with EndpointClient(receipt.base_url) as client:
+        before = None
+        with contextlib.suppress(EndpointError, OSError):
+            before = await scrape_metrics(client)
+        await run_smoke(client, receipt, save)
+        if before is not None:
+            try:
+                receipt.metrics_delta = metrics_delta(before, await scrape_metrics(client))
+            except EndpointError as exc:
+                receipt.warnings.append(f"metrics after the run: {exc}")
+        else:
+            receipt.warnings.append("metrics before the run could not be read")
+    save()

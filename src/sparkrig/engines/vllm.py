@@ -1,0 +1,48 @@
+"""vLLM's /metrics names (vllm: prefix), V1 engine, from vLLM's production-metrics docs.
+
+tests/fixtures/ holds a real captured /metrics text (see tests/fixtures/README.md). vLLM has no
+counter of decode steps; under speculative decoding `spec_decode_num_drafts` counts verify steps.
+"""
+
+from sparkrig.engines.metric_map import EngineMetricMap, MetricSource, Quantity
+
+PREFIX = "vllm:"
+
+VLLM_METRICS: EngineMetricMap = {
+    Quantity.PROMPT_TOKENS: MetricSource(kind="counter", names=("vllm:prompt_tokens_total",)),
+    Quantity.GENERATED_TOKENS: MetricSource(
+        kind="counter", names=("vllm:generation_tokens_total",)
+    ),
+    Quantity.REQUESTS_RUNNING: MetricSource(kind="gauge", names=("vllm:num_requests_running",)),
+    Quantity.REQUESTS_WAITING: MetricSource(kind="gauge", names=("vllm:num_requests_waiting",)),
+    # renamed from gpu_cache_usage_perc; a fraction in [0, 1] despite the name
+    Quantity.KV_CACHE_USAGE: MetricSource(
+        kind="gauge",
+        names=("vllm:kv_cache_usage_perc",),
+        alternatives=(("vllm:gpu_cache_usage_perc",),),
+    ),
+    Quantity.PREFIX_CACHE_QUERIES: MetricSource(
+        kind="counter",
+        names=("vllm:prefix_cache_queries_total",),
+        alternatives=(("vllm:gpu_prefix_cache_queries_total",),),
+    ),
+    Quantity.PREFIX_CACHE_HITS: MetricSource(
+        kind="counter",
+        names=("vllm:prefix_cache_hits_total",),
+        alternatives=(("vllm:gpu_prefix_cache_hits_total",),),
+    ),
+    Quantity.SPEC_DRAFTS: MetricSource(
+        kind="counter", names=("vllm:spec_decode_num_drafts_total",)
+    ),
+    Quantity.SPEC_DRAFT_TOKENS: MetricSource(
+        kind="counter", names=("vllm:spec_decode_num_draft_tokens_total",)
+    ),
+    Quantity.SPEC_ACCEPTED_TOKENS: MetricSource(
+        kind="counter", names=("vllm:spec_decode_num_accepted_tokens_total",)
+    ),
+    Quantity.SPEC_ACCEPTED_PER_POSITION: MetricSource(
+        kind="counter",
+        names=("vllm:spec_decode_num_accepted_tokens_per_pos_total",),
+        per_label="position",
+    ),
+}

@@ -1,0 +1,1 @@
+"""Start, watch and stop engine processes; only ever stop what sparkrig recorded starting."""

@@ -1,0 +1,1 @@
+"""Terminal tables for what sparkrig measured."""
