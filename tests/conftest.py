@@ -1,0 +1,89 @@
+"""Shared fixtures: the real llama-server (built or found once per session) and the bundled model.
+
+Servers started here are stopped in the fixture's teardown, even when a test fails.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from sparkrig import defaults
+from sparkrig.client.readiness import answer_one_completion
+from sparkrig.engines.llamacpp.build import EngineInstall, find_installed, install
+from sparkrig.engines.llamacpp.gguf_model import resolve_model
+from sparkrig.engines.llamacpp.server import LlamaServerSpec, SpeculativeOptions
+from sparkrig.launch.local import free_port, plan_local, start_local, stop_instances
+from sparkrig.launch.process_record import InstanceRecord
+from sparkrig.paths import STATE_ENV
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SPARKRIG = str(Path(sys.executable).parent / "sparkrig")
+
+
+@pytest.fixture(scope="session")
+def engine() -> EngineInstall:
+    found = find_installed()
+    if found is None:  # `make test` builds first; a bare `pytest` builds here
+        found = install(lambda phase, fraction: print(f"engine build: {phase} {fraction or ''}"))
+    return found
+
+
+@pytest.fixture(scope="session")
+def bundled_model() -> Path:
+    return resolve_model(None)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Keep every record of started processes out of the user's real state folder."""
+    folder = tmp_path_factory.mktemp("state")
+    before = os.environ.get(STATE_ENV)
+    os.environ[STATE_ENV] = str(folder)
+    yield folder
+    if before is None:
+        os.environ.pop(STATE_ENV, None)
+    else:
+        os.environ[STATE_ENV] = before
+
+
+async def _serve(
+    engine: EngineInstall, model: Path, speculative: SpeculativeOptions | None = None
+) -> InstanceRecord:
+    server = LlamaServerSpec(
+        binary=engine.server_binary,
+        model=model,
+        alias=defaults.BUNDLED_MODEL_ALIAS,
+        port=free_port(defaults.LOCAL_HOST),
+        speculative=speculative,
+    )
+    return await start_local(plan_local(server, port_was_chosen=True), answer_one_completion)
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def llama_server(
+    engine: EngineInstall, bundled_model: Path, session_state_dir: Path
+) -> AsyncIterator[InstanceRecord]:
+    """A real llama-server with the bundled model, 4 slots, metrics on."""
+    record = await _serve(engine, bundled_model)
+    try:
+        yield record
+    finally:
+        stop_instances([record])
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def spec_server(
+    engine: EngineInstall, bundled_model: Path, session_state_dir: Path
+) -> AsyncIterator[InstanceRecord]:
+    """A real llama-server with speculative decoding (draft-simple, the model drafting itself)."""
+    record = await _serve(engine, bundled_model, SpeculativeOptions(spec_type="draft-simple"))
+    try:
+        yield record
+    finally:
+        stop_instances([record])

@@ -1,0 +1,41 @@
+"""`sparkrig demo`, the README's main job, end to end on the real engine."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from sparkrig.bench.smoke import SmokeReceipt
+from sparkrig.engines.llamacpp.build import EngineInstall
+from tests.conftest import SPARKRIG
+
+pytestmark = pytest.mark.engine
+
+
+def test_demo_prints_the_table_writes_the_record_and_stops(
+    tmp_path: Path, engine: EngineInstall
+) -> None:
+    env = {**os.environ, "SPARKRIG_STATE_DIR": str(tmp_path / "state"), "COLUMNS": "120"}
+    out = tmp_path / "demo.json"
+    done = subprocess.run(
+        [SPARKRIG, "demo", "--out", str(out)],
+        env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "decode tok/s" in done.stdout
+    assert "server metrics (llama.cpp" in done.stdout
+    receipt = SmokeReceipt.model_validate(json.loads(out.read_text()))
+    assert [r.name for r in receipt.results] == ["count", "json", "concurrent1", "concurrent2"]
+    for result in receipt.results:
+        assert result.record.error is None
+        assert result.record.token_source == "per_event_timings"
+        assert result.record.decode_tps is not None
+    count_reply = receipt.results[0].record.content
+    assert "1" in count_reply
+    assert "5" in count_reply
+    assert receipt.metrics_delta is not None
+    assert not list((tmp_path / "state" / "local").glob("*.json"))  # engine stopped, forgotten
