@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 from sparkrig.bench.smoke import SmokeReceipt
 from sparkrig.engines.llamacpp.build import EngineInstall
+from sparkrig.launch.process_record import InstanceRecord, is_running
 from tests.conftest import SPARKRIG
 
 pytestmark = pytest.mark.engine
@@ -39,3 +42,28 @@ def test_demo_prints_the_table_writes_the_record_and_stops(
     assert "5" in count_reply
     assert receipt.metrics_delta is not None
     assert not list((tmp_path / "state" / "local").glob("*.json"))  # engine stopped, forgotten
+
+
+def test_demo_stopped_by_sigterm_stops_its_engine(tmp_path: Path, engine: EngineInstall) -> None:
+    state = tmp_path / "state"
+    env = {**os.environ, "SPARKRIG_STATE_DIR": str(state)}
+    demo = subprocess.Popen(
+        [SPARKRIG, "demo", "--out", str(tmp_path / "demo.json")],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        records: list[Path] = []
+        while not records and time.monotonic() < deadline:
+            records = list((state / "local").glob("*.json"))
+            time.sleep(0.05)
+        assert records, "the demo never recorded its engine"
+        started = InstanceRecord.model_validate_json(records[0].read_text())
+        demo.send_signal(signal.SIGTERM)
+        demo.wait(timeout=60)
+    finally:
+        demo.kill()
+        demo.wait()
+    assert demo.returncode != 0
+    assert not is_running(started)
+    assert not list((state / "local").glob("*.json"))

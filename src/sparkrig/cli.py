@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from sparkrig import __version__, defaults
@@ -313,7 +314,7 @@ def ask(
     if record.error is not None:
         raise SparkrigError(record.error.message)
     if not as_json:
-        console.print(record.content)
+        console.print(record.content, markup=False, highlight=False)
         console.print(
             f"[dim]{record.completion_tokens} tokens ({record.token_source}), "
             f"TTFT {_ms(record.ttft_s)}, decode {_rate(record.decode_tps)}, "
@@ -378,13 +379,17 @@ def demo(
 
 
 def main() -> None:
+    from sparkrig.launch.signals import stop_cleanly_on_sigterm
+
+    stop_cleanly_on_sigterm()
     debug = "--debug" in sys.argv
     try:
         app()
     except SparkrigError as exc:
         if debug:
             raise
-        err_console.print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        # messages quote server text ("[/INST]" …): never let rich read it as markup
+        err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         err_console.print("interrupted")

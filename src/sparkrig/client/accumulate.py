@@ -21,6 +21,19 @@ from sparkrig.client.records import (
 _REASONING_KEYS: tuple[ReasoningSource, ...] = ("reasoning_content", "reasoning")
 
 
+class _CumulativeCount:
+    """A server counter that only grows; each chunk's share is the growth since the last."""
+
+    def __init__(self) -> None:
+        self.last = 0
+        self.chunks = 0
+
+    def advance(self, now: int) -> int:
+        self.chunks += 1
+        grown, self.last = now - self.last, now
+        return grown
+
+
 class StreamAccumulator:
     """Feed chunks in arrival order with `add_chunk`, then call `finish`."""
 
@@ -30,10 +43,8 @@ class StreamAccumulator:
         self._content_deltas: list[tuple[int, str]] = []  # (event index, text) for think tags
         self._reasoning_parts: list[str] = []
         self._tool_calls: dict[int, dict[str, Any]] = {}
-        self._last_usage_tokens: int | None = None
-        self._last_predicted_n: int | None = None
-        self._usage_chunks = 0
-        self._timing_chunks = 0
+        self._usage_tokens = _CumulativeCount()
+        self._predicted_n = _CumulativeCount()
 
     def add_chunk(self, t_ns: int, chunk: dict[str, Any]) -> None:
         event = SseEvent(t_ns=t_ns)
@@ -65,6 +76,7 @@ class StreamAccumulator:
                 event.reasoning_chars += len(value)
                 self._reasoning_parts.append(value)
                 self.record.reasoning_source = key
+                break  # some servers mirror the same text in both keys: read it once
         for call in delta.get("tool_calls") or []:
             event.tool_call = True
             self._merge_tool_call(call)
@@ -81,20 +93,12 @@ class StreamAccumulator:
         llama.cpp's `timings.predicted_n` comes first: its last chunk also carries `usage`, whose
         total would otherwise count as a burst of tokens at the very end.
         """
-        timings = chunk.get("timings")
-        if isinstance(timings, dict) and isinstance(timings.get("predicted_n"), int):
-            self._timing_chunks += 1
-            now = int(timings["predicted_n"])
-            before = self._last_predicted_n or 0
-            self._last_predicted_n = now
-            return now - before
-        usage = chunk.get("usage")
-        if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
-            self._usage_chunks += 1
-            now = int(usage["completion_tokens"])
-            before = self._last_usage_tokens or 0
-            self._last_usage_tokens = now
-            return now - before
+        for counter, holder, key in (
+            (self._predicted_n, chunk.get("timings"), "predicted_n"),
+            (self._usage_tokens, chunk.get("usage"), "completion_tokens"),
+        ):
+            if isinstance(holder, dict) and isinstance(holder.get(key), int):
+                return counter.advance(int(holder[key]))
         return None
 
     def _merge_tool_call(self, call: dict[str, Any]) -> None:
@@ -150,9 +154,9 @@ class StreamAccumulator:
         if not self.record.stream:
             return "final_usage" if has_usage else "events_only"
         output_events = sum(1 for event in self.record.events if event.carries_output)
-        if self._usage_chunks > 1 and self._usage_chunks >= output_events:
+        if self._usage_tokens.chunks > 1 and self._usage_tokens.chunks >= output_events:
             return "per_event_usage"
-        if self._timing_chunks >= output_events and self._timing_chunks > 0:
+        if self._predicted_n.chunks >= output_events and self._predicted_n.chunks > 0:
             return "per_event_timings"
         return "final_usage" if has_usage else "events_only"
 
@@ -175,7 +179,7 @@ def _logprobs(raw: dict[str, Any]) -> list[TokenLogprob]:
         return [
             TokenLogprob(
                 token=item.get("token", ""),
-                logprob=float(item.get("logprob", 0.0)),
+                logprob=None if item.get("logprob") is None else float(item["logprob"]),
                 top=[
                     TopLogprob(token=top.get("token", ""), logprob=float(top.get("logprob", 0.0)))
                     for top in item.get("top_logprobs") or []
@@ -189,7 +193,7 @@ def _logprobs(raw: dict[str, Any]) -> list[TokenLogprob]:
     return [
         TokenLogprob(
             token=token,
-            logprob=float(value if value is not None else 0.0),
+            logprob=None if value is None else float(value),
             top=[TopLogprob(token=k, logprob=float(v)) for k, v in (top or {}).items()],
         )
         for token, value, top in zip(tokens, values, tops, strict=False)

@@ -161,7 +161,7 @@ class EndpointClient:
             return _fail(record, "connect", _connect_message(url, exc))
         except TimeoutError:
             return _fail(record, "timeout", RequestError(kind="timeout", message=(
-                f"no complete reply from {url} within {self._timeout.total:.0f}s — raise the "
+                f"no complete reply from {url} within {self._timeout.total:g}s — raise the "
                 "timeout or check the server is not stuck")))  # fmt: skip
         except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError) as exc:
             return _fail(record, "stream_cut", RequestError(kind="stream_cut", message=(

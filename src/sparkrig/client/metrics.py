@@ -75,6 +75,11 @@ def parse_metrics(text: str, taken_ns: int | None = None) -> MetricsSnapshot:
             "— check the URL is the engine's /metrics and that metrics are enabled "
             "(llama-server needs --metrics)"
         ) from exc
+    if not samples:
+        raise MetricsError(
+            "the /metrics text holds no samples — check the URL is the engine's /metrics and "
+            "that metrics are enabled (llama-server needs --metrics)"
+        )
     return MetricsSnapshot(
         engine=detect_engine(samples),
         taken_ns=taken_ns if taken_ns is not None else time.perf_counter_ns(),

@@ -59,7 +59,7 @@ class TopLogprob(BaseModel):
 
 class TokenLogprob(BaseModel):
     token: str
-    logprob: float
+    logprob: float | None = Field(description="None where the server gave none (echoed prompt)")
     top: list[TopLogprob] = Field(default_factory=list)
 
 

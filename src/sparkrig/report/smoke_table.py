@@ -24,12 +24,17 @@ def _fmt(value: float | None, scale: float = 1.0, digits: int = 1) -> str:
 
 def smoke_table(receipt: SmokeReceipt) -> Group:
     """The table, then one line per failed request with its error."""
-    table = Table(title=f"smoke · {receipt.model} · {receipt.base_url}", title_justify="left")
-    table.add_column("request")
-    for header in ("streams", "tokens", "TTFT ms", "decode tok/s", "e2e s"):
+    table = Table(
+        title=f"smoke · {receipt.model} · {receipt.base_url}",
+        title_justify="left",
+        caption="tok/s = decode tok/s from server token counts; n = requests in flight together",
+        caption_justify="left",
+    )
+    table.add_column("request", no_wrap=True)
+    for header in ("n", "tokens", "TTFT ms", "tok/s", "e2e s"):
         table.add_column(header, justify="right")
     table.add_column("finish")
-    table.add_column("token counts")
+    table.add_column("counts", no_wrap=True)
     failures: list[Text] = []
     for result in receipt.results:
         record = result.record
