@@ -11,14 +11,14 @@ demo: $(VENV)/.runtime
 
 test: $(VENV)/.dev
 	$(BIN)/sparkrig engine install
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/pytest
 
 lint: $(VENV)/.dev
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy
 
 $(VENV)/.runtime: pyproject.toml

@@ -140,6 +140,9 @@ def up(
     ctx: Annotated[
         int, typer.Option(help="context tokens shared by all slots")
     ] = defaults.LOCAL_CONTEXT_TOKENS,
+    threads: Annotated[
+        int, typer.Option(help="CPU threads (default: all cores but one)", min=1)
+    ] = defaults.LOCAL_THREADS,
     spec_type: Annotated[
         str | None, typer.Option(help="speculative decoding: draft-simple or an ngram-* mode")
     ] = None,
@@ -177,6 +180,7 @@ def up(
         port=port if port is not None else free_port(defaults.LOCAL_HOST),
         parallel_slots=slots,
         context_tokens=ctx,
+        threads=threads,
         speculative=speculative,
     )
     plan = plan_local(server, port_was_chosen=port is None)

@@ -3,6 +3,7 @@
 Docs quote these names; change a number here and nowhere else.
 """
 
+import os
 from typing import Final
 
 # --- embedded engine -------------------------------------------------------------------------
@@ -35,7 +36,12 @@ LOCAL_HOST: Final = "127.0.0.1"
 # tokens each fit SmolLM2-135M in well under 1 GiB.
 LOCAL_PARALLEL_SLOTS: Final = 4
 LOCAL_CONTEXT_TOKENS: Final = 4096  # shared by all slots: 1024 per slot with 4 slots
-LOCAL_THREADS: Final = 2  # the reference machine has 2 cores
+# Leave one core free: the client's event timestamps must not wait for a core, and ggml's
+# threads meet at a barrier many times per token, so engines whose threads outnumber the cores
+# collapse. Measured by benchmarks/engine_contention.py on 2 cores, decode tok/s per engine:
+# 2 threads each: 157.5 alone, under 2 when a second engine decodes too (no reply in 60 s);
+# 1 thread each: 148.4 alone, 139.2 with the second engine decoding (ratio 0.94).
+LOCAL_THREADS: Final = max(1, (os.cpu_count() or 2) - 1)
 # Draft tokens per step when speculative decoding is on (llama.cpp's --spec-draft-n-max).
 LOCAL_SPEC_DRAFT_MAX: Final = 4
 # A 135M model loads in about a second; a 70B GGUF from a cold disk can take minutes.
