@@ -1,0 +1,1 @@
+"""Guards: pure text detectors, probes, the battery that runs them, and verdicts."""
