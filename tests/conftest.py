@@ -23,6 +23,7 @@ from sparkrig.launch.process_record import InstanceRecord
 from sparkrig.paths import STATE_ENV
 
 FIXTURES = Path(__file__).parent / "fixtures"
+SYNTH_RATES = (0.9, 0.6, 0.3, 0.1)  # known per-position acceptance for the spec server
 SPARKRIG = str(Path(sys.executable).parent / "sparkrig")
 
 
@@ -81,8 +82,11 @@ async def llama_server(
 async def spec_server(
     engine: EngineInstall, bundled_model: Path, session_state_dir: Path
 ) -> AsyncIterator[InstanceRecord]:
-    """A real llama-server with speculative decoding (draft-simple, the model drafting itself)."""
-    record = await _serve(engine, bundled_model, SpeculativeOptions(spec_type="draft-simple"))
+    """A real llama-server with speculative decoding (draft-simple, the model drafting itself)
+    and llama.cpp's synthetic per-position acceptance SYNTH_RATES, so the true acceptance is
+    known (its output text is not meaningful)."""
+    options = SpeculativeOptions(spec_type="draft-simple", synth_rates=list(SYNTH_RATES))
+    record = await _serve(engine, bundled_model, options)
     try:
         yield record
     finally:

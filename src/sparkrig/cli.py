@@ -382,6 +382,146 @@ def demo(
         raise SparkrigError(f"smoke requests failed: {', '.join(failed)} — see {out_path}")
 
 
+def _ladder(text: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError as exc:
+        raise UsageError(
+            f"--concurrency {text!r} is not a list of whole numbers — e.g. 1,2,4,8"
+        ) from exc
+    if not values or any(value <= 0 for value in values):
+        raise UsageError(f"--concurrency {text!r} needs values of 1 or more — e.g. 1,2,4,8")
+    return values
+
+
+@app.command()
+def bench(
+    url: Annotated[
+        str | None, typer.Argument(help="base URL of an OpenAI-compatible server")
+    ] = None,
+    local: Annotated[
+        bool, typer.Option("--local", help="bench the embedded engine (started and stopped here)")
+    ] = False,
+    suite: Annotated[
+        str | None,
+        typer.Option(
+            help="comma-separated suites: decode, concurrency, spec (default: decode,concurrency, "
+            "plus spec with --spec-type)"
+        ),
+    ] = None,
+    spec_type: Annotated[
+        str | None, typer.Option(help="with --local: speculative decoding mode, e.g. draft-simple")
+    ] = None,
+    concurrency: Annotated[str, typer.Option(help="concurrency ladder")] = ",".join(
+        map(str, defaults.BENCH_CONCURRENCY_LADDER)
+    ),
+    precision: Annotated[
+        float,
+        typer.Option(help="stop a point when the 95% half-width is within this share of the mean"),
+    ] = defaults.BENCH_PRECISION,
+    max_samples: Annotated[
+        int, typer.Option(help="samples per point at most")
+    ] = defaults.BENCH_MAX_SAMPLES,
+    tokens: Annotated[
+        int, typer.Option(help="tokens generated per request")
+    ] = defaults.BENCH_DECODE_TOKENS,
+    model: Annotated[
+        str | None, typer.Option(help="model id (default: the server's first)")
+    ] = None,
+    slots: Annotated[
+        int, typer.Option(help="with --local: parallel slots")
+    ] = defaults.LOCAL_PARALLEL_SLOTS,
+    out: Annotated[
+        Path | None, typer.Option(help="receipt path (default: sparkrig-runs/bench-<time>.json)")
+    ] = None,
+    api_key_env: Annotated[
+        str, typer.Option(help="env var holding the API key")
+    ] = defaults.API_KEY_ENV,
+    as_json: JsonFlag = False,
+) -> None:
+    """Measure decode speed by content type and aggregate vs per-stream speed under concurrency,
+    each point repeated until its 95% interval is within --precision. The receipt is rewritten
+    after every sample, so an interrupted run keeps what it measured."""
+    from sparkrig.bench.point import BenchSettings
+    from sparkrig.bench.run import check_suites, run_bench
+    from sparkrig.client.endpoint import api_key_from_env
+    from sparkrig.report.bench_table import bench_table, spec_table
+
+    if (url is None) == (not local):
+        raise UsageError("give either a server URL or --local — e.g. `sparkrig bench --local`")
+    speculative = _speculative(spec_type, None, defaults.LOCAL_SPEC_DRAFT_MAX, None)
+    if spec_type and not local:
+        raise UsageError("--spec-type starts the embedded engine — add --local, or drop it")
+    default_suites = "decode,concurrency" + (",spec" if spec_type else "")
+    suites = check_suites(
+        [name.strip() for name in (suite or default_suites).split(",") if name.strip()]
+    )
+    settings = BenchSettings(
+        precision=precision, max_samples=max_samples, decode_tokens=tokens,
+        concurrency=_ladder(concurrency),
+    )  # fmt: skip
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    out_path = out or Path("sparkrig-runs") / f"bench-{stamp}.json"
+
+    def progress(point: Any) -> None:
+        median = f"{point.summary.median:.1f} tok/s" if point.summary else "—"
+        n = point.summary.n if point.summary else 0
+        err_console.print(f"  {point.suite}/{point.name}: n={n} median {median}", highlight=False)
+
+    async def go() -> Any:
+        kwargs: dict[str, Any] = {"suites": suites, "settings": settings, "out_path": out_path,
+                                  "model": model, "on_progress": progress}  # fmt: skip
+        if local:
+            from sparkrig.embedded import embedded_engine
+
+            async with embedded_engine(
+                err_console, parallel_slots=slots, speculative=speculative
+            ) as record:
+                return await run_bench(record.base_url, **kwargs)
+        return await run_bench(str(url), api_key=api_key_from_env(api_key_env), **kwargs)
+
+    try:
+        receipt = asyncio.run(go())
+    except KeyboardInterrupt:
+        err_console.print(f"interrupted — the receipt keeps every finished sample: {out_path}")
+        raise
+    if as_json:
+        _print_json(receipt.model_dump(mode="json"))
+        return
+    console.print(bench_table(receipt))
+    if (acceptance := spec_table(receipt)) is not None:
+        console.print(acceptance)
+    for warning in receipt.warnings:
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    for point in receipt.points:
+        for warning in point.warnings:
+            console.print(f"[yellow]{point.suite}/{point.name}:[/] {warning}", highlight=False)
+    console.print(f"receipt written to {out_path}")
+
+
+@app.command()
+def compare(
+    before: Annotated[Path, typer.Argument(help="the reference receipt")],
+    after: Annotated[Path, typer.Argument(help="the receipt to judge")],
+    tolerance: Annotated[
+        float, typer.Option(help="percent change below which a point is 'same'")
+    ] = 3.0,
+    as_json: JsonFlag = False,
+) -> None:
+    """Compare two bench receipts point by point (Welch 95% interval). Exits 1 on a regression."""
+    from sparkrig.bench.compare import compare_receipts
+    from sparkrig.bench.receipt import load_receipt
+    from sparkrig.report.bench_table import compare_table
+
+    rows = compare_receipts(load_receipt(before), load_receipt(after), tolerance)
+    if as_json:
+        _print_json([row.model_dump(mode="json") for row in rows])
+    else:
+        console.print(compare_table(rows, tolerance))
+    if any(row.verdict == "slower" for row in rows):
+        raise typer.Exit(1)
+
+
 def main() -> None:
     from sparkrig.launch.signals import stop_cleanly_on_sigterm
 

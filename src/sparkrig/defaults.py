@@ -61,3 +61,19 @@ LOGPROBS_TOP_K: Final = 5
 DEMO_COUNT_TO: Final = 40
 DEMO_MAX_TOKENS: Final = 160
 DEMO_CONCURRENT_STREAMS: Final = 2
+
+# --- bench -----------------------------------------------------------------------------------
+# Stop repeating a point once the 95% Student-t half-width is within this share of the mean.
+BENCH_PRECISION: Final = 0.03
+BENCH_MIN_SAMPLES: Final = 3  # a t interval on fewer samples is too wide to stop on
+BENCH_MAX_SAMPLES: Final = 10
+BENCH_WARMUP_REQUESTS: Final = 1
+BENCH_DECODE_TOKENS: Final = 128
+BENCH_CONCURRENCY_LADDER: Final = (1, 2, 4, 8)
+# Field report 001: a cold engine decodes ~30% slower for its first few hundred tokens. A first
+# request this much slower than the steady median is flagged as a cold start.
+BENCH_COLD_PENALTY: Final = 0.15
+# A sample waits at most this long for the server to be idle (running = 0 in /metrics).
+BENCH_IDLE_WAIT_S: Final = 30.0
+# A sample disturbed by foreign traffic is retried at most this many times in a row.
+BENCH_MAX_RETRIES: Final = 3

@@ -11,16 +11,12 @@ from pathlib import Path
 
 from rich.console import Console
 
-from sparkrig import defaults
 from sparkrig.bench.smoke import SmokeReceipt, SmokeResult, run_smoke
 from sparkrig.client import EndpointClient
 from sparkrig.client.metrics import metrics_delta, scrape_metrics
-from sparkrig.client.readiness import answer_one_completion
-from sparkrig.engines.llamacpp.gguf_model import resolve_model
-from sparkrig.engines.llamacpp.server import LlamaServerSpec, SpeculativeOptions
+from sparkrig.embedded import embedded_engine
+from sparkrig.engines.llamacpp.server import SpeculativeOptions
 from sparkrig.errors import EndpointError
-from sparkrig.launch.local import free_port, plan_local, start_local, stop_instances
-from sparkrig.report.build_progress import install_engine_with_progress
 from sparkrig.report.smoke_table import metrics_line, smoke_table
 
 
@@ -31,31 +27,11 @@ async def run_demo(
     out_path: Path,
     speculative: SpeculativeOptions | None = None,
 ) -> SmokeReceipt:
-    engine = install_engine_with_progress(console)
-    model_path = resolve_model(model)
-    alias = defaults.BUNDLED_MODEL_ALIAS if model is None else model_path.stem
-    server = LlamaServerSpec(
-        binary=engine.server_binary,
-        model=model_path,
-        alias=alias,
-        port=free_port(defaults.LOCAL_HOST),
-        speculative=speculative,
-    )
-    plan = plan_local(server, port_was_chosen=True)
-    console.print(f"starting llama-server on {server.host}:{server.port} with {model_path.name}")
-    record = await start_local(plan, answer_one_completion)
-    try:
-        console.print(f"ready (pid {record.pid}); running the smoke workload")
-        receipt = SmokeReceipt(base_url=record.base_url, model=alias)
-        receipt.engine = {
-            "name": "llama.cpp",
-            "source": engine.source,
-            "binary": str(engine.server_binary),
-        }
+    async with embedded_engine(console, model=model, speculative=speculative) as record:
+        console.print("running the smoke workload")
+        receipt = SmokeReceipt(base_url=record.base_url, model=record.alias)
+        receipt.engine = {"name": "llama.cpp", "binary": record.argv[0]}
         await _smoke(receipt, out_path)
-    finally:
-        stop_instances([record])
-        console.print(f"stopped llama-server (pid {record.pid})")
     console.print(smoke_table(receipt))
     console.print(metrics_line(receipt.metrics_delta))
     console.print(f"record written to {out_path}")

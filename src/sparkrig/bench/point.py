@@ -1,0 +1,234 @@
+"""Measure one benchmark point honestly: warm up, wait for idle, repeat to a precision.
+
+A sample is discarded (and retried) when a request failed or when the server generated tokens
+nobody in this run asked for (foreign traffic). Degenerate output marks the point invalid.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import Callable
+
+import aiohttp
+from pydantic import BaseModel, Field
+
+from sparkrig import defaults
+from sparkrig.bench.spec import SpecAccounting, spec_accounting
+from sparkrig.bench.statistics import PointSummary, precise_enough, summarize
+from sparkrig.client import ChatRequest, EndpointClient, RequestRecord
+from sparkrig.client.metrics import MetricsDelta, MetricsSnapshot, metrics_delta, scrape_metrics
+from sparkrig.engines.metric_map import Quantity
+from sparkrig.errors import EndpointError
+
+_SETTLE_READS = 10
+_SETTLE_PAUSE_S = 0.05
+
+ValueOf = Callable[[list[RequestRecord]], float | None]
+TextCheck = Callable[[str], list[str]]
+
+
+class BenchSettings(BaseModel):
+    precision: float = Field(default=defaults.BENCH_PRECISION, gt=0)
+    min_samples: int = Field(default=defaults.BENCH_MIN_SAMPLES, ge=2)
+    max_samples: int = Field(default=defaults.BENCH_MAX_SAMPLES, ge=2)
+    warmup_requests: int = Field(default=defaults.BENCH_WARMUP_REQUESTS, ge=0)
+    decode_tokens: int = Field(default=defaults.BENCH_DECODE_TOKENS, ge=8)
+    concurrency: list[int] = Field(default_factory=lambda: list(defaults.BENCH_CONCURRENCY_LADDER))
+
+
+class RequestSummary(BaseModel):
+    """What a receipt keeps of one request (the full event list stays out of receipts)."""
+
+    prompt_sha256: str
+    completion_tokens: int | None
+    token_source: str | None
+    ttft_s: float | None
+    decode_tps: float | None
+    e2e_s: float | None
+    finish_reason: str | None
+    first_output_ns: int | None = Field(description="perf_counter_ns of the first output event")
+    last_output_ns: int | None = Field(description="perf_counter_ns of the last output event")
+
+
+class Sample(BaseModel):
+    value: float
+    requests: list[RequestSummary]
+    metrics: MetricsDelta | None = None
+    degenerate: list[str] = Field(default_factory=list, description="detector findings")
+
+
+class Discarded(BaseModel):
+    reason: str
+    at_sample: int
+
+
+class PointResult(BaseModel):
+    suite: str
+    name: str
+    metric: str = Field(description="what each sample's value measures, with its unit")
+    summary: PointSummary | None = None
+    samples: list[Sample] = Field(default_factory=list)
+    warmup_values: list[float] = Field(default_factory=list)
+    discarded: list[Discarded] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    invalid: bool = Field(default=False, description="output degenerated: the figure is not valid")
+    spec: SpecAccounting | None = Field(
+        default=None, description="speculative-decoding accounting over this point's samples"
+    )
+    cold_start: bool = Field(default=False, description="the first request ran markedly slower")
+
+
+def prompt_sha256(request: ChatRequest) -> str:
+    text = "\n".join(str(message.get("content", "")) for message in request.messages)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def summarize_request(request: ChatRequest, record: RequestRecord) -> RequestSummary:
+    outputs = record.output_events
+    return RequestSummary(
+        prompt_sha256=prompt_sha256(request),
+        completion_tokens=record.completion_tokens,
+        token_source=record.token_source,
+        ttft_s=record.ttft_s,
+        decode_tps=record.decode_tps,
+        e2e_s=record.e2e_s,
+        finish_reason=record.finish_reason,
+        first_output_ns=outputs[0].t_ns if outputs else None,
+        last_output_ns=outputs[-1].t_ns if outputs else None,
+    )
+
+
+async def _scrape(client: EndpointClient) -> MetricsSnapshot | None:
+    try:
+        return await scrape_metrics(client)
+    except (EndpointError, aiohttp.ClientError, OSError, TimeoutError):
+        return None
+
+
+async def _settled_snapshot(client: EndpointClient) -> MetricsSnapshot | None:
+    """/metrics once this sample's requests have left the server's books.
+
+    llama.cpp counts a request's tokens only when it finishes, and a slot is released a moment
+    after its last event: read again briefly until nothing runs, then report what is left.
+    """
+    snapshot = await _scrape(client)
+    for _ in range(_SETTLE_READS):
+        running = snapshot.read(Quantity.REQUESTS_RUNNING) if snapshot else None
+        if not isinstance(running, float | int) or running == 0:
+            break
+        await asyncio.sleep(_SETTLE_PAUSE_S)
+        snapshot = await _scrape(client)
+    return snapshot
+
+
+async def wait_until_idle(client: EndpointClient, timeout_s: float) -> bool | None:
+    """True once /metrics shows nothing running; False on timeout; None if it cannot tell."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        snapshot = await _scrape(client)
+        running = snapshot.read(Quantity.REQUESTS_RUNNING) if snapshot else None
+        if not isinstance(running, float | int):
+            return None
+        if running == 0:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.1)
+
+
+async def measure_point(
+    client: EndpointClient,
+    point: PointResult,
+    *,
+    make_requests: Callable[[], list[ChatRequest]],
+    value_of: ValueOf,
+    settings: BenchSettings,
+    check_text: TextCheck,
+    on_sample: Callable[[PointResult], None],
+) -> PointResult:
+    for _ in range(settings.warmup_requests):
+        records = await asyncio.gather(*(client.send(r) for r in make_requests()))
+        warm_value = value_of(list(records))
+        if warm_value is not None:
+            point.warmup_values.append(warm_value)
+    retries = 0
+    while len(point.samples) < settings.max_samples and retries <= defaults.BENCH_MAX_RETRIES:
+        reason = await _take_sample(client, point, make_requests, value_of, check_text)
+        if reason is not None:
+            point.discarded.append(Discarded(reason=reason, at_sample=len(point.samples)))
+            retries += 1
+            continue
+        retries = 0
+        point.summary = summarize([sample.value for sample in point.samples])
+        on_sample(point)
+        if precise_enough(point.summary, settings.precision, settings.min_samples):
+            break
+    if retries > defaults.BENCH_MAX_RETRIES:
+        point.warnings.append(
+            f"stopped after {retries} discarded samples in a row: {point.discarded[-1].reason}"
+        )
+    _flag_cold_start(point)
+    median = point.summary.median if point.summary else None
+    point.spec = spec_accounting((sample.metrics for sample in point.samples), median)
+    on_sample(point)
+    return point
+
+
+async def _take_sample(
+    client: EndpointClient,
+    point: PointResult,
+    make_requests: Callable[[], list[ChatRequest]],
+    value_of: ValueOf,
+    check_text: TextCheck,
+) -> str | None:
+    """Take one sample into `point`; return why it was discarded, or None if kept."""
+    idle = await wait_until_idle(client, defaults.BENCH_IDLE_WAIT_S)
+    if idle is False:
+        return f"server still busy after {defaults.BENCH_IDLE_WAIT_S:g}s (foreign traffic)"
+    if idle is None and "no /metrics" not in " ".join(point.warnings):
+        point.warnings.append("no /metrics: idle check and foreign-traffic check are off")
+    requests = make_requests()
+    before = await _scrape(client)
+    records = list(await asyncio.gather(*(client.send(r) for r in requests)))
+    after = await _settled_snapshot(client)
+    failed = [record.error for record in records if record.error is not None]
+    if failed:
+        return f"request failed: {failed[0].message}"
+    still_running = after.read(Quantity.REQUESTS_RUNNING) if after else None
+    if isinstance(still_running, float | int) and still_running > 0:
+        return f"foreign traffic: {still_running:.0f} requests still running after this sample"
+    delta = metrics_delta(before, after) if before and after else None
+    ours = sum(record.completion_tokens or 0 for record in records)
+    generated = delta.values.get(Quantity.GENERATED_TOKENS) if delta else None
+    if isinstance(generated, float | int) and generated > ours:
+        return f"foreign traffic: server generated {generated:.0f} tokens, this sample {ours}"
+    value = value_of(records)
+    if value is None:
+        return "no rate could be derived (fewer than 2 output events or no server token count)"
+    findings = [finding for record in records for finding in check_text(record.content)]
+    point.samples.append(
+        Sample(
+            value=value,
+            requests=[summarize_request(r, rec) for r, rec in zip(requests, records, strict=True)],
+            metrics=delta,
+            degenerate=findings,
+        )
+    )
+    if findings:
+        point.invalid = True
+    return None
+
+
+def _flag_cold_start(point: PointResult) -> None:
+    if not point.warmup_values or point.summary is None or point.summary.median <= 0:
+        return
+    first = point.warmup_values[0]
+    slower = 1 - first / point.summary.median
+    if slower > defaults.BENCH_COLD_PENALTY:
+        point.cold_start = True
+        point.warnings.append(
+            f"cold engine: first request {first:.1f} vs steady median {point.summary.median:.1f} "
+            f"({slower:.0%} slower); discarded as warm-up, not averaged in"
+        )

@@ -1,0 +1,88 @@
+"""Run the chosen suites against one endpoint, saving the receipt after every sample."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import aiohttp
+
+from sparkrig.bench.point import BenchSettings, PointResult, measure_point
+from sparkrig.bench.receipt import BenchReceipt, save_receipt
+from sparkrig.bench.suites import SUITES
+from sparkrig.client import EndpointClient
+from sparkrig.client.metrics import scrape_metrics
+from sparkrig.client.probe import first_model_id
+from sparkrig.engines.metric_map import Quantity
+from sparkrig.errors import EndpointError, UsageError
+from sparkrig.guards.detectors import degeneration_findings
+
+
+def check_suites(names: list[str]) -> list[str]:
+    unknown = [name for name in names if name not in SUITES]
+    if unknown:
+        raise UsageError(f"unknown suite {', '.join(unknown)} — choose from {', '.join(SUITES)}")
+    return names
+
+
+def degeneration_messages(text: str) -> list[str]:
+    return [f"{finding.detector}: {finding.message}" for finding in degeneration_findings(text)]
+
+
+async def run_bench(
+    base_url: str,
+    *,
+    suites: list[str],
+    settings: BenchSettings,
+    out_path: Path,
+    model: str | None = None,
+    api_key: str | None = None,
+    on_progress: Callable[[PointResult], None] = lambda _: None,
+) -> BenchReceipt:
+    check_suites(suites)
+    async with EndpointClient(base_url, api_key=api_key) as client:
+        model_id = model or await first_model_id(client)
+        receipt = BenchReceipt(
+            base_url=client.base_url, model=model_id, suites=suites, settings=settings
+        )
+        snapshot = None
+        try:
+            snapshot = await scrape_metrics(client)
+            receipt.engine = snapshot.engine
+        except (EndpointError, aiohttp.ClientError, OSError, TimeoutError):
+            receipt.warnings.append(
+                "no /metrics: idle waits, foreign-traffic checks and server counters are off"
+            )
+        if "spec" in suites and (snapshot is None or snapshot.read(Quantity.SPEC_DRAFTS) is None):
+            receipt.warnings.append(
+                "spec suite skipped: the server exposes no speculative-decoding counters — "
+                "start it with speculative decoding (e.g. `--spec-type draft-simple`)"
+            )
+            suites = [name for name in suites if name != "spec"]
+        save_receipt(receipt, out_path)
+
+        def saved(point: PointResult) -> None:
+            save_receipt(receipt, out_path)
+            on_progress(point)
+
+        for suite in suites:
+            for plan in SUITES[suite](model_id, settings.decode_tokens, settings.concurrency):
+                receipt.points.append(plan.point)
+                await measure_point(
+                    client,
+                    plan.point,
+                    make_requests=plan.make_requests,
+                    value_of=plan.value_of,
+                    settings=settings,
+                    check_text=degeneration_messages,
+                    on_sample=saved,
+                )
+                if suite == "spec" and plan.point.spec is None:
+                    receipt.warnings.append(
+                        "spec suite stopped: the server made no drafts — speculative decoding "
+                        "is off on it (start it with e.g. `--spec-type draft-simple`)"
+                    )
+                    break
+        receipt.complete = True
+        save_receipt(receipt, out_path)
+    return receipt

@@ -1,0 +1,77 @@
+"""Speculative-decoding accounting from /metrics deltas (field reports 001 and 002).
+
+Counting SSE events under speculative decoding measures steps/s, not tokens/s (001). Tokens per
+step times steps/s is the decode rate; steps/s stays near constant whatever the content (002),
+so acceptance is what moves speed, and steps/s × (k + 1) is the ceiling at full acceptance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pydantic import BaseModel, Field
+
+from sparkrig.client.metrics import MetricsDelta
+from sparkrig.engines.metric_map import Quantity
+
+
+class SpecAccounting(BaseModel):
+    drafts: float = Field(description="verification steps that carried a draft")
+    draft_tokens: float
+    accepted_tokens: float
+    acceptance_rate: float = Field(description="accepted ÷ drafted tokens")
+    per_position_rate: list[float] = Field(
+        description="accepted at draft position i ÷ drafts, i = 0, 1, …"
+    )
+    mean_draft_length: float = Field(description="k: drafted tokens per draft")
+    accepted_per_step: float = Field(description="accepted draft tokens per verification step")
+    tokens_per_step: float = Field(description="1 + accepted_per_step: tokens each step emits")
+    steps_per_s: float | None = Field(description="decode tok/s ÷ tokens per step")
+    ceiling_tps: float | None = Field(description="steps/s × (k + 1): every draft accepted")
+
+
+def _total(deltas: list[MetricsDelta], quantity: Quantity) -> float | None:
+    values = [delta.values.get(quantity) for delta in deltas]
+    if not values or any(not isinstance(value, float | int) for value in values):
+        return None
+    return float(sum(value for value in values if isinstance(value, float | int)))
+
+
+def _per_position(deltas: list[MetricsDelta]) -> dict[str, float]:
+    merged: dict[str, float] = {}
+    for delta in deltas:
+        value = delta.values.get(Quantity.SPEC_ACCEPTED_PER_POSITION)
+        if isinstance(value, dict):
+            for position, count in value.items():
+                merged[position] = merged.get(position, 0.0) + count
+    return merged
+
+
+def spec_accounting(
+    deltas: Iterable[MetricsDelta | None], decode_tps: float | None
+) -> SpecAccounting | None:
+    """Sum the counters over samples; None when the server reports no speculative decoding."""
+    usable = [delta for delta in deltas if delta is not None and not delta.server_restarted]
+    drafts = _total(usable, Quantity.SPEC_DRAFTS)
+    draft_tokens = _total(usable, Quantity.SPEC_DRAFT_TOKENS)
+    accepted = _total(usable, Quantity.SPEC_ACCEPTED_TOKENS)
+    if not drafts or not draft_tokens or accepted is None:
+        return None
+    per_position = _per_position(usable)
+    order = sorted(per_position, key=lambda label: int(label) if label.isdigit() else 1 << 30)
+    accepted_per_step = accepted / drafts
+    tokens_per_step = 1 + accepted_per_step
+    mean_draft_length = draft_tokens / drafts
+    steps_per_s = decode_tps / tokens_per_step if decode_tps else None
+    return SpecAccounting(
+        drafts=drafts,
+        draft_tokens=draft_tokens,
+        accepted_tokens=accepted,
+        acceptance_rate=accepted / draft_tokens,
+        per_position_rate=[per_position[label] / drafts for label in order],
+        mean_draft_length=mean_draft_length,
+        accepted_per_step=accepted_per_step,
+        tokens_per_step=tokens_per_step,
+        steps_per_s=steps_per_s,
+        ceiling_tps=steps_per_s * (mean_draft_length + 1) if steps_per_s else None,
+    )

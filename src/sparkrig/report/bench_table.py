@@ -1,0 +1,114 @@
+"""Terminal tables for bench receipts and comparisons."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from sparkrig.bench.compare import PointComparison
+from sparkrig.bench.point import PointResult
+from sparkrig.bench.receipt import BenchReceipt
+from sparkrig.bench.suites import per_stream_mean
+
+
+def _flags(point: PointResult) -> str:
+    flags = []
+    if point.invalid:
+        flags.append("[red]INVALID: degenerate output[/]")
+    if point.cold_start:
+        flags.append("[yellow]cold start[/]")
+    if point.discarded:
+        flags.append(f"{len(point.discarded)} discarded")
+    return ", ".join(flags)
+
+
+def bench_table(receipt: BenchReceipt) -> Table:
+    table = Table(
+        title=f"bench · {receipt.model} · {receipt.base_url}",
+        title_justify="left",
+        caption="tok/s from server token counts; ±: 95% Student-t half-width; "
+        "aggregate: all streams over their union window",
+        caption_justify="left",
+    )
+    for header in ("suite", "point", "n", "tok/s", "±", "min–max", "per stream", "flags"):
+        table.add_column(header, justify="right" if header in ("n", "tok/s", "±") else "left")
+    for point in receipt.points:
+        summary = point.summary
+        if summary is None:
+            table.add_row(point.suite, point.name, "0", "—", "—", "—", "—", _flags(point))
+            continue
+        value = "—" if point.invalid else f"{summary.median:.1f}"
+        spread = (
+            "—" if summary.relative_half_width is None else f"{summary.relative_half_width:.1%}"
+        )
+        stream = per_stream_mean(point) if point.suite == "concurrency" else None
+        table.add_row(
+            point.suite,
+            point.name,
+            str(summary.n),
+            value,
+            spread,
+            f"{summary.min:.1f}–{summary.max:.1f}",
+            "—" if stream is None else f"{stream:.1f}",
+            _flags(point),
+        )
+    return table
+
+
+def compare_table(rows: list[PointComparison], tolerance_pct: float) -> Table:
+    table = Table(
+        caption=f"change of the mean with its Welch 95% interval; slower/faster only when the "
+        f"interval excludes 0 and the change exceeds {tolerance_pct:g}%",
+        caption_justify="left",
+    )
+    for header in ("suite", "point", "before", "after", "change", "95% interval", "verdict"):
+        table.add_column(header)
+    colour = {"same": "green", "faster": "cyan", "slower": "red"}
+    for row in rows:
+        change = row.change
+        if change is None:
+            table.add_row(row.suite, row.name, "—", "—", "—", "—", row.note or "—")
+            continue
+        interval = (
+            "—"
+            if change.ci95_low_pct is None or change.ci95_high_pct is None
+            else f"{change.ci95_low_pct:+.1f}% … {change.ci95_high_pct:+.1f}%"
+        )
+        table.add_row(
+            row.suite,
+            row.name,
+            f"{change.before_mean:.1f}",
+            f"{change.after_mean:.1f}",
+            f"{change.change_pct:+.1f}%",
+            interval,
+            f"[{colour[row.verdict or 'same']}]{row.verdict}[/]",
+        )
+    return table
+
+
+def spec_table(receipt: BenchReceipt) -> Table | None:
+    """Acceptance per content type; None when no point has speculative-decoding counters."""
+    points = [point for point in receipt.points if point.spec is not None]
+    if not points:
+        return None
+    table = Table(
+        title="speculative decoding (from /metrics deltas)",
+        title_justify="left",
+        caption="tokens/step = 1 + accepted per step; steps/s = decode tok/s ÷ tokens/step; "
+        "ceiling = steps/s × (k + 1), every draft accepted",
+        caption_justify="left",
+    )
+    for header in ("point", "accept", "per position", "k", "tok/step", "steps/s", "ceiling"):
+        table.add_column(header)
+    for point in points:
+        spec = point.spec
+        assert spec is not None
+        table.add_row(
+            f"{point.suite}/{point.name}",
+            f"{spec.acceptance_rate:.0%}",
+            " ".join(f"{rate:.2f}" for rate in spec.per_position_rate),
+            f"{spec.mean_draft_length:.1f}",
+            f"{spec.tokens_per_step:.2f}",
+            "—" if spec.steps_per_s is None else f"{spec.steps_per_s:.1f}",
+            "—" if spec.ceiling_tps is None else f"{spec.ceiling_tps:.1f}",
+        )
+    return table

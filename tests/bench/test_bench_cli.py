@@ -1,0 +1,49 @@
+"""`sparkrig bench` as a user runs it: Ctrl-C keeps what was measured and stops the engine."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from sparkrig.bench.receipt import load_receipt
+from sparkrig.engines.llamacpp.build import EngineInstall
+from sparkrig.launch.process_record import InstanceRecord, is_running
+from tests.conftest import SPARKRIG
+
+pytestmark = pytest.mark.engine
+
+
+def test_ctrl_c_keeps_the_finished_samples_and_stops_the_engine(
+    tmp_path: Path, engine: EngineInstall
+) -> None:
+    state, out = tmp_path / "state", tmp_path / "bench.json"
+    env = {**os.environ, "SPARKRIG_STATE_DIR": str(state)}
+    bench = subprocess.Popen(
+        [SPARKRIG, "bench", "--local", "--out", str(out), "--tokens", "32"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if out.exists() and any(p["samples"] for p in json.loads(out.read_text())["points"]):
+                break
+            time.sleep(0.1)
+        records = list((state / "local").glob("*.json"))
+        started = InstanceRecord.model_validate_json(records[0].read_text())
+        bench.send_signal(signal.SIGINT)
+        _, stderr = bench.communicate(timeout=60)
+    finally:
+        bench.kill()
+        bench.wait()
+    assert bench.returncode != 0
+    assert b"receipt keeps every finished sample" in stderr
+    receipt = load_receipt(out)
+    assert not receipt.complete
+    assert receipt.points[0].samples
+    assert not is_running(started)

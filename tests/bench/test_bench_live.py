@@ -1,0 +1,85 @@
+"""The bench against the real llama-server: samples, foreign traffic, invalid output, Ctrl-C."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from sparkrig.bench.point import BenchSettings, PointResult, measure_point
+from sparkrig.bench.receipt import load_receipt
+from sparkrig.bench.run import run_bench
+from sparkrig.bench.suites import single_decode_rate
+from sparkrig.bench.workloads import chat
+from sparkrig.client import ChatRequest, EndpointClient
+from sparkrig.launch.process_record import InstanceRecord
+
+pytestmark = [pytest.mark.engine, pytest.mark.asyncio(loop_scope="session")]
+
+QUICK = BenchSettings(max_samples=3, decode_tokens=32, concurrency=[1, 2], precision=0.5)
+
+
+async def test_bench_writes_a_complete_receipt(
+    llama_server: InstanceRecord, tmp_path: Path
+) -> None:
+    out = tmp_path / "bench.json"
+    receipt = await run_bench(
+        llama_server.base_url, suites=["decode", "concurrency"], settings=QUICK, out_path=out
+    )
+    assert receipt.complete
+    assert receipt.engine == "llama.cpp"
+    names = [(point.suite, point.name) for point in receipt.points]
+    assert ("decode", "count") in names
+    assert ("concurrency", "c=2") in names
+    for point in receipt.points:
+        assert point.summary is not None
+        assert point.summary.n >= QUICK.min_samples
+        assert point.summary.median > 0
+        for sample in point.samples:
+            assert all(r.completion_tokens == QUICK.decode_tokens for r in sample.requests)
+    stored = load_receipt(out)
+    assert stored.points[0].summary == receipt.points[0].summary
+
+
+async def test_a_sample_with_foreign_traffic_is_discarded_and_retaken(
+    llama_server: InstanceRecord,
+) -> None:
+    fired: list[asyncio.Task[object]] = []
+
+    async with EndpointClient(llama_server.base_url) as client:
+
+        def make_requests() -> list[ChatRequest]:
+            if not fired:  # during the first sample only, someone else uses the server
+                stranger = chat(llama_server.alias, "Tell me about whales.", 64)
+                fired.append(asyncio.ensure_future(client.send(stranger)))
+            return [chat(llama_server.alias, "Count from 1 to 50.", 32)]
+
+        point = await measure_point(
+            client,
+            PointResult(suite="test", name="foreign", metric="tok/s"),
+            make_requests=make_requests,
+            value_of=single_decode_rate,
+            settings=BenchSettings(max_samples=2, warmup_requests=0, precision=0.5),
+            check_text=lambda text: [],
+            on_sample=lambda point: None,
+        )
+        await asyncio.gather(*fired)
+    assert point.discarded
+    assert "foreign traffic" in point.discarded[0].reason
+    assert len(point.samples) == 2
+
+
+async def test_degenerate_output_marks_the_point_invalid(llama_server: InstanceRecord) -> None:
+    async with EndpointClient(llama_server.base_url) as client:
+        point = await measure_point(
+            client,
+            PointResult(suite="test", name="nonsense", metric="tok/s"),
+            make_requests=lambda: [chat(llama_server.alias, "Say hi.", 16)],
+            value_of=single_decode_rate,
+            settings=BenchSettings(max_samples=2, warmup_requests=0, precision=0.5),
+            check_text=lambda text: ["loop: flagged by the test's detector"],
+            on_sample=lambda point: None,
+        )
+    assert point.invalid
+    assert point.samples[0].degenerate == ["loop: flagged by the test's detector"]

@@ -1,0 +1,98 @@
+"""compare: refuses mismatched receipts, judges changes by their Welch interval."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from sparkrig.bench.compare import compare_receipts
+from sparkrig.bench.point import BenchSettings, PointResult, RequestSummary, Sample
+from sparkrig.bench.receipt import BenchReceipt, load_receipt, save_receipt
+from sparkrig.bench.statistics import summarize
+from sparkrig.errors import UsageError
+from tests.conftest import SPARKRIG
+
+
+def receipt(values: list[float], settings: BenchSettings | None = None) -> BenchReceipt:
+    request = RequestSummary(
+        prompt_sha256="0" * 16, completion_tokens=128, token_source="per_event_timings",
+        ttft_s=0.05, decode_tps=values[0], e2e_s=1.0, finish_reason="length",
+        first_output_ns=1, last_output_ns=2,
+    )  # fmt: skip
+    point = PointResult(
+        suite="decode",
+        name="count",
+        metric="decode tok/s",
+        samples=[Sample(value=value, requests=[request]) for value in values],
+        summary=summarize(values),
+    )
+    return BenchReceipt(
+        base_url="http://127.0.0.1:1",
+        model="m",
+        suites=["decode"],
+        settings=settings or BenchSettings(),
+        points=[point],
+        complete=True,
+    )
+
+
+def test_same_distribution_is_same() -> None:
+    rows = compare_receipts(receipt([100, 101, 99, 100.5]), receipt([100.2, 99.6, 100.9, 99.8]), 3)
+    assert [row.verdict for row in rows] == ["same"]
+
+
+def test_a_real_slowdown_is_slower_and_a_speedup_faster() -> None:
+    base = receipt([100, 101, 99, 100.5])
+    assert compare_receipts(base, receipt([80, 81, 79, 80.4]), 3)[0].verdict == "slower"
+    assert compare_receipts(base, receipt([120, 121, 119, 120.4]), 3)[0].verdict == "faster"
+
+
+def test_a_small_change_inside_tolerance_is_same() -> None:
+    rows = compare_receipts(receipt([100, 100.1, 99.9]), receipt([98.5, 98.6, 98.4]), 3)
+    assert rows[0].verdict == "same"  # the interval excludes 0, but -1.5% < 3% tolerance
+
+
+def test_mismatched_settings_are_refused_by_name() -> None:
+    other = receipt([100, 101], BenchSettings(decode_tokens=64))
+    with pytest.raises(UsageError, match=r"settings\.decode_tokens"):
+        compare_receipts(receipt([100, 101]), other, 3)
+
+
+def test_cli_compare_exit_codes_and_one_line_errors(tmp_path: Path) -> None:
+    env = {**os.environ, "SPARKRIG_STATE_DIR": str(tmp_path / "state")}
+    paths = {}
+    for name, values in {
+        "a": [100, 101, 99],
+        "b": [100, 99.5, 100.5],
+        "slow": [70, 71, 69],
+    }.items():
+        paths[name] = tmp_path / f"{name}.json"
+        save_receipt(receipt(values), paths[name])
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [SPARKRIG, *args], env=env, capture_output=True, text=True, check=False
+        )
+
+    assert run("compare", str(paths["a"]), str(paths["b"])).returncode == 0
+    assert run("compare", str(paths["a"]), str(paths["slow"])).returncode == 1
+    old = json.loads(paths["a"].read_text())
+    old["schema_version"] = 0
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    for args, needle in (
+        (("compare", str(tmp_path / "old.json"), str(paths["b"])), "schema"),
+        (("compare", str(tmp_path / "none.json"), str(paths["b"])), "does not exist"),
+        (("bench", "--local", "--concurrency", "0,2"), "--concurrency"),
+        (("bench", "--local", "--suite", "nope"), "unknown suite"),
+    ):
+        done = run(*args)
+        assert done.returncode != 0
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1, done.stderr
+        assert needle in lines[0]
+        assert " — " in lines[0]
+    assert load_receipt(paths["a"]).points[0].summary is not None
