@@ -70,6 +70,12 @@ BENCH_MAX_SAMPLES: Final = 10
 BENCH_WARMUP_REQUESTS: Final = 1
 BENCH_DECODE_TOKENS: Final = 128
 BENCH_CONCURRENCY_LADDER: Final = (1, 2, 4, 8)
+# Prompt depths of the prefill suite; the embedded engine's slots hold 1024 tokens each.
+BENCH_PREFILL_DEPTHS: Final = (128, 256, 512)
+# Unique tokens put in front of a cold prefill prompt so no cached prefix can match it.
+BENCH_SALT_TOKENS: Final = 8
+# Without /tokenize, prompt lengths are estimated at this many characters per token.
+BENCH_CHARS_PER_TOKEN_ESTIMATE: Final = 4
 # Field report 001: a cold engine decodes ~30% slower for its first few hundred tokens. A first
 # request this much slower than the steady median is flagged as a cold start.
 BENCH_COLD_PENALTY: Final = 0.15

@@ -83,3 +83,26 @@ async def test_degenerate_output_marks_the_point_invalid(llama_server: InstanceR
         )
     assert point.invalid
     assert point.samples[0].degenerate == ["loop: flagged by the test's detector"]
+
+
+async def test_prefill_prompts_have_exact_depths_and_replays_hit_the_cache(
+    llama_server: InstanceRecord, tmp_path: Path
+) -> None:
+    settings = BenchSettings(max_samples=3, prefill_depths=[64, 192], precision=0.5)
+    receipt = await run_bench(
+        llama_server.base_url, suites=["prefill"], settings=settings, out_path=tmp_path / "p.json"
+    )
+    assert not receipt.warnings
+    by_name = {point.name: point for point in receipt.points}
+    for depth in (64, 192):
+        cold, cached = by_name[f"{depth} cold"], by_name[f"{depth} cached"]
+        prompts = {r.prompt_tokens for s in cold.samples for r in s.requests}
+        assert prompts == {depth}
+        assert len({r.prompt_sha256 for s in cold.samples for r in s.requests}) == len(
+            cold.samples
+        )  # a fresh salt every time
+        cold_ttft = min(r.ttft_s or 1e9 for s in cold.samples for r in s.requests)
+        cached_ttft = max(r.ttft_s or 0 for s in cached.samples for r in s.requests)
+        assert not cached.cold_start
+        if depth == 192:
+            assert cached_ttft < cold_ttft  # the replay skips the prefill

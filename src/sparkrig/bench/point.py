@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import aiohttp
 from pydantic import BaseModel, Field
@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from sparkrig import defaults
 from sparkrig.bench.spec import SpecAccounting, spec_accounting
 from sparkrig.bench.statistics import PointSummary, precise_enough, summarize
-from sparkrig.client import ChatRequest, EndpointClient, RequestRecord
+from sparkrig.client import ChatRequest, CompletionRequest, EndpointClient, RequestRecord
 from sparkrig.client.metrics import MetricsDelta, MetricsSnapshot, metrics_delta, scrape_metrics
 from sparkrig.engines.metric_map import Quantity
 from sparkrig.errors import EndpointError
@@ -36,12 +36,14 @@ class BenchSettings(BaseModel):
     warmup_requests: int = Field(default=defaults.BENCH_WARMUP_REQUESTS, ge=0)
     decode_tokens: int = Field(default=defaults.BENCH_DECODE_TOKENS, ge=8)
     concurrency: list[int] = Field(default_factory=lambda: list(defaults.BENCH_CONCURRENCY_LADDER))
+    prefill_depths: list[int] = Field(default_factory=lambda: list(defaults.BENCH_PREFILL_DEPTHS))
 
 
 class RequestSummary(BaseModel):
     """What a receipt keeps of one request (the full event list stays out of receipts)."""
 
     prompt_sha256: str
+    prompt_tokens: int | None = Field(default=None, description="as the server counted them")
     completion_tokens: int | None
     token_source: str | None
     ttft_s: float | None
@@ -78,17 +80,26 @@ class PointResult(BaseModel):
         default=None, description="speculative-decoding accounting over this point's samples"
     )
     cold_start: bool = Field(default=False, description="the first request ran markedly slower")
+    warmup_primes_cache: bool = Field(
+        default=False, description="the warm-up fills the prefix cache on purpose: no cold flag"
+    )
 
 
-def prompt_sha256(request: ChatRequest) -> str:
-    text = "\n".join(str(message.get("content", "")) for message in request.messages)
+def prompt_sha256(request: ChatRequest | CompletionRequest) -> str:
+    if isinstance(request, CompletionRequest):
+        text = str(request.prompt)
+    else:
+        text = "\n".join(str(message.get("content", "")) for message in request.messages)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def summarize_request(request: ChatRequest, record: RequestRecord) -> RequestSummary:
+def summarize_request(
+    request: ChatRequest | CompletionRequest, record: RequestRecord
+) -> RequestSummary:
     outputs = record.output_events
     return RequestSummary(
         prompt_sha256=prompt_sha256(request),
+        prompt_tokens=record.usage.prompt_tokens if record.usage else None,
         completion_tokens=record.completion_tokens,
         token_source=record.token_source,
         ttft_s=record.ttft_s,
@@ -142,7 +153,7 @@ async def measure_point(
     client: EndpointClient,
     point: PointResult,
     *,
-    make_requests: Callable[[], list[ChatRequest]],
+    make_requests: Callable[[], Sequence[ChatRequest | CompletionRequest]],
     value_of: ValueOf,
     settings: BenchSettings,
     check_text: TextCheck,
@@ -179,7 +190,7 @@ async def measure_point(
 async def _take_sample(
     client: EndpointClient,
     point: PointResult,
-    make_requests: Callable[[], list[ChatRequest]],
+    make_requests: Callable[[], Sequence[ChatRequest | CompletionRequest]],
     value_of: ValueOf,
     check_text: TextCheck,
 ) -> str | None:
@@ -222,7 +233,9 @@ async def _take_sample(
 
 
 def _flag_cold_start(point: PointResult) -> None:
-    if not point.warmup_values or point.summary is None or point.summary.median <= 0:
+    if point.warmup_primes_cache or not point.warmup_values or point.summary is None:
+        return
+    if point.summary.median <= 0:
         return
     first = point.warmup_values[0]
     slower = 1 - first / point.summary.median

@@ -9,10 +9,11 @@ import aiohttp
 
 from sparkrig.bench.point import BenchSettings, PointResult, measure_point
 from sparkrig.bench.receipt import BenchReceipt, save_receipt
-from sparkrig.bench.suites import SUITES
+from sparkrig.bench.suites import SUITES, SuiteContext
 from sparkrig.client import EndpointClient
 from sparkrig.client.metrics import scrape_metrics
 from sparkrig.client.probe import first_model_id
+from sparkrig.client.tokenize import server_tokenize
 from sparkrig.engines.metric_map import Quantity
 from sparkrig.errors import EndpointError, UsageError
 from sparkrig.guards.detectors import degeneration_findings
@@ -23,6 +24,39 @@ def check_suites(names: list[str]) -> list[str]:
     if unknown:
         raise UsageError(f"unknown suite {', '.join(unknown)} — choose from {', '.join(SUITES)}")
     return names
+
+
+def filler_text(words: int) -> str:
+    """Plain, varied prose to cut prompts from (its content does not change prefill cost)."""
+    return " ".join(
+        f"Line {i} notes that crate {i * 37 % 1009} holds {i % 13} apples."
+        for i in range(words // 8)
+    )
+
+
+async def _suite_context(
+    client: EndpointClient,
+    model: str,
+    settings: BenchSettings,
+    suite: str,
+    receipt: BenchReceipt,
+) -> SuiteContext:
+    context = SuiteContext(model=model, settings=settings)
+    if suite != "prefill":
+        return context
+    deepest = max(settings.prefill_depths)
+    context.filler_text = filler_text(deepest * 2)
+    try:
+        tokens = await server_tokenize(client, model, context.filler_text)
+    except EndpointError as exc:
+        receipt.warnings.append(f"prefill: {exc}")
+        return context
+    if len(tokens) < deepest:
+        receipt.warnings.append(
+            f"prefill: the filler text has only {len(tokens)} tokens, under depth {deepest}"
+        )
+    context.filler_tokens = tokens
+    return context
 
 
 def degeneration_messages(text: str) -> list[str]:
@@ -66,7 +100,8 @@ async def run_bench(
             on_progress(point)
 
         for suite in suites:
-            for plan in SUITES[suite](model_id, settings.decode_tokens, settings.concurrency):
+            context = await _suite_context(client, model_id, settings, suite, receipt)
+            for plan in SUITES[suite](context):
                 receipt.points.append(plan.point)
                 await measure_point(
                     client,

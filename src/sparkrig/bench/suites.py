@@ -1,26 +1,45 @@
-"""The bench suites as registered point builders: decode by content type, concurrency ladder."""
+"""The bench suites as registered point builders.
+
+decode: one stream per content type. concurrency: distinct prompts at each ladder step, aggregate
+over the union window. spec: decode again, read for acceptance. prefill: exact prompt depths,
+cold (salted) and replayed (prefix cache).
+"""
 
 from __future__ import annotations
 
+import random
 import statistics
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from sparkrig.bench.point import PointResult, ValueOf
+from sparkrig import defaults
+from sparkrig.bench.point import BenchSettings, PointResult, ValueOf
 from sparkrig.bench.workloads import DECODE_PROMPTS, chat, concurrent_prompts
-from sparkrig.client import ChatRequest, RequestRecord
+from sparkrig.client import ChatRequest, CompletionRequest, RequestRecord
 
 NS_PER_S = 1_000_000_000
+PREFILL_REPLY_TOKENS = 2  # enough to see the first token; prefill is what is timed
+
+Requests = Sequence[ChatRequest | CompletionRequest]
 
 
 @dataclass(frozen=True)
 class PointPlan:
     point: PointResult
-    make_requests: Callable[[], list[ChatRequest]]
+    make_requests: Callable[[], Requests]
     value_of: ValueOf
 
 
-SuiteBuilder = Callable[[str, int, list[int]], Iterator[PointPlan]]
+@dataclass
+class SuiteContext:
+    model: str
+    settings: BenchSettings
+    # server token ids of a long text; None when the server has no /tokenize
+    filler_tokens: list[int] | None = None
+    filler_text: str = ""
+
+
+SuiteBuilder = Callable[[SuiteContext], Iterator[PointPlan]]
 SUITES: dict[str, SuiteBuilder] = {}
 
 
@@ -32,9 +51,7 @@ def register(name: str) -> Callable[[SuiteBuilder], SuiteBuilder]:
     return add
 
 
-def _requests_for(
-    model: str, prompts: list[str], max_tokens: int
-) -> Callable[[], list[ChatRequest]]:
+def _chats(model: str, prompts: list[str], max_tokens: int) -> Callable[[], Requests]:
     return lambda: [chat(model, prompt, max_tokens) for prompt in prompts]
 
 
@@ -58,6 +75,13 @@ def aggregate_decode_rate(records: list[RequestRecord]) -> float | None:
     return tokens * NS_PER_S / window_ns if window_ns > 0 else None
 
 
+def prefill_rate(records: list[RequestRecord]) -> float | None:
+    """Prompt tokens (server count) ÷ TTFT."""
+    record = records[0]
+    prompt = record.usage.prompt_tokens if record.usage else None
+    return prompt / record.ttft_s if prompt and record.ttft_s else None
+
+
 def per_stream_mean(point: PointResult) -> float | None:
     rates = [
         request.decode_tps
@@ -69,18 +93,18 @@ def per_stream_mean(point: PointResult) -> float | None:
 
 
 @register("decode")
-def decode_suite(model: str, max_tokens: int, ladder: list[int]) -> Iterator[PointPlan]:
+def decode_suite(context: SuiteContext) -> Iterator[PointPlan]:
     for content, prompt in DECODE_PROMPTS.items():
         yield PointPlan(
             point=PointResult(suite="decode", name=content, metric="decode tok/s, one stream"),
-            make_requests=_requests_for(model, [prompt], max_tokens),
+            make_requests=_chats(context.model, [prompt], context.settings.decode_tokens),
             value_of=single_decode_rate,
         )
 
 
 @register("concurrency")
-def concurrency_suite(model: str, max_tokens: int, ladder: list[int]) -> Iterator[PointPlan]:
-    for streams in ladder:
+def concurrency_suite(context: SuiteContext) -> Iterator[PointPlan]:
+    for streams in context.settings.concurrency:
         prompts = concurrent_prompts(streams)
         yield PointPlan(
             point=PointResult(
@@ -88,17 +112,73 @@ def concurrency_suite(model: str, max_tokens: int, ladder: list[int]) -> Iterato
                 name=f"c={streams}",
                 metric=f"aggregate decode tok/s over the union window of {streams} streams",
             ),
-            make_requests=_requests_for(model, prompts, max_tokens),
+            make_requests=_chats(context.model, prompts, context.settings.decode_tokens),
             value_of=aggregate_decode_rate,
         )
 
 
 @register("spec")
-def spec_suite(model: str, max_tokens: int, ladder: list[int]) -> Iterator[PointPlan]:
+def spec_suite(context: SuiteContext) -> Iterator[PointPlan]:
     """Decode by content type again, read for acceptance: each sample keeps its metrics delta."""
     for content, prompt in DECODE_PROMPTS.items():
         yield PointPlan(
             point=PointResult(suite="spec", name=content, metric="decode tok/s, one stream"),
-            make_requests=_requests_for(model, [prompt], max_tokens),
+            make_requests=_chats(context.model, [prompt], context.settings.decode_tokens),
             value_of=single_decode_rate,
+        )
+
+
+def _prompt_of_depth(context: SuiteContext, depth: int, salted: bool) -> str | list[int]:
+    """Exactly `depth` server tokens (a salt of unique leading tokens when cold), or text of
+    about that length when the server has no /tokenize."""
+    if context.filler_tokens is None:
+        chars = depth * defaults.BENCH_CHARS_PER_TOKEN_ESTIMATE
+        nonce = f"[{random.getrandbits(64):016x}] " if salted else ""
+        return nonce + context.filler_text[: chars - len(nonce)]
+    body = context.filler_tokens[: depth - defaults.BENCH_SALT_TOKENS]
+    if not salted:
+        return context.filler_tokens[:depth]
+    vocabulary = sorted(set(context.filler_tokens))
+    salt = random.sample(vocabulary, min(defaults.BENCH_SALT_TOKENS, len(vocabulary)))
+    return salt + body
+
+
+def _prefill_requests(context: SuiteContext, depth: int, salted: bool) -> Callable[[], Requests]:
+    def make() -> Requests:
+        prompt = _prompt_of_depth(context, depth, salted)
+        extra = {"cache_salt": f"{random.getrandbits(64):016x}"} if salted else {}
+        return [
+            CompletionRequest(
+                model=context.model,
+                prompt=prompt,
+                max_tokens=PREFILL_REPLY_TOKENS,
+                temperature=0.0,
+                extra=extra,
+            )
+        ]
+
+    return make
+
+
+@register("prefill")
+def prefill_suite(context: SuiteContext) -> Iterator[PointPlan]:
+    for depth in context.settings.prefill_depths:
+        yield PointPlan(
+            point=PointResult(
+                suite="prefill",
+                name=f"{depth} cold",
+                metric="prefill tok/s = prompt tokens ÷ TTFT, unique prefix every request",
+            ),
+            make_requests=_prefill_requests(context, depth, salted=True),
+            value_of=prefill_rate,
+        )
+        yield PointPlan(
+            point=PointResult(
+                suite="prefill",
+                name=f"{depth} cached",
+                metric="prompt tokens ÷ TTFT on the same prompt again: the prefix-cache path",
+                warmup_primes_cache=True,
+            ),
+            make_requests=_prefill_requests(context, depth, salted=False),
+            value_of=prefill_rate,
         )

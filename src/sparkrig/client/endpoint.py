@@ -41,7 +41,7 @@ class ChatRequest(_RequestBase):
 
 
 class CompletionRequest(_RequestBase):
-    prompt: str
+    prompt: str | list[int] = Field(description="text, or token ids for an exact prompt length")
 
     api: Literal["completions"] = "completions"
 

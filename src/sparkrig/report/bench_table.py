@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import statistics
+
 from rich.table import Table
 
 from sparkrig.bench.compare import PointComparison
@@ -21,16 +23,23 @@ def _flags(point: PointResult) -> str:
     return ", ".join(flags)
 
 
+def _median_ttft_ms(point: PointResult) -> str:
+    ttfts = [r.ttft_s for s in point.samples for r in s.requests if r.ttft_s is not None]
+    return f"{statistics.median(ttfts) * 1000:.0f}" if ttfts else "—"
+
+
 def bench_table(receipt: BenchReceipt) -> Table:
     table = Table(
         title=f"bench · {receipt.model} · {receipt.base_url}",
         title_justify="left",
-        caption="tok/s from server token counts; ±: 95% Student-t half-width; "
-        "aggregate: all streams over their union window",
+        caption="tok/s: median, from server token counts (prefill: prompt tokens ÷ TTFT; "
+        "concurrency: all streams over their union window); ±: 95% Student-t half-width",
         caption_justify="left",
     )
-    for header in ("suite", "point", "n", "tok/s", "±", "min–max", "per stream", "flags"):
-        table.add_column(header, justify="right" if header in ("n", "tok/s", "±") else "left")
+    for header in ("suite", "point", "n", "tok/s", "±", "TTFT ms", "per stream", "flags"):
+        table.add_column(
+            header, justify="left" if header in ("suite", "point", "flags") else "right"
+        )
     for point in receipt.points:
         summary = point.summary
         if summary is None:
@@ -47,7 +56,7 @@ def bench_table(receipt: BenchReceipt) -> Table:
             str(summary.n),
             value,
             spread,
-            f"{summary.min:.1f}–{summary.max:.1f}",
+            _median_ttft_ms(point),
             "—" if stream is None else f"{stream:.1f}",
             _flags(point),
         )

@@ -1,0 +1,37 @@
+"""The server's own tokenizer through `/tokenize` (llama.cpp and vLLM both have one)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aiohttp
+
+from sparkrig.client.endpoint import EndpointClient
+from sparkrig.errors import EndpointError
+
+
+async def server_tokenize(client: EndpointClient, model: str, text: str) -> list[int]:
+    """Token ids of `text` as the server counts them, without special tokens.
+
+    llama.cpp reads `content`, vLLM reads `prompt` (and `model`); each ignores the other's key.
+    """
+    body = {"content": text, "prompt": text, "model": model, "add_special_tokens": False}
+    try:
+        async with client.session.post(f"{client.base_url}/tokenize", json=body) as response:
+            if response.status >= 400:
+                raise EndpointError(
+                    f"{client.base_url}/tokenize answered HTTP {response.status} — this server "
+                    "has no tokenizer endpoint; prompt lengths will be estimated"
+                )
+            reply: Any = await response.json(content_type=None)
+    except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+        raise EndpointError(
+            f"{client.base_url}/tokenize failed ({exc.__class__.__name__}) — prompt lengths "
+            "will be estimated"
+        ) from exc
+    tokens = reply.get("tokens") if isinstance(reply, dict) else None
+    if not isinstance(tokens, list) or not all(isinstance(token, int) for token in tokens):
+        raise EndpointError(
+            f"{client.base_url}/tokenize gave no token list — prompt lengths will be estimated"
+        )
+    return tokens
