@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from sparkrig.bench.receipt import load_receipt
 from sparkrig.bench.smoke import SmokeReceipt
 from sparkrig.engines.llamacpp.build import EngineInstall
 from sparkrig.launch.process_record import InstanceRecord, is_running
@@ -31,6 +32,10 @@ def test_demo_prints_the_table_writes_the_record_and_stops(
     assert done.returncode == 0, done.stderr
     assert "decode tok/s" in done.stdout
     assert "server metrics (llama.cpp" in done.stdout
+    assert "bench · " in done.stdout
+    bench = load_receipt(out.with_name("demo.bench.json"))
+    assert bench.complete
+    assert {point.suite for point in bench.points} == {"decode", "concurrency"}
     receipt = SmokeReceipt.model_validate(json.loads(out.read_text()))
     assert [r.name for r in receipt.results] == ["count", "json", "concurrent1", "concurrent2"]
     for result in receipt.results:

@@ -11,13 +11,21 @@ from pathlib import Path
 
 from rich.console import Console
 
+from sparkrig.bench.point import BenchSettings
+from sparkrig.bench.run import run_bench
 from sparkrig.bench.smoke import SmokeReceipt, SmokeResult, run_smoke
 from sparkrig.client import EndpointClient
 from sparkrig.client.metrics import metrics_delta, scrape_metrics
 from sparkrig.embedded import embedded_engine
 from sparkrig.engines.llamacpp.server import SpeculativeOptions
 from sparkrig.errors import EndpointError
+from sparkrig.report.bench_table import bench_table, spec_table
 from sparkrig.report.smoke_table import metrics_line, smoke_table
+
+# short enough for a first look (about 20 s on 2 cores); `sparkrig bench --local` goes further
+DEMO_BENCH = BenchSettings(
+    max_samples=3, min_samples=3, decode_tokens=64, concurrency=[1, 2], precision=0.05
+)
 
 
 async def run_demo(
@@ -27,14 +35,25 @@ async def run_demo(
     out_path: Path,
     speculative: SpeculativeOptions | None = None,
 ) -> SmokeReceipt:
+    bench_path = out_path.with_name(out_path.stem + ".bench.json")
     async with embedded_engine(console, model=model, speculative=speculative) as record:
         console.print("running the smoke workload")
         receipt = SmokeReceipt(base_url=record.base_url, model=record.alias)
         receipt.engine = {"name": "llama.cpp", "binary": record.argv[0]}
         await _smoke(receipt, out_path)
+        console.print("running a short bench (decode by content type, concurrency 1 and 2)")
+        bench = await run_bench(
+            record.base_url,
+            suites=["decode", "concurrency"] + (["spec"] if speculative else []),
+            settings=DEMO_BENCH,
+            out_path=bench_path,
+        )
     console.print(smoke_table(receipt))
     console.print(metrics_line(receipt.metrics_delta))
-    console.print(f"record written to {out_path}")
+    console.print(bench_table(bench))
+    if (acceptance := spec_table(bench)) is not None:
+        console.print(acceptance)
+    console.print(f"record written to {out_path}; bench receipt {bench_path}")
     return receipt
 
 
