@@ -522,6 +522,46 @@ def compare(
         raise typer.Exit(1)
 
 
+@app.command()
+def report(
+    receipts: Annotated[
+        list[Path], typer.Argument(help="bench receipts (JSON written by `sparkrig bench`)")
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option(help="HTML file to write (default: the first receipt's path with .html)"),
+    ] = None,
+) -> None:
+    """Turn bench receipts into one self-contained HTML page and print their tables. Per
+    receipt the page shows model, URL, engine, host, settings and whether the run finished; its
+    warnings; every point with median, 95% interval and flags; and inline SVG charts (decode by
+    content type, concurrency aggregate vs per stream, speculative acceptance per draft position).
+    It opens without a network. A point with degenerate output reads "invalid", never a number."""
+    from sparkrig.bench.receipt import load_receipt
+    from sparkrig.report.bench_table import bench_table, spec_table
+    from sparkrig.report.html_report import render_report
+
+    loaded = [load_receipt(path) for path in receipts]
+    out_path = out or receipts[0].with_suffix(".html")
+    if any(out_path.resolve() == path.resolve() for path in receipts):
+        raise UsageError(f"--out {out_path} is one of the receipts — pick another --out")
+    page = render_report(loaded, names=[path.name for path in receipts])
+    try:
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        out_path.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        raise SparkrigError(
+            f"cannot write {out_path}: {exc.strerror} — pick a writable --out"
+        ) from exc
+    for path, receipt in zip(receipts, loaded, strict=True):
+        if len(receipts) > 1:
+            console.print(f"[bold]{escape(str(path))}[/]", highlight=False)
+        console.print(bench_table(receipt))
+        if (acceptance := spec_table(receipt)) is not None:
+            console.print(acceptance)
+    console.print(f"report written to {out_path}", highlight=False)
+
+
 def main() -> None:
     from sparkrig.launch.signals import stop_cleanly_on_sigterm
 
