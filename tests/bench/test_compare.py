@@ -17,17 +17,25 @@ from sparkrig.errors import UsageError
 from tests.conftest import SPARKRIG
 
 
-def receipt(values: list[float], settings: BenchSettings | None = None) -> BenchReceipt:
-    request = RequestSummary(
-        prompt_sha256="0" * 16, completion_tokens=128, token_source="per_event_timings",
-        ttft_s=0.05, decode_tps=values[0], e2e_s=1.0, finish_reason="length",
-        first_output_ns=1, last_output_ns=2,
-    )  # fmt: skip
+def receipt(
+    values: list[float], settings: BenchSettings | None = None, ttfts: list[float] | None = None
+) -> BenchReceipt:
+    def request(ttft: float) -> RequestSummary:
+        return RequestSummary(
+            prompt_sha256="0" * 16, completion_tokens=128, token_source="per_event_timings",
+            ttft_s=ttft, decode_tps=values[0], e2e_s=1.0, finish_reason="length",
+            first_output_ns=1, last_output_ns=2,
+        )  # fmt: skip
+
+    ttfts = ttfts or [0.05] * len(values)
     point = PointResult(
         suite="decode",
         name="count",
         metric="decode tok/s",
-        samples=[Sample(value=value, requests=[request]) for value in values],
+        samples=[
+            Sample(value=value, requests=[request(ttft)])
+            for value, ttft in zip(values, ttfts, strict=True)
+        ],
         summary=summarize(values),
     )
     return BenchReceipt(
@@ -40,20 +48,30 @@ def receipt(values: list[float], settings: BenchSettings | None = None) -> Bench
     )
 
 
+def verdicts(before: BenchReceipt, after: BenchReceipt) -> dict[str, str | None]:
+    return {row.quantity: row.verdict for row in compare_receipts(before, after, 3)}
+
+
 def test_same_distribution_is_same() -> None:
-    rows = compare_receipts(receipt([100, 101, 99, 100.5]), receipt([100.2, 99.6, 100.9, 99.8]), 3)
-    assert [row.verdict for row in rows] == ["same"]
+    rows = verdicts(receipt([100, 101, 99, 100.5]), receipt([100.2, 99.6, 100.9, 99.8]))
+    assert rows == {"tok/s": "same", "TTFT s": "same"}
+
+
+def test_queueing_shows_as_slower_ttft_when_throughput_holds() -> None:
+    base = receipt([100, 101, 99], ttfts=[0.05, 0.06, 0.05])
+    queued = receipt([100.5, 100, 99.5], ttfts=[0.5, 0.52, 0.49])
+    assert verdicts(base, queued) == {"tok/s": "same", "TTFT s": "slower"}
 
 
 def test_a_real_slowdown_is_slower_and_a_speedup_faster() -> None:
     base = receipt([100, 101, 99, 100.5])
-    assert compare_receipts(base, receipt([80, 81, 79, 80.4]), 3)[0].verdict == "slower"
-    assert compare_receipts(base, receipt([120, 121, 119, 120.4]), 3)[0].verdict == "faster"
+    assert verdicts(base, receipt([80, 81, 79, 80.4]))["tok/s"] == "slower"
+    assert verdicts(base, receipt([120, 121, 119, 120.4]))["tok/s"] == "faster"
 
 
 def test_a_small_change_inside_tolerance_is_same() -> None:
-    rows = compare_receipts(receipt([100, 100.1, 99.9]), receipt([98.5, 98.6, 98.4]), 3)
-    assert rows[0].verdict == "same"  # the interval excludes 0, but -1.5% < 3% tolerance
+    rows = verdicts(receipt([100, 100.1, 99.9]), receipt([98.5, 98.6, 98.4]))
+    assert rows["tok/s"] == "same"  # the interval excludes 0, but -1.5% < 3% tolerance
 
 
 def test_mismatched_settings_are_refused_by_name() -> None:

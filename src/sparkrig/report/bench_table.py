@@ -69,24 +69,26 @@ def compare_table(rows: list[PointComparison], tolerance_pct: float) -> Table:
         f"interval excludes 0 and the change exceeds {tolerance_pct:g}%",
         caption_justify="left",
     )
-    for header in ("suite", "point", "before", "after", "change", "95% interval", "verdict"):
+    for header in ("suite", "point", "of", "before", "after", "change", "95% interval", "verdict"):
         table.add_column(header)
     colour = {"same": "green", "faster": "cyan", "slower": "red"}
     for row in rows:
         change = row.change
         if change is None:
-            table.add_row(row.suite, row.name, "—", "—", "—", "—", row.note or "—")
+            table.add_row(row.suite, row.name, row.quantity, "—", "—", "—", "—", row.note or "—")
             continue
         interval = (
             "—"
             if change.ci95_low_pct is None or change.ci95_high_pct is None
             else f"{change.ci95_low_pct:+.1f}% … {change.ci95_high_pct:+.1f}%"
         )
+        digits = 1 if row.quantity == "tok/s" else 3
         table.add_row(
             row.suite,
             row.name,
-            f"{change.before_mean:.1f}",
-            f"{change.after_mean:.1f}",
+            row.quantity,
+            f"{change.before_mean:.{digits}f}",
+            f"{change.after_mean:.{digits}f}",
             f"{change.change_pct:+.1f}%",
             interval,
             f"[{colour[row.verdict or 'same']}]{row.verdict}[/]",
