@@ -33,6 +33,8 @@ def test_demo_prints_the_table_writes_the_record_and_stops(
     assert "decode tok/s" in done.stdout
     assert "server metrics (llama.cpp" in done.stdout
     assert "bench · " in done.stdout
+    assert out.with_name("demo.bench.html").is_file()
+    assert "report: file://" in done.stdout
     bench = load_receipt(out.with_name("demo.bench.json"))
     assert bench.complete
     assert {point.suite for point in bench.points} == {"decode", "concurrency"}

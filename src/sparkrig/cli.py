@@ -405,8 +405,8 @@ def bench(
     suite: Annotated[
         str | None,
         typer.Option(
-            help="comma-separated suites: decode, concurrency, spec (default: decode,concurrency, "
-            "plus spec with --spec-type)"
+            help="comma-separated suites: decode, concurrency, prefill, spec (default: all four; "
+            "with --local the spec suite gets its own engine with --spec-type draft-simple)"
         ),
     ] = None,
     spec_type: Annotated[
@@ -446,15 +446,19 @@ def bench(
     from sparkrig.bench.run import check_suites, run_bench
     from sparkrig.client.endpoint import api_key_from_env
     from sparkrig.report.bench_table import bench_table, spec_table
+    from sparkrig.report.html_report import write_report
 
     if (url is None) == (not local):
         raise UsageError("give either a server URL or --local — e.g. `sparkrig bench --local`")
     speculative = _speculative(spec_type, None, defaults.LOCAL_SPEC_DRAFT_MAX, None)
     if spec_type and not local:
         raise UsageError("--spec-type starts the embedded engine — add --local, or drop it")
-    default_suites = "decode,concurrency" + (",spec" if spec_type else "")
     suites = check_suites(
-        [name.strip() for name in (suite or default_suites).split(",") if name.strip()]
+        [
+            name.strip()
+            for name in (suite or "decode,concurrency,prefill,spec").split(",")
+            if name.strip()
+        ]
     )
     settings = BenchSettings(
         precision=precision, max_samples=max_samples, decode_tokens=tokens,
@@ -469,16 +473,16 @@ def bench(
         err_console.print(f"  {point.suite}/{point.name}: n={n} median {median}", highlight=False)
 
     async def go() -> Any:
-        kwargs: dict[str, Any] = {"suites": suites, "settings": settings, "out_path": out_path,
+        kwargs: dict[str, Any] = {"settings": settings, "out_path": out_path,
                                   "model": model, "on_progress": progress}  # fmt: skip
         if local:
-            from sparkrig.embedded import embedded_engine
+            from sparkrig.embedded import bench_embedded
 
-            async with embedded_engine(
-                err_console, parallel_slots=slots, speculative=speculative
-            ) as record:
-                return await run_bench(record.base_url, **kwargs)
-        return await run_bench(str(url), api_key=api_key_from_env(api_key_env), **kwargs)
+            return await bench_embedded(
+                err_console, suites=suites, slots=slots, speculative=speculative, **kwargs
+            )
+        key = api_key_from_env(api_key_env)
+        return await run_bench(str(url), suites=suites, api_key=key, **kwargs)
 
     try:
         receipt = asyncio.run(go())
@@ -496,7 +500,8 @@ def bench(
     for point in receipt.points:
         for warning in point.warnings:
             console.print(f"[yellow]{point.suite}/{point.name}:[/] {warning}", highlight=False)
-    console.print(f"receipt written to {out_path}")
+    page = write_report(out_path, receipt)
+    console.print(f"receipt written to {out_path}; report {page}", highlight=False)
 
 
 @app.command()

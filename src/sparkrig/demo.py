@@ -20,6 +20,7 @@ from sparkrig.embedded import embedded_engine
 from sparkrig.engines.llamacpp.server import SpeculativeOptions
 from sparkrig.errors import EndpointError
 from sparkrig.report.bench_table import bench_table, spec_table
+from sparkrig.report.html_report import write_report
 from sparkrig.report.smoke_table import metrics_line, smoke_table
 
 # short enough for a first look (about 20 s on 2 cores); `sparkrig bench --local` goes further
@@ -53,7 +54,9 @@ async def run_demo(
     console.print(bench_table(bench))
     if (acceptance := spec_table(bench)) is not None:
         console.print(acceptance)
+    page = write_report(bench_path, bench)
     console.print(f"record written to {out_path}; bench receipt {bench_path}")
+    console.print(f"report: {page.resolve().as_uri()}", highlight=False)
     return receipt
 
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
 from sparkrig import defaults
+from sparkrig.bench.receipt import BenchReceipt, save_receipt
+from sparkrig.bench.run import run_bench
 from sparkrig.client.readiness import answer_one_completion
 from sparkrig.engines.llamacpp.gguf_model import resolve_model
 from sparkrig.engines.llamacpp.server import LlamaServerSpec, SpeculativeOptions
@@ -43,3 +46,37 @@ async def embedded_engine(
     finally:
         stop_instances([record])
         console.print(f"stopped llama-server (pid {record.pid})")
+
+
+async def bench_embedded(
+    console: Console,
+    *,
+    suites: list[str],
+    slots: int,
+    speculative: SpeculativeOptions | None,
+    **bench_args: Any,
+) -> BenchReceipt:
+    """Bench the embedded engine. Without `speculative`, the spec suite gets an engine of its
+    own (draft-simple, the model drafting for itself), so speculation never touches the other
+    suites' figures; both engines' points land in one receipt."""
+    restart_for_spec = "spec" in suites and speculative is None
+    first = [name for name in suites if not (restart_for_spec and name == "spec")]
+    receipt = None
+    if first:
+        async with embedded_engine(
+            console, parallel_slots=slots, speculative=speculative
+        ) as record:
+            receipt = await run_bench(record.base_url, suites=first, **bench_args)
+    if restart_for_spec:
+        drafting = SpeculativeOptions(spec_type="draft-simple")
+        async with embedded_engine(console, parallel_slots=slots, speculative=drafting) as record:
+            receipt = await run_bench(
+                record.base_url, suites=["spec"], continue_receipt=receipt, **bench_args
+            )
+        receipt.warnings.append(
+            "spec suite ran on a second embedded engine with --spec-type draft-simple "
+            f"(the model drafting for itself) at {record.base_url}"
+        )
+        save_receipt(receipt, bench_args["out_path"])
+    assert receipt is not None  # suites is never empty: check_suites ran first
+    return receipt

@@ -47,3 +47,27 @@ def test_ctrl_c_keeps_the_finished_samples_and_stops_the_engine(
     assert not receipt.complete
     assert receipt.points[0].samples
     assert not is_running(started)
+
+
+def test_local_bench_gives_the_spec_suite_its_own_engine(
+    tmp_path: Path, engine: EngineInstall
+) -> None:
+    env = {**os.environ, "SPARKRIG_STATE_DIR": str(tmp_path / "state")}
+    out = tmp_path / "bench.json"
+    done = subprocess.run(
+        [SPARKRIG, "bench", "--local", "--suite", "decode,spec", "--max-samples", "2",
+         "--tokens", "32", "--precision", "0.5", "--out", str(out)],
+        env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    receipt = load_receipt(out)
+    assert receipt.complete
+    assert receipt.suites == ["decode", "spec"]
+    decode = [point for point in receipt.points if point.suite == "decode"]
+    spec = [point for point in receipt.points if point.suite == "spec"]
+    assert decode
+    assert all(point.spec is None for point in decode)  # no speculation in the decode figures
+    assert spec
+    assert all(point.spec is not None for point in spec)
+    assert any("second embedded engine" in warning for warning in receipt.warnings)
+    assert not list((tmp_path / "state" / "local").glob("*.json"))  # both engines stopped

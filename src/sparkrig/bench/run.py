@@ -20,6 +20,8 @@ from sparkrig.guards.detectors import degeneration_findings
 
 
 def check_suites(names: list[str]) -> list[str]:
+    if not names:
+        raise UsageError(f"no suite named — choose from {', '.join(SUITES)}")
     unknown = [name for name in names if name not in SUITES]
     if unknown:
         raise UsageError(f"unknown suite {', '.join(unknown)} — choose from {', '.join(SUITES)}")
@@ -72,13 +74,18 @@ async def run_bench(
     model: str | None = None,
     api_key: str | None = None,
     on_progress: Callable[[PointResult], None] = lambda _: None,
+    continue_receipt: BenchReceipt | None = None,
 ) -> BenchReceipt:
+    """Run `suites` and return the receipt; with `continue_receipt`, append to that one (its
+    other suites ran on another engine, e.g. the embedded engine restarted for speculation)."""
     check_suites(suites)
     async with EndpointClient(base_url, api_key=api_key) as client:
         model_id = model or await first_model_id(client)
-        receipt = BenchReceipt(
+        receipt = continue_receipt or BenchReceipt(
             base_url=client.base_url, model=model_id, suites=suites, settings=settings
         )
+        receipt.complete = False
+        receipt.suites += [name for name in suites if name not in receipt.suites]
         snapshot = None
         try:
             snapshot = await scrape_metrics(client)

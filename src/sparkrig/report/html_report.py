@@ -10,6 +10,7 @@ import statistics
 from collections import Counter
 from collections.abc import Sequence
 from html import escape
+from pathlib import Path
 
 from sparkrig.bench.point import PointResult
 from sparkrig.bench.receipt import BenchReceipt
@@ -303,3 +304,10 @@ def _charts(receipt: BenchReceipt) -> str:
         metrics = "; ".join(dict.fromkeys(point.metric for point in prefill))
         figures.append(_figure(svg, f"{metrics}. {_INTERVAL_NOTE}"))
     return "\n".join(figures) or '<p class="muted">no points to chart</p>'
+
+
+def write_report(receipt_path: Path, receipt: BenchReceipt) -> Path:
+    """Write the report for one receipt beside it (same name, .html) and return its path."""
+    page_path = receipt_path.with_suffix(".html")
+    page_path.write_text(render_report([receipt], names=[receipt_path.name]), encoding="utf-8")
+    return page_path
