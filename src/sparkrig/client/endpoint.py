@@ -20,6 +20,8 @@ from sparkrig.client.accumulate import StreamAccumulator
 from sparkrig.client.records import ErrorKind, RequestError, RequestRecord
 
 _BODY_EXCERPT = 500
+_MAX_LINE_BYTES = 16 * 1024 * 1024  # one SSE line; bounds memory against a server gone wrong
+_RECV_BYTES = 64 * 1024
 
 
 class _RequestBase(BaseModel):
@@ -151,29 +153,41 @@ class EndpointClient:
         try:
             async with self.session.post(url, json=body) as response:
                 record.response_ns = time.perf_counter_ns()
+                _read_in_small_buffers(response)
                 if response.status >= 400:
-                    return _fail(record, "http_status", await _http_error(response))
+                    return _fail(accumulator, "http_status", await _http_error(response))
                 if "text/event-stream" in response.headers.get("Content-Type", ""):
                     await _read_stream(response, accumulator)
                 else:
                     await _read_body(response, accumulator)
         except aiohttp.ClientConnectorError as exc:
-            return _fail(record, "connect", _connect_message(url, exc))
+            return _fail(accumulator, "connect", _connect_message(url, exc))
         except TimeoutError:
-            return _fail(record, "timeout", RequestError(kind="timeout", message=(
+            return _fail(accumulator, "timeout", RequestError(kind="timeout", message=(
                 f"no complete reply from {url} within {self._timeout.total:g}s — raise the "
                 "timeout or check the server is not stuck")))  # fmt: skip
         except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError) as exc:
-            return _fail(record, "stream_cut", RequestError(kind="stream_cut", message=(
+            return _fail(accumulator, "stream_cut", RequestError(kind="stream_cut", message=(
                 f"the connection closed mid-reply ({exc.__class__.__name__}) — check the "
                 "server log for a crash or restart")))  # fmt: skip
         except _ProtocolFault as fault:
-            return _fail(record, fault.error.kind, fault.error)
+            return _fail(accumulator, fault.error.kind, fault.error)
         except aiohttp.ClientError as exc:
-            return _fail(record, "protocol", RequestError(kind="protocol", message=(
+            return _fail(accumulator, "protocol", RequestError(kind="protocol", message=(
                 f"{exc.__class__.__name__}: {exc} — check the URL points at an "
                 "OpenAI-compatible server")))  # fmt: skip
         return accumulator.finish(time.perf_counter_ns())
+
+
+def _read_in_small_buffers(response: aiohttp.ClientResponse) -> None:
+    """asyncio reads a socket into a new 256 KiB bytes object each time, which glibc maps and
+    unmaps: 12 µs of system time per read, measured, and a streaming server costs a read per
+    event. 64 KiB comes from the heap (2 µs). Only asyncio's own selector transport has this
+    `max_size`; any other transport is left as it is."""
+    transport = response.connection.transport if response.connection is not None else None
+    size = getattr(transport, "max_size", None)
+    if isinstance(size, int) and size > _RECV_BYTES:
+        transport.max_size = _RECV_BYTES  # type: ignore[union-attr]
 
 
 class _ProtocolFault(Exception):
@@ -182,8 +196,10 @@ class _ProtocolFault(Exception):
         self.error = error
 
 
-def _fail(record: RequestRecord, kind: ErrorKind, error: RequestError) -> RequestRecord:
-    record.end_ns = time.perf_counter_ns()
+def _fail(accumulator: StreamAccumulator, kind: ErrorKind, error: RequestError) -> RequestRecord:
+    end_ns = time.perf_counter_ns()
+    record = accumulator.settle()  # the events that did arrive stay on the record
+    record.end_ns = end_ns
     error.kind = kind
     record.error = error
     return record
@@ -212,8 +228,17 @@ async def _http_error(response: aiohttp.ClientResponse) -> RequestError:
     )
 
 
+_json_decoder = json.JSONDecoder()
+
+
 def _parse_json(text: str, where: str) -> Any:
-    try:
+    try:  # the common case, a value filling the text, without json.loads's whitespace passes
+        value, end = _json_decoder.raw_decode(text)
+        if end == len(text):
+            return value
+    except (ValueError, RecursionError):
+        pass
+    try:  # anything else is json.loads's to accept (surrounding whitespace) or reject
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise _ProtocolFault(RequestError(
@@ -236,36 +261,55 @@ async def _read_body(response: aiohttp.ClientResponse, accumulator: StreamAccumu
 
 
 async def _read_stream(response: aiohttp.ClientResponse, accumulator: StreamAccumulator) -> None:
-    """Read SSE: `data:` lines joined until a blank line make one event; `[DONE]` ends it."""
+    """Read SSE: `data:` lines joined until a blank line make one event; `[DONE]` ends it.
+
+    Lines are split here from whatever bytes have arrived: aiohttp's readline cost more than the
+    rest of an event's handling at hundreds of streams. An event is still stamped when its blank
+    line is handled, as a line-by-line reader would stamp it.
+    """
     record = accumulator.record
-    data_lines: list[str] = []
+    data_lines: list[bytes] = []
     done = False
-    async for raw_line in response.content:
-        t_ns = time.perf_counter_ns()
+    pending = b""
+    while not done and (block := await response.content.readany()):
         if record.first_byte_ns is None:
-            record.first_byte_ns = t_ns
-        line = raw_line.decode(errors="replace").rstrip("\r\n")
-        if line.startswith("data:"):
-            data_lines.append(line[5:].lstrip(" "))
-            continue
-        if line or not data_lines:
-            continue  # comments (":"), event:/id: fields, and stray blank lines
-        data, data_lines = "\n".join(data_lines), []
-        if data.strip() == "[DONE]":
-            done = True
-            break
-        _add_event(accumulator, t_ns, data)
+            record.first_byte_ns = time.perf_counter_ns()
+        lines = (pending + block if pending else block).split(b"\n")
+        pending = lines.pop()  # an unfinished line waits for the next block
+        if len(pending) > _MAX_LINE_BYTES:
+            raise _ProtocolFault(RequestError(kind="protocol", body=pending[:_BODY_EXCERPT].decode(
+                errors="replace"), message=f"an SSE line ran past {_MAX_LINE_BYTES} bytes with no "
+                "newline — is this an event stream? check the server or proxy"))  # fmt: skip
+        for raw_line in lines:
+            if _take_line(raw_line, data_lines):
+                data = b"\n".join(data_lines).decode(errors="replace")
+                data_lines.clear()
+                if data.strip() == "[DONE]":
+                    done = True
+                    break
+                _add_event(accumulator, time.perf_counter_ns(), data)
+    if pending and not done:
+        _take_line(pending, data_lines)  # a last line with no newline; its event is read below
     if data_lines and not done:  # a final event without its blank line
-        data = "\n".join(data_lines)
+        data = b"\n".join(data_lines).decode(errors="replace")
         done = data.strip() == "[DONE]"
         if not done:
             _add_event(accumulator, time.perf_counter_ns(), data)
     if not done and record.finish_reason is None:
         raise _ProtocolFault(RequestError(
             kind="stream_cut",
-            message=f"the event stream ended after {len(record.events)} events with no "
+            message=f"the event stream ended after {accumulator.event_count} events with no "
             "finish_reason and no [DONE] — the server or a proxy cut the reply; "
             "check its log"))  # fmt: skip
+
+
+def _take_line(raw_line: bytes, data_lines: list[bytes]) -> bool:
+    """Keep a `data:` line's value; True for a blank line that ends an event with data."""
+    line = raw_line.rstrip(b"\r\n")
+    if line.startswith(b"data:"):
+        data_lines.append(line[5:].lstrip(b" "))
+        return False
+    return not line and bool(data_lines)  # comments (":"), event:/id: and stray blank lines
 
 
 def _add_event(accumulator: StreamAccumulator, t_ns: int, data: str) -> None:
@@ -274,7 +318,7 @@ def _add_event(accumulator: StreamAccumulator, t_ns: int, data: str) -> None:
         raise _ProtocolFault(RequestError(kind="protocol", body=data[:_BODY_EXCERPT],
             message="an SSE event is JSON but not an object — is this an OpenAI-compatible "
             "server?"))  # fmt: skip
-    if isinstance(chunk.get("error"), dict | str):
+    if isinstance(chunk.get("error"), (dict, str)):
         detail = chunk["error"]
         text = detail.get("message", str(detail)) if isinstance(detail, dict) else detail
         raise _ProtocolFault(RequestError(kind="protocol", body=data[:_BODY_EXCERPT],

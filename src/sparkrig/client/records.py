@@ -47,9 +47,16 @@ class SseEvent(BaseModel):
 
     @property
     def carries_output(self) -> bool:
-        if self.tokens is not None:
-            return self.tokens > 0
-        return bool(self.content_chars or self.reasoning_chars or self.tool_call)
+        return carries_output(self.tokens, self.content_chars, self.reasoning_chars, self.tool_call)
+
+
+def carries_output(
+    tokens: int | None, content_chars: int, reasoning_chars: int, tool_call: bool
+) -> bool:
+    """Whether an event carried output: by the server's count when there is one."""
+    if tokens is not None:
+        return tokens > 0
+    return bool(content_chars or reasoning_chars or tool_call)
 
 
 class TopLogprob(BaseModel):
