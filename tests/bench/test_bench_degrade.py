@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -17,6 +16,7 @@ from aiohttp import web
 from sparkrig.bench.point import BenchSettings
 from sparkrig.bench.run import run_bench
 from tests.conftest import SPARKRIG
+from tests.http_servers import serve_app
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 TOKENS = 12
@@ -58,16 +58,8 @@ async def bare_server() -> AsyncIterator[str]:
     app.router.add_post("/v1/chat/completions", bare_chat)
     app.router.add_get("/v1/models", models)
     app.router.add_get("/page/v1/models", web_page)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
+    async with serve_app(app) as url:
+        yield url
 
 
 async def test_without_metrics_or_tokenize_the_bench_runs_and_says_so(

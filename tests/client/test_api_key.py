@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator
 
 import pytest
@@ -11,6 +10,7 @@ from aiohttp import web
 
 from sparkrig.client import ChatRequest, EndpointClient
 from sparkrig.client.endpoint import api_key_from_env
+from tests.http_servers import serve_app
 
 SECRET = "sk-test-not-for-logs-9f3a"
 
@@ -30,17 +30,8 @@ async def chat_reply(request: web.Request) -> web.Response:
 async def keyed_server() -> AsyncIterator[str]:
     app = web.Application()
     app.router.add_post("/v1/chat/completions", chat_reply)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    site = web.TCPSite(runner, "127.0.0.1", port)
-    await site.start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
+    async with serve_app(app) as url:
+        yield url
 
 
 def hello() -> ChatRequest:

@@ -92,14 +92,18 @@ def per_stream_mean(point: PointResult) -> float | None:
     return statistics.fmean(rates) if rates else None
 
 
-@register("decode")
-def decode_suite(context: SuiteContext) -> Iterator[PointPlan]:
+def _one_stream_per_content_type(context: SuiteContext, suite: str) -> Iterator[PointPlan]:
     for content, prompt in DECODE_PROMPTS.items():
         yield PointPlan(
-            point=PointResult(suite="decode", name=content, metric="decode tok/s, one stream"),
+            point=PointResult(suite=suite, name=content, metric="decode tok/s, one stream"),
             make_requests=_chats(context.model, [prompt], context.settings.decode_tokens),
             value_of=single_decode_rate,
         )
+
+
+@register("decode")
+def decode_suite(context: SuiteContext) -> Iterator[PointPlan]:
+    return _one_stream_per_content_type(context, "decode")
 
 
 @register("concurrency")
@@ -120,12 +124,7 @@ def concurrency_suite(context: SuiteContext) -> Iterator[PointPlan]:
 @register("spec")
 def spec_suite(context: SuiteContext) -> Iterator[PointPlan]:
     """Decode by content type again, read for acceptance: each sample keeps its metrics delta."""
-    for content, prompt in DECODE_PROMPTS.items():
-        yield PointPlan(
-            point=PointResult(suite="spec", name=content, metric="decode tok/s, one stream"),
-            make_requests=_chats(context.model, [prompt], context.settings.decode_tokens),
-            value_of=single_decode_rate,
-        )
+    return _one_stream_per_content_type(context, "spec")
 
 
 def _prompt_of_depth(context: SuiteContext, depth: int, salted: bool) -> str | list[int]:
