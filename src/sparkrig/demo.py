@@ -6,7 +6,6 @@ through sparkrig's own client, print the table, write the JSON record, stop the 
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
 from rich.console import Console
@@ -15,10 +14,9 @@ from sparkrig.bench.point import BenchSettings
 from sparkrig.bench.run import run_bench
 from sparkrig.bench.smoke import SmokeReceipt, SmokeResult, run_smoke
 from sparkrig.client import EndpointClient
-from sparkrig.client.metrics import metrics_delta, scrape_metrics
+from sparkrig.client.metrics import metrics_delta, try_scrape_metrics
 from sparkrig.embedded import embedded_engine
 from sparkrig.engines.llamacpp.server import SpeculativeOptions
-from sparkrig.errors import EndpointError
 from sparkrig.report.bench_table import bench_table, spec_table
 from sparkrig.report.html_report import write_report
 from sparkrig.report.smoke_table import metrics_line, smoke_table
@@ -67,15 +65,11 @@ async def _smoke(receipt: SmokeReceipt, out_path: Path) -> None:
         out_path.write_text(receipt.model_dump_json(indent=2))
 
     async with EndpointClient(receipt.base_url) as client:
-        before = None
-        with contextlib.suppress(EndpointError, OSError):
-            before = await scrape_metrics(client)
+        before = await try_scrape_metrics(client)
         await run_smoke(client, receipt, save)
-        if before is not None:
-            try:
-                receipt.metrics_delta = metrics_delta(before, await scrape_metrics(client))
-            except EndpointError as exc:
-                receipt.warnings.append(f"metrics after the run: {exc}")
+        after = await try_scrape_metrics(client)
+        if before is not None and after is not None:
+            receipt.metrics_delta = metrics_delta(before, after)
         else:
-            receipt.warnings.append("metrics before the run could not be read")
+            receipt.warnings.append("server metrics could not be read before and after the run")
     save()

@@ -11,16 +11,19 @@ import hashlib
 import time
 from collections.abc import Callable, Sequence
 
-import aiohttp
 from pydantic import BaseModel, Field
 
 from sparkrig import defaults
 from sparkrig.bench.spec import SpecAccounting, spec_accounting
 from sparkrig.bench.statistics import PointSummary, precise_enough, summarize
 from sparkrig.client import ChatRequest, CompletionRequest, EndpointClient, RequestRecord
-from sparkrig.client.metrics import MetricsDelta, MetricsSnapshot, metrics_delta, scrape_metrics
+from sparkrig.client.metrics import (
+    MetricsDelta,
+    MetricsSnapshot,
+    metrics_delta,
+    try_scrape_metrics,
+)
 from sparkrig.engines.metric_map import Quantity
-from sparkrig.errors import EndpointError
 
 _SETTLE_READS = 10
 _SETTLE_PAUSE_S = 0.05
@@ -111,26 +114,19 @@ def summarize_request(
     )
 
 
-async def _scrape(client: EndpointClient) -> MetricsSnapshot | None:
-    try:
-        return await scrape_metrics(client)
-    except (EndpointError, aiohttp.ClientError, OSError, TimeoutError):
-        return None
-
-
 async def _settled_snapshot(client: EndpointClient) -> MetricsSnapshot | None:
     """/metrics once this sample's requests have left the server's books.
 
     llama.cpp counts a request's tokens only when it finishes, and a slot is released a moment
     after its last event: read again briefly until nothing runs, then report what is left.
     """
-    snapshot = await _scrape(client)
+    snapshot = await try_scrape_metrics(client)
     for _ in range(_SETTLE_READS):
         running = snapshot.read(Quantity.REQUESTS_RUNNING) if snapshot else None
         if not isinstance(running, float | int) or running == 0:
             break
         await asyncio.sleep(_SETTLE_PAUSE_S)
-        snapshot = await _scrape(client)
+        snapshot = await try_scrape_metrics(client)
     return snapshot
 
 
@@ -138,7 +134,7 @@ async def wait_until_idle(client: EndpointClient, timeout_s: float) -> bool | No
     """True once /metrics shows nothing running; False on timeout; None if it cannot tell."""
     deadline = time.monotonic() + timeout_s
     while True:
-        snapshot = await _scrape(client)
+        snapshot = await try_scrape_metrics(client)
         running = snapshot.read(Quantity.REQUESTS_RUNNING) if snapshot else None
         if not isinstance(running, float | int):
             return None
@@ -201,7 +197,7 @@ async def _take_sample(
     if idle is None and "no /metrics" not in " ".join(point.warnings):
         point.warnings.append("no /metrics: idle check and foreign-traffic check are off")
     requests = make_requests()
-    before = await _scrape(client)
+    before = await try_scrape_metrics(client)
     records = list(await asyncio.gather(*(client.send(r) for r in requests)))
     after = await _settled_snapshot(client)
     failed = [record.error for record in records if record.error is not None]

@@ -5,13 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import aiohttp
-
 from sparkrig.bench.point import BenchSettings, PointResult, measure_point
 from sparkrig.bench.receipt import BenchReceipt, save_receipt
 from sparkrig.bench.suites import SUITES, SuiteContext
 from sparkrig.client import EndpointClient
-from sparkrig.client.metrics import scrape_metrics
+from sparkrig.client.metrics import try_scrape_metrics
 from sparkrig.client.probe import first_model_id
 from sparkrig.client.tokenize import server_tokenize
 from sparkrig.engines.metric_map import Quantity
@@ -86,11 +84,10 @@ async def run_bench(
         )
         receipt.complete = False
         receipt.suites += [name for name in suites if name not in receipt.suites]
-        snapshot = None
-        try:
-            snapshot = await scrape_metrics(client)
+        snapshot = await try_scrape_metrics(client)
+        if snapshot is not None:
             receipt.engine = snapshot.engine
-        except (EndpointError, aiohttp.ClientError, OSError, TimeoutError):
+        else:
             receipt.warnings.append(
                 "no /metrics: idle waits, foreign-traffic checks and server counters are off"
             )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import BaseModel, Field
 
@@ -13,7 +14,7 @@ from sparkrig.engines.llamacpp.metric_names import PREFIX as LLAMACPP_PREFIX
 from sparkrig.engines.metric_map import EngineMetricMap, MetricSource, Quantity
 from sparkrig.engines.vllm import PREFIX as VLLM_PREFIX
 from sparkrig.engines.vllm import VLLM_METRICS
-from sparkrig.errors import MetricsError
+from sparkrig.errors import EndpointError, MetricsError
 
 ENGINE_MAPS: dict[str, tuple[str, EngineMetricMap]] = {
     "llama.cpp": (LLAMACPP_PREFIX, LLAMACPP_METRICS),
@@ -162,3 +163,12 @@ async def scrape_metrics(client: Any, path: str = "/metrics") -> MetricsSnapshot
     """Fetch and parse `/metrics` through an EndpointClient (or anything with get_text)."""
     text = await client.get_text(path)
     return parse_metrics(text, taken_ns=time.perf_counter_ns())
+
+
+async def try_scrape_metrics(client: Any) -> MetricsSnapshot | None:
+    """`scrape_metrics`, or None when the server has no usable /metrics (absent, unreachable,
+    not Prometheus text): callers that can work without metrics say so themselves."""
+    try:
+        return await scrape_metrics(client)
+    except (EndpointError, aiohttp.ClientError, OSError, TimeoutError):
+        return None
