@@ -425,6 +425,14 @@ def bench(
     tokens: Annotated[
         int, typer.Option(help="tokens generated per request")
     ] = defaults.BENCH_DECODE_TOKENS,
+    rounds: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="passes over every point; compare judges by the spread between rounds, so "
+            "3 gives verdicts that hold across runs on a shared machine",
+        ),
+    ] = 1,
     model: Annotated[
         str | None, typer.Option(help="model id (default: the server's first)")
     ] = None,
@@ -462,7 +470,7 @@ def bench(
     )
     settings = BenchSettings(
         precision=precision, max_samples=max_samples, decode_tokens=tokens,
-        concurrency=_ladder(concurrency),
+        concurrency=_ladder(concurrency), rounds=rounds,
     )  # fmt: skip
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out_path = out or Path("sparkrig-runs") / f"bench-{stamp}.json"

@@ -42,6 +42,20 @@ async def test_bench_writes_a_complete_receipt(
     assert stored.points[0].summary == receipt.points[0].summary
 
 
+async def test_rounds_add_samples_to_the_same_points(
+    llama_server: InstanceRecord, tmp_path: Path
+) -> None:
+    settings = QUICK.model_copy(update={"rounds": 2, "concurrency": [1]})
+    receipt = await run_bench(
+        llama_server.base_url, suites=["concurrency"], settings=settings,
+        out_path=tmp_path / "rounds.json",
+    )  # fmt: skip
+    assert [point.name for point in receipt.points] == ["c=1"]
+    assert {sample.round for sample in receipt.points[0].samples} == {1, 2}
+    assert receipt.points[0].summary is not None
+    assert receipt.points[0].summary.n == len(receipt.points[0].samples)
+
+
 async def test_a_sample_with_foreign_traffic_is_discarded_and_retaken(
     llama_server: InstanceRecord,
 ) -> None:

@@ -13,6 +13,7 @@ from sparkrig.errors import UsageError
 
 Quantity = Literal["tok/s", "TTFT s"]
 QUANTITIES: tuple[Quantity, ...] = ("tok/s", "TTFT s")
+SAMPLES_ONLY = "1 round: samples only"
 
 
 class PointComparison(BaseModel):
@@ -60,14 +61,38 @@ def compare_receipts(
     return rows
 
 
-def _sample_values(point: PointResult, quantity: str) -> list[float]:
+def _sample_values(point: PointResult, quantity: str) -> list[tuple[int, float]]:
+    """(round, value) per sample: the point's value, or the sample's worst TTFT."""
     if quantity == "tok/s":
-        return [sample.value for sample in point.samples]
+        return [(sample.round, sample.value) for sample in point.samples]
     return [
-        max(request.ttft_s for request in sample.requests if request.ttft_s is not None)
+        (sample.round, max(r.ttft_s for r in sample.requests if r.ttft_s is not None))
         for sample in point.samples
         if any(request.ttft_s is not None for request in sample.requests)
     ]
+
+
+def round_means(values: list[tuple[int, float]]) -> list[float]:
+    """One mean per round: the unit that carries the machine's drift between passes."""
+    by_round: dict[int, list[float]] = {}
+    for round_index, value in values:
+        by_round.setdefault(round_index, []).append(value)
+    return [sum(group) / len(group) for _, group in sorted(by_round.items())]
+
+
+def comparable_values(
+    before: list[tuple[int, float]], after: list[tuple[int, float]]
+) -> tuple[list[float], list[float], str | None]:
+    """Round means when both sides ran 2+ rounds, else the samples, with a note saying so.
+
+    Samples taken back to back vary less than the same point measured minutes apart (the
+    drift of a shared machine), so an interval over samples calls that drift a change; an
+    interval over round means includes it.
+    """
+    means_before, means_after = round_means(before), round_means(after)
+    if len(means_before) >= 2 and len(means_after) >= 2:
+        return means_before, means_after, None
+    return [v for _, v in before], [v for _, v in after], SAMPLES_ONLY
 
 
 def _compare_point(
@@ -87,6 +112,7 @@ def _compare_point(
     elif point.invalid or (other is not None and other.invalid):
         row.note = "degenerate output in one run: not compared"
     else:
-        row.change = welch_change(before_values, after_values)
+        first, second, row.note = comparable_values(before_values, after_values)
+        row.change = welch_change(first, second)
         row.verdict = verdict(row.change, tolerance_pct, higher_is_better=quantity == "tok/s")
     return row

@@ -40,6 +40,11 @@ class BenchSettings(BaseModel):
     decode_tokens: int = Field(default=defaults.BENCH_DECODE_TOKENS, ge=8)
     concurrency: list[int] = Field(default_factory=lambda: list(defaults.BENCH_CONCURRENCY_LADDER))
     prefill_depths: list[int] = Field(default_factory=lambda: list(defaults.BENCH_PREFILL_DEPTHS))
+    rounds: int = Field(
+        default=1,
+        ge=1,
+        description="passes over every point; compare judges by the spread between rounds",
+    )
 
 
 class RequestSummary(BaseModel):
@@ -59,6 +64,7 @@ class RequestSummary(BaseModel):
 
 class Sample(BaseModel):
     value: float
+    round: int = Field(default=1, description="which pass over the suites took this sample")
     requests: list[RequestSummary]
     metrics: MetricsDelta | None = None
     degenerate: list[str] = Field(default_factory=list, description="detector findings")
@@ -154,23 +160,28 @@ async def measure_point(
     settings: BenchSettings,
     check_text: TextCheck,
     on_sample: Callable[[PointResult], None],
+    round_index: int = 1,
 ) -> PointResult:
+    """Warm up, then sample until this round's samples are precise enough or max_samples."""
     for _ in range(settings.warmup_requests):
         records = await asyncio.gather(*(client.send(r) for r in make_requests()))
         warm_value = value_of(list(records))
         if warm_value is not None:
             point.warmup_values.append(warm_value)
     retries = 0
-    while len(point.samples) < settings.max_samples and retries <= defaults.BENCH_MAX_RETRIES:
+    this_round: list[float] = []
+    while len(this_round) < settings.max_samples and retries <= defaults.BENCH_MAX_RETRIES:
         reason = await _take_sample(client, point, make_requests, value_of, check_text)
         if reason is not None:
             point.discarded.append(Discarded(reason=reason, at_sample=len(point.samples)))
             retries += 1
             continue
         retries = 0
+        point.samples[-1].round = round_index
+        this_round.append(point.samples[-1].value)
         point.summary = summarize([sample.value for sample in point.samples])
         on_sample(point)
-        if precise_enough(point.summary, settings.precision, settings.min_samples):
+        if precise_enough(summarize(this_round), settings.precision, settings.min_samples):
             break
     if retries > defaults.BENCH_MAX_RETRIES:
         point.warnings.append(

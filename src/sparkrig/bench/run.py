@@ -103,25 +103,52 @@ async def run_bench(
             save_receipt(receipt, out_path)
             on_progress(point)
 
-        for suite in suites:
-            context = await _suite_context(client, model_id, settings, suite, receipt)
-            for plan in SUITES[suite](context):
-                receipt.points.append(plan.point)
-                await measure_point(
-                    client,
-                    plan.point,
-                    make_requests=plan.make_requests,
-                    value_of=plan.value_of,
-                    settings=settings,
-                    check_text=degeneration_messages,
-                    on_sample=saved,
-                )
-                if suite == "spec" and plan.point.spec is None:
-                    receipt.warnings.append(
-                        "spec suite stopped: the server made no drafts — speculative decoding "
-                        "is off on it (start it with e.g. `--spec-type draft-simple`)"
-                    )
-                    break
+        contexts = {
+            suite: await _suite_context(client, model_id, settings, suite, receipt)
+            for suite in suites
+        }
+        for round_index in range(1, settings.rounds + 1):
+            await _run_round(client, receipt, contexts, round_index, saved)
         receipt.complete = True
         save_receipt(receipt, out_path)
     return receipt
+
+
+async def _run_round(
+    client: EndpointClient,
+    receipt: BenchReceipt,
+    contexts: dict[str, SuiteContext],
+    round_index: int,
+    saved: Callable[[PointResult], None],
+) -> None:
+    """One pass over every point of the suites; later rounds add samples to the same points."""
+    for suite, context in contexts.items():
+        for plan in SUITES[suite](context):
+            point = _point_named(receipt, plan.point)
+            await measure_point(
+                client,
+                point,
+                make_requests=plan.make_requests,
+                value_of=plan.value_of,
+                settings=receipt.settings,
+                check_text=degeneration_messages,
+                on_sample=saved,
+                round_index=round_index,
+            )
+            if suite == "spec" and point.spec is None:
+                message = (
+                    "spec suite stopped: the server made no drafts — speculative decoding is off "
+                    "on it (start it with e.g. `--spec-type draft-simple`)"
+                )
+                if message not in receipt.warnings:
+                    receipt.warnings.append(message)
+                break
+
+
+def _point_named(receipt: BenchReceipt, fresh: PointResult) -> PointResult:
+    """The receipt's point of that suite and name (from an earlier round), or `fresh` added."""
+    for point in receipt.points:
+        if (point.suite, point.name) == (fresh.suite, fresh.name):
+            return point
+    receipt.points.append(fresh)
+    return fresh

@@ -6,7 +6,7 @@ import statistics
 
 from rich.table import Table
 
-from sparkrig.bench.compare import PointComparison
+from sparkrig.bench.compare import SAMPLES_ONLY, PointComparison
 from sparkrig.bench.point import PointResult
 from sparkrig.bench.receipt import BenchReceipt
 from sparkrig.bench.suites import per_stream_mean
@@ -64,11 +64,16 @@ def bench_table(receipt: BenchReceipt) -> Table:
 
 
 def compare_table(rows: list[PointComparison], tolerance_pct: float) -> Table:
-    table = Table(
-        caption=f"change of the mean with its Welch 95% interval; slower/faster only when the "
-        f"interval excludes 0 and the change exceeds {tolerance_pct:g}%",
-        caption_justify="left",
+    caption = (
+        f"change of the mean with its Welch 95% interval over round means; slower/faster only "
+        f"when the interval excludes 0 and the change exceeds {tolerance_pct:g}%"
     )
+    if any(row.note == SAMPLES_ONLY for row in rows):
+        caption += (
+            "\none round on a side: the interval covers back-to-back samples, not the drift "
+            "between runs — bench both with --rounds 3 for verdicts that hold across runs"
+        )
+    table = Table(caption=caption, caption_justify="left")
     for header in ("suite", "point", "of", "before", "after", "change", "95% interval", "verdict"):
         table.add_column(header)
     colour = {"same": "green", "faster": "cyan", "slower": "red"}
