@@ -83,3 +83,37 @@ BENCH_COLD_PENALTY: Final = 0.15
 BENCH_IDLE_WAIT_S: Final = 30.0
 # A sample disturbed by foreign traffic is retried at most this many times in a row.
 BENCH_MAX_RETRIES: Final = 3
+
+# --- check: the guard battery (sparkrig.guards) ------------------------------------------------
+# Replies are short: a guard compares or scans text, it does not measure speed.
+CHECK_REPLY_TOKENS: Final = 48
+# Determinism matrix: concurrency of the "concurrent" scenario (the issue asks for c >= 4) and
+# the gap between staggered arrivals.
+CHECK_CONCURRENCY: Final = 4
+CHECK_STAGGER_S: Final = 0.1
+# A flip at the first divergence counts as a near-tie when the reference's chosen token led the
+# runner-up by at most this many nats. 0.5 is the lenient bound of the research notes
+# (quality-guards.md, "Near-tie tolerance": each run ranks the other's token within 0.5 nats);
+# a CPU engine's batched kernels reorder float sums, so the strict 0.125 would call noise a defect.
+CHECK_NEAR_TIE_NATS: Final = 0.5
+# KV block integrity. Seed 000 finding 12: corruption needed 3 or more documents prefilling
+# together (2 stayed clean), and one 256-token block answered wrong. vLLM exports its block size
+# in /metrics (cache_config_info); llama.cpp has no paged blocks, so the fallback is seed 000's 256.
+CHECK_KV_DOCUMENTS: Final = 3
+CHECK_KV_BLOCKS_PER_DOCUMENT: Final = 3
+CHECK_KV_BLOCK_TOKENS_FALLBACK: Final = 256
+# Margin probe. Seed 000 finding 13: sharp logits read lp ~ -0.000, the fault read -0.74 and
+# -1.49 on the top two. A top-1 logprob under -0.5 (p < 0.61) is soft.
+CHECK_SHARP_LOGPROB_MIN: Final = -0.5
+# Needle ladder: depths and the cap of the length ladder (the issue's 32K, or the server's
+# context per request when smaller).
+CHECK_NEEDLE_DEPTHS: Final = (0.1, 0.5, 0.9)
+CHECK_NEEDLE_CAP_TOKENS: Final = 32_768
+CHECK_NEEDLE_FIRST_TOKENS: Final = 256
+# Acceptance canary: the acceptance on a fixed prompt must stay within this absolute band of the
+# baseline. Seed 001 reports a broken draft load at 25.7% vs 60.2% healthy; run-to-run wobble of
+# a healthy engine in this project's spec tests stayed under 0.05.
+CHECK_ACCEPTANCE_BAND: Final = 0.10
+# The embedded engine for `check --local`: more context than the bench engine, so that three KV
+# documents and the needle ladder fit a slot (4 slots share it).
+CHECK_LOCAL_CONTEXT_TOKENS: Final = 16_384

@@ -27,6 +27,7 @@ async def embedded_engine(
     model: Path | None = None,
     speculative: SpeculativeOptions | None = None,
     parallel_slots: int = defaults.LOCAL_PARALLEL_SLOTS,
+    context_tokens: int = defaults.LOCAL_CONTEXT_TOKENS,
 ) -> AsyncIterator[InstanceRecord]:
     engine = install_engine_with_progress(console)
     model_path = resolve_model(model)
@@ -36,6 +37,7 @@ async def embedded_engine(
         alias=defaults.BUNDLED_MODEL_ALIAS if model is None else model_path.stem,
         port=free_port(defaults.LOCAL_HOST),
         parallel_slots=parallel_slots,
+        context_tokens=context_tokens,
         speculative=speculative,
     )
     console.print(f"starting llama-server on {server.host}:{server.port} with {model_path.name}")

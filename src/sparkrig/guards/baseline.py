@@ -1,0 +1,59 @@
+"""Scores of capability probes recorded on a known-good server, to judge later runs against.
+
+A weak model passes when it is as good as it was; a config change that makes it worse fails.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from sparkrig.errors import UsageError
+from sparkrig.paths import state_dir
+
+
+class Baseline(BaseModel):
+    kind: Literal["sparkrig-check-baseline"] = "sparkrig-check-baseline"
+    schema_version: Literal[1] = 1
+    model: str
+    engine: str | None = None
+    scores: dict[str, Any] = Field(
+        default_factory=dict, description="per guard: what it measured on the reference server"
+    )
+
+
+def default_baseline_path(scope: str, model: str) -> Path:
+    """One file per server (its URL, or "embedded") and model under the state folder."""
+    key = hashlib.sha256(f"{scope}\n{model}".encode()).hexdigest()[:12]
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in model)[:48]
+    return state_dir() / "baselines" / f"{safe}-{key}.json"
+
+
+def load_baseline(path: Path, model: str) -> Baseline:
+    """The baseline at `path`, or an empty one for `model` when there is none yet."""
+    if not path.exists():
+        return Baseline(model=model)
+    try:
+        baseline = Baseline.model_validate(json.loads(path.read_text()))
+    except (json.JSONDecodeError, ValidationError) as exc:
+        raise UsageError(
+            f"{path} is not a sparkrig check baseline — delete it and record a new one with "
+            "`sparkrig check --record-baseline`"
+        ) from exc
+    if baseline.model != model:
+        raise UsageError(
+            f"the baseline {path} was recorded for model {baseline.model}, not {model} — pass "
+            "--baseline for this model's file, or record one with --record-baseline"
+        )
+    return baseline
+
+
+def save_baseline(baseline: Baseline, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    scratch = path.with_name(path.name + ".tmp")
+    scratch.write_text(baseline.model_dump_json(indent=2))
+    scratch.replace(path)

@@ -1,0 +1,124 @@
+"""The battery: which guards exist, which run in --quick, and the run that writes the receipt
+after every guard."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from sparkrig.client import EndpointClient
+from sparkrig.client.metrics import try_scrape_metrics
+from sparkrig.client.probe import first_model_id
+from sparkrig.errors import UsageError
+from sparkrig.guards.acceptance import acceptance_guard
+from sparkrig.guards.baseline import default_baseline_path, load_baseline, save_baseline
+from sparkrig.guards.context import CheckSettings, GuardContext, GuardFunction
+from sparkrig.guards.determinism import determinism_guard
+from sparkrig.guards.exact import exact_guard
+from sparkrig.guards.garble import garble_guard
+from sparkrig.guards.kv_integrity import kv_integrity_guard
+from sparkrig.guards.margin import margin_guard
+from sparkrig.guards.needle import needle_guard
+from sparkrig.guards.receipt import CheckReceipt, save_check_receipt
+from sparkrig.guards.stop_in_reasoning import stop_in_reasoning_guard
+from sparkrig.guards.stream_parity import stream_parity_guard
+from sparkrig.guards.structured import structured_guard
+from sparkrig.guards.verdict import GuardResult
+
+
+@dataclass(frozen=True)
+class GuardEntry:
+    number: int
+    name: str
+    run: GuardFunction
+    quick: bool
+    what: str
+
+
+GUARDS: Final[tuple[GuardEntry, ...]] = (
+    GuardEntry(1, "exact", exact_guard, True, "count to N and fixed answers vs the baseline"),
+    GuardEntry(2, "determinism", determinism_guard, True,
+               "temperature 0 alone vs concurrent/staggered/mixed/cached/again"),
+    GuardEntry(3, "kv_integrity", kv_integrity_guard, False,
+               "a fact per KV block, 3+ documents in flight, read back"),
+    GuardEntry(4, "margin", margin_guard, False, "sharp top-1 alone and with a neighbour"),
+    GuardEntry(5, "needle", needle_guard, False, "needle at 0.1/0.5/0.9 up the length ladder"),
+    GuardEntry(6, "stream_parity", stream_parity_guard, True, "streamed = non-streamed"),
+    GuardEntry(7, "stop_in_reasoning", stop_in_reasoning_guard, False,
+               "a stop string in the reasoning must not eat the answer"),
+    GuardEntry(8, "structured", structured_guard, True, "JSON schema, prompt JSON, tool calls"),
+    GuardEntry(9, "garble", garble_guard, True, "cold concurrent prompts through the detectors"),
+    GuardEntry(10, "acceptance", acceptance_guard, False, "spec-decode acceptance vs baseline"),
+)  # fmt: skip
+GUARD_NAMES: Final = tuple(entry.name for entry in GUARDS)
+
+
+def choose_guards(names: list[str] | None, quick: bool) -> list[GuardEntry]:
+    if names:
+        unknown = [name for name in names if name not in GUARD_NAMES]
+        if unknown:
+            raise UsageError(f"unknown guard {', '.join(unknown)} — choose from "
+                             f"{', '.join(GUARD_NAMES)}")  # fmt: skip
+        return [entry for entry in GUARDS if entry.name in names]
+    return [entry for entry in GUARDS if entry.quick or not quick]
+
+
+async def run_battery(
+    base_url: str,
+    *,
+    settings: CheckSettings,
+    out_path: Path,
+    guards: list[str] | None = None,
+    model: str | None = None,
+    api_key: str | None = None,
+    baseline_path: Path | None = None,
+    baseline_scope: str | None = None,
+    record_baseline: bool = False,
+    on_result: Callable[[GuardResult], None] = lambda _: None,
+    reraise: bool = False,
+) -> CheckReceipt:
+    chosen = choose_guards(guards, settings.quick)
+    async with EndpointClient(base_url, api_key=api_key) as client:
+        model_id = model or await first_model_id(client)
+        # the scope names the server; the embedded engine's port changes every start
+        scope = baseline_scope or client.base_url
+        path = baseline_path or default_baseline_path(scope, model_id)
+        snapshot = await try_scrape_metrics(client)
+        baseline = load_baseline(path, model_id)
+        receipt = CheckReceipt(
+            base_url=client.base_url, model=model_id, settings=settings,
+            engine=snapshot.engine if snapshot else None, baseline_path=str(path),
+            guards=[entry.name for entry in chosen], recorded_baseline=record_baseline,
+        )  # fmt: skip
+        save_check_receipt(receipt, out_path)
+        context = GuardContext(client, model_id, settings, baseline, record_baseline)
+        for entry in chosen:
+            result = await run_guard(entry, context, reraise=reraise)
+            receipt.results.append(result)
+            save_check_receipt(receipt, out_path)
+            on_result(result)
+        if record_baseline:
+            baseline.engine = receipt.engine
+            save_baseline(baseline, path)
+        receipt.complete = True
+        save_check_receipt(receipt, out_path)
+    return receipt
+
+
+async def run_guard(entry: GuardEntry, context: GuardContext, *, reraise: bool) -> GuardResult:
+    started = time.perf_counter()
+    try:
+        result: GuardResult = await entry.run(context)
+    except Exception as exc:
+        if reraise:
+            raise
+        result = GuardResult(
+            guard=entry.name, verdict="FAIL",
+            evidence=f"the guard itself raised {exc.__class__.__name__}: {exc} — an unexpected "
+            "reply or a sparkrig bug; rerun with --debug for the traceback",
+        )  # fmt: skip
+    result.seconds = time.perf_counter() - started
+    return result

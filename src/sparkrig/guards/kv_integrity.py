@@ -1,0 +1,133 @@
+"""Guard 3, KV block integrity: one planted fact per KV block, in 3+ long documents that share
+a prefix; every fact read back alone (the reference), with all documents in flight together,
+and alone again under churn. The answers must not change.
+
+Seed 000 finding 12: a block zeroer that overran into the next block corrupted one 256-token
+block of a document only when 3 or more requests prefilled together (8 documents: 6 of 7 shared
+blocks wrong; 2 documents: 0 of 2); the wrong answer was a plausible fabrication and stuck in
+the prefix cache. The report names the document and block that changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import hashlib
+import re
+from typing import Final
+
+import aiohttp
+
+from sparkrig import defaults
+from sparkrig.client import ChatRequest, RequestRecord
+from sparkrig.guards.context import GuardContext
+from sparkrig.guards.divergence import first_divergence
+from sparkrig.guards.long_prompts import TokenCounter, filler_sentence, text_of_tokens
+from sparkrig.guards.verdict import GuardResult, failed, passed
+
+NAME: Final = "kv_integrity"
+SHARED_PREFIX: Final = (
+    "Inventory ledger. Every item below has a six-digit code. Read the ledger, then answer the "
+    "question at the end."
+)
+ANSWER_TOKENS: Final = 16
+MIN_FACT_TOKENS: Final = 64
+
+
+def item_code(document: int, block: int) -> str:
+    digest = hashlib.sha256(f"kv-{document}-{block}".encode()).hexdigest()
+    return str(100_000 + int(digest[:8], 16) % 900_000)
+
+
+def fact(document: int, block: int) -> str:
+    return f"Item D{document}-B{block} has code {item_code(document, block)}."
+
+
+async def build_documents(context: GuardContext, block_tokens: int) -> tuple[list[str], bool]:
+    """Documents of `kv_blocks_per_document` blocks, each about `block_tokens` tokens and
+    holding its one fact; True when lengths were estimated (no /tokenize)."""
+    counter = TokenCounter(context.client, context.model)
+    documents = []
+    for document in range(context.settings.kv_documents):
+        blocks = [SHARED_PREFIX]
+        for block in range(context.settings.kv_blocks_per_document):
+            head = fact(document, block)
+            budget = block_tokens - await counter.count(head)
+            seed = document * 100 + block
+            sentence = functools.partial(filler_sentence, seed)
+            filler, _ = await text_of_tokens(counter, budget, sentence)
+            blocks.append(f"{head} {filler}")
+        documents.append("\n".join(blocks))
+    return documents, counter.estimated
+
+
+def question(context: GuardContext, documents: list[str], document: int, block: int) -> ChatRequest:
+    ask = f"What is the code of item D{document}-B{block}? Answer with the number only."
+    return context.chat(f"{documents[document]}\n\n{ask}", max_tokens=ANSWER_TOKENS, logprobs=2)
+
+
+_VLLM_BLOCK_SIZE: Final = re.compile(r'cache_config_info\{[^}]*\bblock_size="(\d+)"')
+
+
+def block_size_in_metrics(text: str) -> int | None:
+    """vLLM's block size from its cache_config_info metric labels."""
+    match = _VLLM_BLOCK_SIZE.search(text)
+    return int(match.group(1)) if match else None
+
+
+async def _block_tokens(context: GuardContext) -> tuple[int, str]:
+    if context.settings.kv_block_tokens:
+        return context.settings.kv_block_tokens, "set by --kv-block-tokens"
+    with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+        size = block_size_in_metrics(await context.client.get_text("/metrics"))
+        if size:
+            blocks = -(-MIN_FACT_TOKENS // size)  # a fact and its filler need room
+            where = "" if blocks == 1 else f", a fact every {blocks} blocks"
+            return size * blocks, f"the server's cache_config_info block_size {size}{where}"
+    return defaults.CHECK_KV_BLOCK_TOKENS_FALLBACK, "the server does not say; seed 000's 256"
+
+
+async def kv_integrity_guard(context: GuardContext) -> GuardResult:
+    block_tokens, source = await _block_tokens(context)
+    documents, estimated = await build_documents(context, block_tokens)
+    cells = [(d, b) for d in range(len(documents))
+             for b in range(context.settings.kv_blocks_per_document)]  # fmt: skip
+    reference: dict[tuple[int, int], RequestRecord] = {}
+    for cell in cells:
+        reference[cell] = await context.send(question(context, documents, *cell))
+    if errors := [r.error for r in reference.values() if r.error is not None]:
+        return failed(NAME, f"a reference read failed: {errors[0].message}")
+    together: dict[tuple[int, int], RequestRecord] = {}
+    for block in range(context.settings.kv_blocks_per_document):
+        row = [(d, block) for d in range(len(documents))]
+        records = await context.send_all([question(context, documents, *cell) for cell in row])
+        together.update(zip(row, records, strict=True))
+    churn = context.chat("Write a long list of fruit names.", max_tokens=200)
+    churn_task = asyncio.ensure_future(context.send(churn))
+    under_churn = {cell: await context.send(question(context, documents, *cell)) for cell in cells}
+    await churn_task
+    correct = sum(item_code(*cell) in reference[cell].content for cell in cells)
+    details = {
+        "block_tokens": block_tokens, "block_tokens_source": source, "estimated": estimated,
+        "documents": len(documents), "cells": len(cells), "reference_correct": correct,
+    }  # fmt: skip
+    phases = {"all documents in flight": together, "under churn": under_churn}
+    for phase, reads in phases.items():
+        for cell, record in reads.items():
+            if record.error is not None:
+                return failed(NAME, f"{phase}: the read of document {cell[0]}, block {cell[1]} "
+                              f"failed: {record.error.message}", **details)  # fmt: skip
+            divergence = first_divergence(reference[cell], record)
+            if divergence.kind == "defect":
+                return failed(
+                    NAME, f"document {cell[0]}, block {cell[1]} answers differently {phase}: "
+                    f"{reference[cell].content.strip()!r} alone, {record.content.strip()!r} now",
+                    **details,
+                )  # fmt: skip
+    lengths = "estimated" if estimated else "from /tokenize"
+    return passed(
+        NAME, f"{len(cells)} facts in {len(documents)} documents × "
+        f"{context.settings.kv_blocks_per_document} blocks of {block_tokens} tokens ({lengths}): "
+        f"same answers alone, together and under churn ({correct} right alone)", **details,
+    )  # fmt: skip

@@ -1,0 +1,96 @@
+"""Guard 5, needle ladder: a code planted at depths 0.1/0.5/0.9 of prompts of rising length
+(lengths from /tokenize), up to a cap (32K, or the server's context per request). Only the
+answer counts: a code found only in the reasoning is a miss, and the report says where it was.
+Scored against the baseline: a cell found there and missed now fails (research notes §3: ARLE's
+needle gate judges content only; MIA's sweep plants at 0.1/0.5/0.9)."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Final
+
+import aiohttp
+
+from sparkrig import defaults
+from sparkrig.guards.context import GuardContext
+from sparkrig.guards.long_prompts import TokenCounter, filler_sentence, text_of_tokens
+from sparkrig.guards.verdict import GuardResult, failed, passed, skipped
+
+NAME: Final = "needle"
+CODE: Final = "738291"
+NEEDLE: Final = f"The secret access code is {CODE}."
+ASK: Final = "What is the secret access code? Answer with the number only."
+ANSWER_TOKENS: Final = 16
+QUESTION_ALLOWANCE: Final = 64  # tokens for the question, the template and the reply
+
+
+async def context_tokens(context: GuardContext) -> int | None:
+    """The server's context per request: llama.cpp's /props n_ctx, vLLM's max_model_len."""
+    with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError, AttributeError):
+        props = await context.client.get_json("/props")
+        n_ctx = props.get("default_generation_settings", {}).get("n_ctx")
+        if isinstance(n_ctx, int):
+            return n_ctx
+    with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError, AttributeError):
+        models = await context.client.get_json("/v1/models")
+        for model in models.get("data", []):
+            if model.get("id") == context.model and isinstance(model.get("max_model_len"), int):
+                return int(model["max_model_len"])
+    return None
+
+
+def ladder(cap: int) -> list[int]:
+    lengths, length = [], defaults.CHECK_NEEDLE_FIRST_TOKENS
+    while length < cap:
+        lengths.append(length)
+        length *= 2
+    return [*lengths, cap]
+
+
+def where_found(content: str, reasoning: str) -> str:
+    if CODE in content:
+        return "content"
+    return "reasoning only" if CODE in reasoning else "nowhere"
+
+
+async def needle_guard(context: GuardContext) -> GuardResult:
+    server_context = await context_tokens(context)
+    cap = context.settings.needle_cap_tokens
+    if server_context is not None:
+        cap = min(cap, server_context - QUESTION_ALLOWANCE)
+    counter = TokenCounter(context.client, context.model)
+    cells: dict[str, dict[str, Any]] = {}
+    for length in ladder(cap):
+        haystack, _ = await text_of_tokens(counter, length, lambda i: filler_sentence(7, i))
+        sentences = haystack.split(". ")
+        for depth in defaults.CHECK_NEEDLE_DEPTHS:
+            at = int(depth * len(sentences))
+            prompt = ". ".join([*sentences[:at], NEEDLE.rstrip("."), *sentences[at:]])
+            record = await context.send(
+                context.chat(f"{prompt}\n\n{ASK}", max_tokens=ANSWER_TOKENS)
+            )
+            if record.error is not None:
+                return failed(NAME, f"{length} tokens, depth {depth}: {record.error.message}")
+            cells[f"{length}@{depth}"] = {
+                "found": where_found(record.content, record.reasoning) == "content",
+                "where": where_found(record.content, record.reasoning),
+                "prompt_tokens": record.usage.prompt_tokens if record.usage else None,
+                "reply": record.content[:80],
+            }
+    found = sum(cell["found"] for cell in cells.values())
+    lengths = "estimated" if counter.estimated else "from /tokenize"
+    summary = f"{found}/{len(cells)} found up to {cap} tokens ({lengths})"
+    if context.record_baseline:
+        context.baseline.scores[NAME] = {key: cell["found"] for key, cell in cells.items()}
+        return passed(NAME, f"baseline recorded: {summary}", cells=cells)
+    reference = context.baseline.scores.get(NAME)
+    if reference is None:
+        return skipped(NAME, f"{summary}, but no baseline to judge against — record one on a "
+                       "known-good server with --record-baseline", cells=cells)  # fmt: skip
+    lost = [key for key, ok in reference.items() if ok and key in cells and not cells[key]["found"]]
+    if lost:
+        cell = cells[lost[0]]
+        return failed(NAME, f"{len(lost)} cell(s) found in the baseline are missed now, first "
+                      f"{lost[0]} (length@depth): found {cell['where']}, reply {cell['reply']!r}",
+                      cells=cells)  # fmt: skip
+    return passed(NAME, f"{summary}; baseline {sum(reference.values())}", cells=cells)

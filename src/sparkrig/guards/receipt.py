@@ -1,0 +1,42 @@
+"""The check receipt: identity, settings and every guard's verdict, versioned, written often."""
+
+from __future__ import annotations
+
+import socket
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from sparkrig import __version__
+from sparkrig.guards.context import CheckSettings
+from sparkrig.guards.verdict import GuardResult
+
+
+class CheckReceipt(BaseModel):
+    kind: Literal["sparkrig-check"] = "sparkrig-check"
+    schema_version: Literal[1] = 1
+    sparkrig_version: str = __version__
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    host: str = Field(default_factory=socket.gethostname)
+    base_url: str
+    model: str
+    engine: str | None = None
+    settings: CheckSettings
+    guards: list[str] = Field(description="the guards chosen, in run order")
+    baseline_path: str
+    recorded_baseline: bool = False
+    results: list[GuardResult] = Field(default_factory=list)
+    complete: bool = False
+
+    @property
+    def failed(self) -> list[GuardResult]:
+        return [result for result in self.results if result.verdict == "FAIL"]
+
+
+def save_check_receipt(receipt: CheckReceipt, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    scratch = path.with_name(path.name + ".tmp")
+    scratch.write_text(receipt.model_dump_json(indent=2))
+    scratch.replace(path)

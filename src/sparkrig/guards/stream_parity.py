@@ -1,0 +1,59 @@
+"""Guard 6, stream parity: one temperature-0 request, streamed and not, must give the same
+content, reasoning, tool calls, finish_reason and token count (research notes §5.4: nobody
+tests it). A server that merges several tokens into one event must not change the count."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from sparkrig.client import RequestRecord
+from sparkrig.guards.context import GuardContext
+from sparkrig.guards.divergence import first_difference
+from sparkrig.guards.verdict import GuardResult, failed, passed
+
+NAME: Final = "stream_parity"
+PROMPTS: Final = (
+    "Write three sentences about autumn.",
+    "Name five animals that live in the sea, as a numbered list.",
+)
+
+
+def _fields(record: RequestRecord) -> dict[str, Any]:
+    return {
+        "content": record.content,
+        "reasoning": record.reasoning,
+        "tool_calls": [call.get("function", call) for call in record.tool_calls],
+        "finish_reason": record.finish_reason,
+        "completion_tokens": record.usage.completion_tokens if record.usage else None,
+    }
+
+
+async def stream_parity_guard(context: GuardContext) -> GuardResult:
+    compared = []
+    for prompt in PROMPTS:
+        streamed = await context.send(context.chat(prompt, stream=True))
+        whole = await context.send(context.chat(prompt, stream=False))
+        for mode, record in (("streamed", streamed), ("non-streamed", whole)):
+            if record.error is not None:
+                return failed(NAME, f"the {mode} request failed: {record.error.message}")
+        a, b = _fields(streamed), _fields(whole)
+        differing = [key for key in a if a[key] != b[key] and b[key] is not None]
+        compared.append({"prompt": prompt, "differing": differing})
+        if differing:
+            key = differing[0]
+            where = ""
+            if key in ("content", "reasoning"):
+                offset = first_difference(a[key], b[key]) or 0
+                where = (
+                    f" at char {offset}: {a[key][offset : offset + 30]!r} streamed vs "
+                    f"{b[key][offset : offset + 30]!r}"
+                )
+            else:
+                where = f": {a[key]!r} streamed vs {b[key]!r}"
+            return failed(NAME, f"{', '.join(differing)} differ{where}", compared=compared)
+    return passed(
+        NAME,
+        f"{len(PROMPTS)} requests: content, reasoning, tool calls, finish "
+        "reason and token count identical streamed and not",
+        compared=compared,
+    )

@@ -1,0 +1,99 @@
+"""Guard 8, structured output: a JSON-schema reply must parse and validate, a tool call's
+arguments must parse as JSON (research notes: BAD_TOOL_ARGS, the tool battery's truncation case);
+JSON asked for in the prompt alone is scored, not failed (the model may simply be weak)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+from sparkrig.guards.context import GuardContext
+from sparkrig.guards.verdict import GuardResult, failed, passed, skipped
+
+NAME: Final = "structured"
+PERSON_SCHEMA: Final = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+    "required": ["name", "age"],
+}
+WEATHER_TOOL: Final = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Get the current weather for a city",
+        "parameters": {
+            "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
+        },
+    },
+}  # fmt: skip
+_JSON_TYPES: Final[dict[str, type | tuple[type, ...]]] = {
+    "string": str, "integer": int, "number": (int, float), "boolean": bool, "object": dict,
+    "array": list,
+}  # fmt: skip
+
+
+def schema_problems(value: Any, schema: dict[str, Any]) -> list[str]:
+    """The subset of JSON Schema the probes use: type, properties, required."""
+    expected = _JSON_TYPES.get(schema.get("type", ""), object)
+    if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+        return [f"expected {schema.get('type')}, got {type(value).__name__}"]
+    problems = []
+    if isinstance(value, dict):
+        problems += [f"missing {key!r}" for key in schema.get("required", []) if key not in value]
+        for key, sub in schema.get("properties", {}).items():
+            if key in value:
+                problems += [f"{key}: {p}" for p in schema_problems(value[key], sub)]
+    return problems
+
+
+def _parse(text: str) -> tuple[Any, str | None]:
+    try:
+        return json.loads(text), None
+    except json.JSONDecodeError as exc:
+        return None, f"not JSON ({exc.msg} at char {exc.pos}): {text[:60]!r}"
+
+
+async def structured_guard(context: GuardContext) -> GuardResult:
+    parts: dict[str, str] = {}
+    schema_request = context.chat(
+        "Give a person's name and age as JSON.", max_tokens=64,
+        extra={"response_format": {"type": "json_schema",
+                                   "json_schema": {"name": "person", "schema": PERSON_SCHEMA}}},
+    )  # fmt: skip
+    record = await context.send(schema_request)
+    if record.error is not None and record.error.status in (400, 404, 422, 501):
+        parts["json_schema"] = (
+            f"skipped: the server refused response_format ({record.error.status})"
+        )
+    elif record.error is not None:
+        return failed(NAME, f"the JSON-schema request failed: {record.error.message}")
+    else:
+        value, problem = _parse(record.content)
+        problems = [problem] if problem else schema_problems(value, PERSON_SCHEMA)
+        if problems:
+            return failed(NAME, f"JSON-schema reply invalid: {problems[0]}", reply=record.content)
+        parts["json_schema"] = "valid"
+    prompt_only = await context.send(
+        context.chat(
+            'Reply with only a JSON object with keys "city" and "country" for Paris.', max_tokens=48
+        )
+    )
+    parts["prompt_only"] = "parses" if _parse(prompt_only.content)[1] is None else "does not parse"
+    tool = await context.send(context.chat(
+        "What is the weather in Paris?", max_tokens=64, tools=[WEATHER_TOOL],
+        extra={"tool_choice": "required"},
+    ))  # fmt: skip
+    calls = tool.tool_calls if tool.error is None else []
+    if not calls:
+        parts["tool_call"] = "skipped: the server returned no tool call (no tool-call template)"
+    for call in calls:
+        arguments = call.get("function", {}).get("arguments", "")
+        _, problem = _parse(arguments if isinstance(arguments, str) else json.dumps(arguments))
+        if problem:
+            return failed(NAME, f"tool call arguments do not parse: {problem}", parts=parts)
+    if calls:
+        parts["tool_call"] = f"{len(calls)} call(s), arguments parse"
+    if parts["json_schema"].startswith("skipped") and not calls:
+        return skipped(NAME, "the server supports neither response_format nor tool calls",
+                       parts=parts)  # fmt: skip
+    return passed(NAME, "; ".join(f"{k}: {v}" for k, v in parts.items()), parts=parts)

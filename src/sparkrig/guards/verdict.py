@@ -1,0 +1,31 @@
+"""What every guard returns: a verdict with one line of evidence and the details behind it."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+Verdict = Literal["PASS", "FAIL", "SKIP"]
+
+
+class GuardResult(BaseModel):
+    guard: str = Field(description="the guard's registered name")
+    verdict: Verdict
+    evidence: str = Field(description="one line: what was seen, or why the guard was skipped")
+    details: dict[str, Any] = Field(
+        default_factory=dict, description="the measurements behind the verdict, for the receipt"
+    )
+    seconds: float | None = Field(default=None, description="wall time the guard took")
+
+
+def passed(guard: str, evidence: str, **details: Any) -> GuardResult:
+    return GuardResult(guard=guard, verdict="PASS", evidence=evidence, details=details)
+
+
+def failed(guard: str, evidence: str, **details: Any) -> GuardResult:
+    return GuardResult(guard=guard, verdict="FAIL", evidence=evidence, details=details)
+
+
+def skipped(guard: str, reason: str, **details: Any) -> GuardResult:
+    return GuardResult(guard=guard, verdict="SKIP", evidence=reason, details=details)
