@@ -28,7 +28,7 @@ def classify_empty_content(
     reasoning: str,
     finish_reason: str | None,
     end_marker_seen: bool,
-    reasoning_key: str | None,
+    reasoning_key: str | None = None,
     client_reads_key: str = "reasoning_content",
     rate_moves_with_budget: bool | None = None,
     loop_detected: bool = False,
@@ -46,7 +46,7 @@ def classify_empty_content(
     if finish_reason == "stop" and not reasoning.strip():
         return EmptyDiagnosis(cause="reasoning_off_mismatch", message=(
             "the reply stopped at once with no reasoning and no content — e.g. "
-            "reasoning_effort 'none' sent with thinking on; send one consistent setting",
+            "reasoning_effort 'none' sent with thinking on; send one consistent setting"
         ))  # fmt: skip
     if finish_reason == "length" and not end_marker_seen:
         if loop_detected or rate_moves_with_budget is False:

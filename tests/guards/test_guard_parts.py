@@ -1,0 +1,130 @@
+"""The pure parts of the guards: divergence, scoring, schema checks, the empty-content table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sparkrig.client.records import RequestRecord, TokenLogprob, TopLogprob
+from sparkrig.errors import UsageError
+from sparkrig.guards.baseline import Baseline, load_baseline, save_baseline
+from sparkrig.guards.battery import choose_guards
+from sparkrig.guards.divergence import first_difference, first_divergence
+from sparkrig.guards.empty_content import classify_empty_content
+from sparkrig.guards.exact import contains_answer, counts_correctly
+from sparkrig.guards.kv_integrity import block_size_in_metrics
+from sparkrig.guards.needle import ladder, where_found
+from sparkrig.guards.stop_in_reasoning import stop_word_from
+from sparkrig.guards.structured import PERSON_SCHEMA, schema_problems
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+
+
+def record(tokens: list[tuple[str, float, float]]) -> RequestRecord:
+    """A reply from (token, its logprob, the runner-up's logprob) triples."""
+    return RequestRecord(
+        url="http://x", api="chat", stream=True, model="m", send_ns=0,
+        content="".join(token for token, _, _ in tokens),
+        logprobs=[
+            TokenLogprob(token=token, logprob=lp, top=[TopLogprob(token=token, logprob=lp),
+                                                       TopLogprob(token="~", logprob=runner)])
+            for token, lp, runner in tokens
+        ],
+    )  # fmt: skip
+
+
+def test_first_difference() -> None:
+    assert first_difference("abc", "abc") is None
+    assert first_difference("abc", "abd") == 2
+    assert first_difference("ab", "abc") == 2
+
+
+def test_a_flip_where_the_reference_was_sure_is_a_defect() -> None:
+    reference = record([("The", -0.01, -6.0), (" cat", -0.02, -5.0), (" sat", -0.1, -4.0)])
+    candidate = record([("The", -0.01, -6.0), (" dog", -0.3, -1.0), (" sat", -0.1, -4.0)])
+    divergence = first_divergence(reference, candidate)
+    assert divergence.kind == "defect"
+    assert divergence.token_index == 1
+    assert divergence.margin_nats == pytest.approx(4.98)
+
+
+def test_a_flip_at_a_near_tie_is_not_a_defect() -> None:
+    reference = record([("The", -0.01, -6.0), (" cat", -0.7, -0.9)])
+    candidate = record([("The", -0.01, -6.0), (" cap", -0.7, -0.9)])
+    assert first_divergence(reference, candidate).kind == "near_tie"
+    assert first_divergence(reference, reference).kind == "identical"
+
+
+def test_counting_and_answers_are_scored_leniently_but_not_blindly() -> None:
+    assert counts_correctly("1, 2, 3, 4, 5", 5)
+    assert counts_correctly("1. 1\n2. 2\n3. 3\n4. 4\n5. 5", 5)  # the bundled model's style
+    assert not counts_correctly("2, 3, 4, 5, 6", 5)  # digits shifted by one
+    assert not counts_correctly("1, 2, 3", 5)
+    assert contains_answer("2 + 2 = 4", "4")
+    assert not contains_answer("2 + 2 = 14", "4")
+    assert contains_answer("The capital of France is Paris.", "paris")
+
+
+def test_schema_problems() -> None:
+    assert schema_problems({"name": "Ann", "age": 31}, PERSON_SCHEMA) == []
+    assert schema_problems({"name": "Ann"}, PERSON_SCHEMA) == ["missing 'age'"]
+    assert schema_problems({"name": "Ann", "age": "31"}, PERSON_SCHEMA) == [
+        "age: expected integer, got str"
+    ]
+    assert schema_problems({"name": "Ann", "age": True}, PERSON_SCHEMA)  # a bool is no integer
+
+
+def test_block_size_comes_from_a_real_vllm_metrics_capture() -> None:
+    assert block_size_in_metrics((FIXTURES / "vllm_metrics.txt").read_text()) == 4
+    assert block_size_in_metrics("llamacpp:prompt_tokens_total 5\n") is None
+
+
+def test_needle_ladder_and_where_the_code_was_found() -> None:
+    assert ladder(4032) == [256, 512, 1024, 2048, 4032]
+    assert ladder(256) == [256]
+    assert where_found("It is 738291.", "") == "content"
+    assert where_found("I do not know.", "the code is 738291") == "reasoning only"
+
+
+def test_the_stop_word_comes_from_the_reasoning_and_not_the_answer() -> None:
+    assert stop_word_from("iron weighs the same as wool", "Both weigh a kilogram.") == "iron"
+    assert stop_word_from("same", "same") is None
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        ({"finish_reason": "stop", "reasoning": "let me think", "end_marker_seen": False},
+         "stop_in_reasoning"),
+        ({"finish_reason": "length", "reasoning": "hmm " * 50, "end_marker_seen": False,
+          "rate_moves_with_budget": True}, "reasoning_budget"),
+        ({"finish_reason": "length", "reasoning": "hmm " * 50, "end_marker_seen": False,
+          "rate_moves_with_budget": False}, "loop"),
+        ({"finish_reason": "stop", "reasoning": "", "end_marker_seen": False},
+         "reasoning_off_mismatch"),
+        ({"finish_reason": "stop", "reasoning": "thought", "end_marker_seen": True,
+          "reasoning_key": "reasoning"}, "wrong_reasoning_key"),
+        ({"finish_reason": "length", "reasoning": "<STORE_AND_RETURN> x", "end_marker_seen": False},
+         "unclosed_pseudo_tag"),
+    ],
+)  # fmt: skip
+def test_empty_content_classifier_follows_seed_001s_table(case: dict, expected: str) -> None:
+    assert classify_empty_content(content="", **case).cause == expected
+    assert classify_empty_content(content="4", **case).cause == "not_empty"
+
+
+def test_unknown_guards_and_foreign_baselines_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="unknown guard nope — choose from exact"):
+        choose_guards(["nope"], quick=False)
+    assert [g.number for g in choose_guards(None, quick=True)] == [1, 2, 6, 8, 9]
+    assert len(choose_guards(None, quick=False)) == 10
+    path = tmp_path / "baseline.json"
+    save_baseline(Baseline(model="a", scores={"exact": 1}), path)
+    assert load_baseline(path, "a").scores == {"exact": 1}
+    with pytest.raises(UsageError, match="recorded for model a, not b"):
+        load_baseline(path, "b")
+    path.write_text("{nope")
+    with pytest.raises(UsageError, match="not a sparkrig check baseline"):
+        load_baseline(path, "a")
+    assert load_baseline(tmp_path / "none.json", "a").scores == {}
