@@ -83,3 +83,29 @@ BENCH_COLD_PENALTY: Final = 0.15
 BENCH_IDLE_WAIT_S: Final = 30.0
 # A sample disturbed by foreign traffic is retried at most this many times in a row.
 BENCH_MAX_RETRIES: Final = 3
+
+# --- gateway (fault-injecting proxy) --------------------------------------------------------
+# A fault that splices text into a reply does it after this many characters of content, so the
+# reply still starts like the clean one (a guard must read past the first words to see it).
+GATEWAY_SPLICE_AFTER_CHARS: Final = 20
+# Cross-talk copies a span this long of a concurrent reply into another.
+GATEWAY_CROSS_TALK_CHARS: Final = 30
+# A prompt (all message contents, or the prompt string) this long counts as a long document for
+# block-corruption and truncate-context. Seed 000 finding #12 needed >=3 concurrent long prefills.
+GATEWAY_LONG_PROMPT_CHARS: Final = 1500
+GATEWAY_BLOCK_CORRUPTION_MIN_LONG: Final = 3
+# Degrade-after: lone requests turn soft after this many generation requests were served.
+GATEWAY_DEGRADE_AFTER_REQUESTS: Final = 10
+# Soft logprobs: seed 000 finding #13 measured lp ~ -0.74 and -1.49 on the top two alone.
+GATEWAY_SOFT_TOP1_PROB: Final = 0.40
+GATEWAY_SOFT_RUNNER_UP_PROB: Final = 0.35
+# Loop: keep this much of the reply, then repeat a span of it. The loop detector measures whole
+# 4,000-character windows from character 0 and needs 3 consecutive ones under 2% novel 8-grams;
+# the first window still holds the novel start, so the loop runs to 4 windows and a bit.
+GATEWAY_LOOP_KEEP_CHARS: Final = 40
+GATEWAY_LOOP_SPAN_CHARS: Final = 200
+GATEWAY_LOOP_MIN_CHARS: Final = 16_500
+# Merged-events: this many consecutive content events become one.
+GATEWAY_MERGE_EVENTS: Final = 3
+# Reasoning emulation: the first characters of a plain model's reply are served as reasoning.
+GATEWAY_REASONING_CHARS: Final = 60

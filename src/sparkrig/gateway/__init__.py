@@ -1,0 +1,6 @@
+"""A fault-injecting, reasoning-emulating proxy in front of an OpenAI-compatible server, used to
+prove that every guard fails on the fault it exists to catch. See docs/gateway.md."""
+
+from sparkrig.gateway.config import Fault, GatewayConfig, parse_faults
+
+__all__ = ["Fault", "GatewayConfig", "parse_faults"]
