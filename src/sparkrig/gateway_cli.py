@@ -38,7 +38,7 @@ def gateway(  # noqa: PLR0917
 ) -> None:
     """Proxy UPSTREAM, injecting faults that guards must catch (docs/gateway.md lists them).
     Every other path passes through unchanged; with no fault the gateway is transparent."""
-    from sparkrig.gateway import GatewayConfig, parse_faults, running_gateway  # noqa: PLC0415
+    from sparkrig.gateway import Fault, GatewayConfig, parse_faults, running_gateway  # noqa: PLC0415
 
     config = GatewayConfig(
         faults=parse_faults(inject), after_requests=after, emulate_reasoning=emulate_reasoning,
@@ -53,6 +53,11 @@ def gateway(  # noqa: PLR0917
             console.print(f"faults: {faults}", highlight=False)
             if emulate_reasoning:
                 console.print(f"reasoning emulation: first {reasoning_chars} characters")
+            elif Fault.STOP_IN_REASONING in config.faults:
+                console.print(
+                    "[yellow]warning:[/] stop-in-reasoning does nothing without reasoning — "
+                    "add --emulate-reasoning"
+                )
             console.print("Ctrl-C to stop", style="dim")
             await asyncio.Event().wait()
 

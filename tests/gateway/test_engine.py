@@ -75,3 +75,29 @@ async def test_merged_events_keep_the_client_token_count(llama_server: InstanceR
     assert merged.token_source == direct.token_source == "per_event_timings"
     assert merged.completion_tokens == direct.completion_tokens
     assert len(merged.output_events) < len(direct.output_events)
+
+
+async def test_reasoning_emulation_splits_streamed_and_whole_replies_alike(
+    llama_server: InstanceRecord,
+) -> None:
+    config = GatewayConfig(emulate_reasoning=True, reasoning_chars=30)
+    requests = [
+        ChatRequest(
+            model=llama_server.alias,
+            messages=[{"role": "user", "content": "Count from 1 to 30."}],
+            max_tokens=80,
+            stream=stream,
+            extra={"stop": ["12"], **NO_CACHE},
+        )
+        for stream in (True, False)
+    ]
+    async with running_gateway(llama_server.base_url, config) as url, EndpointClient(url) as client:
+        streamed, whole = [await client.send(request) for request in requests]
+    assert streamed.error is None
+    assert whole.error is None
+    assert streamed.reasoning_source == whole.reasoning_source == "reasoning_content"
+    assert len(streamed.reasoning) == 30
+    assert (streamed.reasoning, streamed.content) == (whole.reasoning, whole.content)
+    assert streamed.finish_reason == whole.finish_reason == "stop"
+    assert "12" not in streamed.content
+    assert streamed.content.rstrip().endswith("11. 11")  # the model writes "n. n" lines
