@@ -36,12 +36,13 @@ async def test_cross_talk_splices_a_neighbour_span(stream: bool) -> None:
     upstream = FakeUpstream(reply_for=reply_for, token_delay_s=TOKEN_DELAY_S)
     async with fake_behind_gateway(upstream, GatewayConfig(faults=[Fault.CROSS_TALK])) as url:
         alone = await send(url, chat("alpha", stream=stream))
-        first, second = await staggered(url, [chat("alpha", stream=stream),
-                                              chat("bravo", stream=stream)])  # fmt: skip
+        pair = [chat("alpha", stream=stream), chat("bravo", stream=stream, logprobs=True)]
+        first, second = await staggered(url, pair)
     clean_alpha = reply_for(chat("alpha", stream=False))
     clean_bravo = reply_for(chat("bravo", stream=False))
     assert alone.content == first.content == clean_alpha  # started alone: untouched
     assert second.content == clean_bravo[:20] + clean_alpha[:30] + clean_bravo[20:]
+    assert clean_alpha[:30] in [item["token"] for item in second.logprobs]  # one spliced token
 
 
 async def test_cross_talk_leaves_sequential_requests_alone() -> None:
@@ -71,12 +72,16 @@ async def test_block_corruption_needs_three_long_prompts_in_flight(
 ) -> None:
     upstream = FakeUpstream(reply_for=reply_for, token_delay_s=TOKEN_DELAY_S)
     config = GatewayConfig(faults=[Fault.BLOCK_CORRUPTION])
-    bodies = [chat(p if p.startswith("short") else long_prompt(p), stream=stream) for p in prompts]
+    bodies = [
+        chat(p if p.startswith("short") else long_prompt(p), stream=stream, logprobs=True)
+        for p in prompts
+    ]
     async with fake_behind_gateway(upstream, config) as url:
         replies = await staggered(url, bodies)
     for body, reply, altered in zip(bodies, replies, corrupted, strict=True):
         clean = reply_for(body)
         assert reply.content == (clean.replace("4096", "5107") if altered else clean)
+        assert "".join(item["token"] for item in reply.logprobs) == reply.content
 
 
 def soft(reply: Reply) -> bool:

@@ -77,7 +77,13 @@ async def test_content_faults(stream: bool, fault: Fault, expected: str) -> None
         plain = await send(url, completion("q", stream=stream), "/v1/completions")
     assert reply.content == plain.content == expected
     assert reply.finish_reason == "stop"
-    assert len(reply.logprobs) == -(-len(REPLY) // 3)  # logprobs still one per upstream token
+    tokens = [item["token"] for item in reply.logprobs]
+    if fault is Fault.WRONG_ANSWERS:
+        assert "".join(tokens) == expected  # the tokens carry the wrong digits too
+    else:  # the splice is one extra token, after the token it fell in ("nce")
+        spliced = expected[20:-51]
+        assert tokens[:8] == ["The", " ca", "pit", "al ", "of ", "Fra", "nce", spliced]
+        assert "".join(tokens[:7] + tokens[8:]) == REPLY
 
 
 @pytest.mark.parametrize("stream", STREAMED)

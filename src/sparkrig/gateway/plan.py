@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 from sparkrig import defaults
 from sparkrig.gateway.config import Fault, GatewayConfig
 from sparkrig.gateway.ledger import ServingLedger, TrackedRequest, cross_talk_span
+from sparkrig.gateway.logprob_tokens import retext_tokens, spliced_token
 from sparkrig.gateway.reasoning import ReasoningEmulation, Split, stop_strings
 from sparkrig.gateway.request_faults import (
     Api,
@@ -32,9 +33,23 @@ REPLACEMENT_CHARS = "\ufffd" * 3
 class ContentPipeline:
     """One reply's text: the reasoning split (when emulated), then the content faults."""
 
-    def __init__(self, reasoning: ReasoningEmulation | None, chain: TextChain) -> None:
+    def __init__(
+        self,
+        reasoning: ReasoningEmulation | None,
+        chain: TextChain,
+        token_chain: TextChain | None = None,
+    ) -> None:
         self.reasoning = reasoning
         self._chain = chain
+        self._token_chain = token_chain
+
+    def follow_in_tokens(self, items: list[dict[str, Any]], splice_at: int | None = None) -> None:
+        """Make the logprob tokens carry what the text faults did: digit faults in the tokens,
+        each splice as one extra token at `splice_at` (None: after the event's tokens)."""
+        if self._token_chain is not None:
+            retext_tokens(items, self._token_chain)
+        at = len(items) if splice_at is None else splice_at
+        items[at:at] = [spliced_token(text) for text in self._chain.take_spliced()]
 
     @property
     def ended(self) -> str | None:
@@ -94,10 +109,7 @@ def _content_faults(config: GatewayConfig, request: TrackedRequest) -> list[Text
     if config.has(Fault.CROSS_TALK) and not request.started_alone:
         source = partial(cross_talk_span, request, defaults.GATEWAY_CROSS_TALK_CHARS)
         transforms.append(InsertAfter(splice_at, source))
-    if request.block_corrupted:
-        transforms.append(ShiftFirstDigitRun())
-    if config.has(Fault.WRONG_ANSWERS):
-        transforms.append(ShiftAllDigits())
+    transforms += _digit_faults(config, request)
     if config.has(Fault.MARKUP_LEAK):
         transforms.append(InsertAfter.fixed(splice_at, MARKUP))
     if config.has(Fault.REPLACEMENT_CHAR):
@@ -110,6 +122,15 @@ def _content_faults(config: GatewayConfig, request: TrackedRequest) -> list[Text
                 defaults.GATEWAY_LOOP_MIN_CHARS,
             )
         )
+    return transforms
+
+
+def _digit_faults(config: GatewayConfig, request: TrackedRequest) -> list[TextTransform]:
+    transforms: list[TextTransform] = []
+    if request.block_corrupted:
+        transforms.append(ShiftFirstDigitRun())
+    if config.has(Fault.WRONG_ANSWERS):
+        transforms.append(ShiftAllDigits())
     return transforms
 
 
@@ -147,9 +168,12 @@ def plan_arrival(
             upstream_body, changed = without_stop(upstream_body), True
     _mark_block_corruption(config, ledger, request)
     transforms = _content_faults(config, request)
-    pipeline = (
-        ContentPipeline(reasoning, TextChain(transforms)) if reasoning or transforms else None
-    )
+    pipeline = None
+    if reasoning or transforms:
+        # the tokens follow the digit faults only when they are all content (no reasoning split)
+        digits = _digit_faults(config, request) if reasoning is None else []
+        token_chain = TextChain(digits) if digits else None
+        pipeline = ContentPipeline(reasoning, TextChain(transforms), token_chain)
     plan = ReplyPlan(
         api=api,
         pipeline=pipeline,

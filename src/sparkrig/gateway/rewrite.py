@@ -10,6 +10,7 @@ from typing import Any
 
 from sparkrig import defaults
 from sparkrig.gateway.ledger import TrackedRequest
+from sparkrig.gateway.logprob_tokens import logprob_items, splice_index
 from sparkrig.gateway.plan import ReplyPlan
 from sparkrig.gateway.reasoning import Split
 from sparkrig.gateway.soft_logprobs import soften_logprobs
@@ -47,6 +48,11 @@ def rewrite_body(plan: ReplyPlan, request: TrackedRequest, body: Chunk) -> Chunk
         request.received.append(text)
     if plan.pipeline is not None and isinstance(text, str):
         first, last = plan.pipeline.feed(text), plan.pipeline.finish()
+        items = logprob_items(choice)
+        if items is not None:
+            reasoning_chars = len(first.reasoning + last.reasoning)
+            at = splice_index(items, reasoning_chars + defaults.GATEWAY_SPLICE_AFTER_CHARS)
+            plan.pipeline.follow_in_tokens(items, at)
         text = first.content + last.content
         if plan.emulated_reasoning:
             holder["reasoning_content"] = first.reasoning + last.reasoning
@@ -60,11 +66,16 @@ def rewrite_body(plan: ReplyPlan, request: TrackedRequest, body: Chunk) -> Chunk
     if plan.soften_logprobs and isinstance(choice.get("logprobs"), dict):
         soften_logprobs(choice["logprobs"])
     if plan.break_tool_args:
-        for call in holder.get("tool_calls") or []:
-            function = call.get("function") if isinstance(call, dict) else None
-            if isinstance(function, dict) and isinstance(function.get("arguments"), str):
-                function["arguments"] = function["arguments"][:-1]
+        _break_tool_args(holder.get("tool_calls") or [])
     return body
+
+
+def _break_tool_args(calls: list[Any]) -> None:
+    """broken-tool-args, whole: each call's arguments lose their last character."""
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict) and isinstance(function.get("arguments"), str):
+            function["arguments"] = function["arguments"][:-1]
 
 
 class StreamRewriter:
@@ -118,6 +129,9 @@ class StreamRewriter:
         pipeline = self.plan.pipeline
         assert pipeline is not None
         split = pipeline.feed(piece) if piece else Split("", "")
+        items = logprob_items(choice)
+        if items is not None:
+            pipeline.follow_in_tokens(items)
         finish_reason = choice.get("finish_reason")
         tail = Split("", "")
         if finish_reason and not pipeline.ended:

@@ -82,6 +82,7 @@ class InsertAfter:
         self._source = source
         self._seen = 0
         self._done = False
+        self.spliced: list[str] = []
 
     @classmethod
     def fixed(cls, after_chars: int, text: str) -> InsertAfter:
@@ -97,13 +98,16 @@ class InsertAfter:
         if not span:
             return text
         self._done = True
+        self.spliced.append(span)
         return text[:cut] + span + text[cut:]
 
     def finish(self) -> str:
         if self._done:
             return ""
         self._done = True
-        return self._source(True)
+        span = self._source(True)
+        self.spliced.append(span)
+        return span
 
 
 class LoopAfter:
@@ -150,6 +154,15 @@ class TextChain:
     def __init__(self, transforms: list[TextTransform]) -> None:
         self._transforms = transforms
         self.ended: str | None = None
+
+    def take_spliced(self) -> list[str]:
+        """Texts the splices put in since the last call."""
+        spliced: list[str] = []
+        for transform in self._transforms:
+            if isinstance(transform, InsertAfter):
+                spliced += [span for span in transform.spliced if span]
+                transform.spliced.clear()
+        return spliced
 
     def feed(self, text: str) -> str:
         if self.ended:
