@@ -109,3 +109,6 @@ GATEWAY_LOOP_MIN_CHARS: Final = 16_500
 GATEWAY_MERGE_EVENTS: Final = 3
 # Reasoning emulation: the first characters of a plain model's reply are served as reasoning.
 GATEWAY_REASONING_CHARS: Final = 60
+# Streams still open when the gateway stops are cut after this grace: a test's teardown, or
+# Ctrl-C on `sparkrig gateway`, should not wait on a reply nobody will read.
+GATEWAY_SHUTDOWN_GRACE_S: Final = 2.0

@@ -32,7 +32,7 @@ GENERATION_PATHS: dict[str, Api] = {
 # hop-by-hop headers, and the ones aiohttp sets itself for the body it sends
 _NOT_FORWARDED = frozenset(
     ("connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
-     "trailers", "transfer-encoding", "upgrade", "host", "content-length", "accept-encoding")
+     "trailers", "transfer-encoding", "upgrade", "host", "content-length")
 )  # fmt: skip
 DONE = b"data: [DONE]\n\n"
 
@@ -78,10 +78,15 @@ class Gateway:
         except aiohttp.ClientConnectionError as exc:
             return _bad_gateway(self.upstream_url, exc)
 
-    async def _pass_through(self, request: web.Request, body: bytes) -> web.Response:
+    async def _pass_through(self, request: web.Request, body: bytes) -> web.StreamResponse:
+        headers = _forwarded(request.headers)
+        # the body goes back as it came, so it is encoded only as the client itself accepts
+        headers["Accept-Encoding"] = request.headers.get("Accept-Encoding", "identity")
         async with self.session.request(
-            request.method, self._url(request), data=body, headers=_forwarded(request.headers)
+            request.method, self._url(request), data=body, headers=headers
         ) as upstream:
+            if "text/event-stream" in upstream.headers.get("Content-Type", ""):
+                return await _relay_raw(request, upstream)
             return web.Response(
                 status=upstream.status, body=await upstream.read(),
                 headers=_forwarded(upstream.headers),
@@ -94,8 +99,10 @@ class Gateway:
         try:
             arrival = plan_arrival(self.config, self.ledger, tracked, parsed, api)
             data = json.dumps(arrival.upstream_body).encode() if arrival.changed else raw
+            headers = _forwarded(request.headers)
+            headers["Accept-Encoding"] = "identity"  # a reply the gateway may have to rewrite
             async with self.session.post(
-                self._url(request), data=data, headers=_forwarded(request.headers)
+                self._url(request), data=data, headers=headers
             ) as upstream:
                 if upstream.status >= 400:
                     return web.Response(status=upstream.status, body=await upstream.read(),
@@ -125,14 +132,12 @@ class Gateway:
         plan: ReplyPlan,
         tracked: TrackedRequest,
     ) -> web.StreamResponse:
+        if plan.is_identity and not self._tracks_content:
+            return await _relay_raw(request, upstream)
         response = web.StreamResponse(status=upstream.status, headers=_forwarded(upstream.headers))
         await response.prepare(request)
         try:
-            if plan.is_identity and not self._tracks_content:
-                async for block in upstream.content.iter_any():
-                    await response.write(block)
-            else:
-                await _relay_events(upstream, response, StreamRewriter(plan, tracked))
+            await _relay_events(upstream, response, StreamRewriter(plan, tracked))
             await response.write_eof()
         except ConnectionResetError:
             pass  # the client went away; leaving `async with` closes the upstream request too
@@ -145,6 +150,19 @@ class Gateway:
 
     def _url(self, request: web.Request) -> str:
         return self.upstream_url + request.rel_url.raw_path_qs
+
+
+async def _relay_raw(request: web.Request, upstream: aiohttp.ClientResponse) -> web.StreamResponse:
+    """A stream relayed block by block as it arrives, untouched."""
+    response = web.StreamResponse(status=upstream.status, headers=_forwarded(upstream.headers))
+    await response.prepare(request)
+    try:
+        async for block in upstream.content.iter_any():
+            await response.write(block)
+        await response.write_eof()
+    except ConnectionResetError:
+        pass  # the client went away; leaving `async with` closes the upstream request too
+    return response
 
 
 async def _relay_events(
@@ -247,7 +265,9 @@ async def running_gateway(
     """Serve a gateway in front of `upstream_url` and yield its base URL (port 0: a free one).
     The server and its upstream session are always closed on the way out."""
     gateway = Gateway(upstream_url, config or GatewayConfig())
-    runner = web.AppRunner(gateway.app(), handle_signals=False)
+    runner = web.AppRunner(
+        gateway.app(), handle_signals=False, shutdown_timeout=defaults.GATEWAY_SHUTDOWN_GRACE_S
+    )
     await runner.setup()
     try:
         listener = _listen(host, port)

@@ -121,10 +121,10 @@ class StreamRewriter:
             changed = True
         if self.plan.pipeline is None or not (piece or choice.get("finish_reason")):
             return [chunk] if changed else None
-        return self._rewrite_text(chunk, choice, delta, key, piece)
+        return self._rewrite_text(chunk, choice, key, piece)
 
     def _rewrite_text(
-        self, chunk: Chunk, choice: dict[str, Any], delta: dict[str, Any], key: str, piece: str
+        self, chunk: Chunk, choice: dict[str, Any], key: str, piece: str
     ) -> list[Chunk]:
         pipeline = self.plan.pipeline
         assert pipeline is not None
