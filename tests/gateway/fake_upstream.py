@@ -42,7 +42,19 @@ class FakeUpstream:
         app.router.add_post("/v1/completions", self._generate)
         app.router.add_get("/metrics", self._metrics)
         app.router.add_post("/tokenize", self._tokenize)
+        app.router.add_post("/completion", self._native_stream)
         return app
+
+    async def _native_stream(self, request: web.Request) -> web.StreamResponse:
+        """llama-server's native endpoint streams too, with no [DONE]."""
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        for text in ("Hello", " world"):
+            await asyncio.sleep(self.token_delay_s)
+            await response.write(_event({"content": text, "stop": False}))
+        await response.write(_event({"content": "", "stop": True}))
+        await response.write_eof()
+        return response
 
     async def _metrics(self, request: web.Request) -> web.Response:
         return web.Response(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import aiohttp
 import pytest
 
 from sparkrig.gateway import Fault, GatewayConfig
@@ -111,3 +112,16 @@ async def test_degrade_after_softens_lone_requests_once_enough_were_served(strea
     assert late.content == early[0].content == without_logprobs.content == reply_for(probe)
     assert [i["token"] for i in late.logprobs] == [i["token"] for i in early[0].logprobs]
     assert neighbour.content == reply_for(chat("bravo", stream=False))
+
+
+async def test_a_client_that_leaves_mid_stream_is_no_longer_in_flight() -> None:
+    upstream = FakeUpstream(reply_for=reply_for, token_delay_s=0.05)
+    config = GatewayConfig(faults=[Fault.DEGRADE_AFTER], after_requests=0)
+    async with fake_behind_gateway(upstream, config) as url:
+        async with aiohttp.ClientSession() as session:
+            body = chat("alpha", stream=True)
+            async with session.post(url + "/v1/chat/completions", json=body) as response:
+                await response.content.readuntil(b"\n\n")  # one event, then hang up
+        await asyncio.sleep(0.3)  # the gateway notices when it next writes to the client
+        lone = await send(url, chat("bravo", stream=False, logprobs=True, top_logprobs=2))
+    assert soft(lone)  # nothing else was in flight any more

@@ -33,6 +33,19 @@ async def test_other_paths_pass_through_unchanged() -> None:
             assert response.status == 404
 
 
+async def test_a_stream_on_another_path_is_relayed_as_it_comes() -> None:
+    upstream = FakeUpstream(token_delay_s=0.05)
+    async with (
+        fake_behind_gateway(upstream, GatewayConfig(faults=list(Fault))) as url,
+        aiohttp.ClientSession() as session,
+        session.post(url + "/completion", json={"prompt": "hi", "stream": True}) as response,
+    ):
+        first = await response.content.readuntil(b"\n\n")  # before the stream has ended
+        rest = await response.read()
+    assert first == b'data: {"content":"Hello","stop":false}\n\n'
+    assert rest.endswith(b'data: {"content":"","stop":true}\n\n')
+
+
 async def test_an_unreachable_upstream_is_a_502_that_says_what_to_do() -> None:
     async with serve_fake(fake()) as fake_url:
         pass  # the fake is gone: its port is closed
