@@ -81,6 +81,8 @@ class ContentPipeline:
 
 @dataclass
 class ReplyPlan:
+    """What happens to one reply, decided when its request arrived."""
+
     api: Api
     pipeline: ContentPipeline | None = None
     soften_logprobs: bool = False
