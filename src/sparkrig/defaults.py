@@ -112,3 +112,6 @@ GATEWAY_REASONING_CHARS: Final = 60
 # Streams still open when the gateway stops are cut after this grace: a test's teardown, or
 # Ctrl-C on `sparkrig gateway`, should not wait on a reply nobody will read.
 GATEWAY_SHUTDOWN_GRACE_S: Final = 2.0
+# aiohttp refuses request bodies over 1 MiB by default; a long-context prompt (a needle ladder
+# to 32K tokens and beyond, token-id prompts as JSON) is bigger than that.
+GATEWAY_MAX_REQUEST_BYTES: Final = 256 * 1024 * 1024

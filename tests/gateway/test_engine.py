@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import aiohttp
 import pytest
 
 from sparkrig.client import ChatRequest, EndpointClient
@@ -46,14 +47,12 @@ async def test_no_fault_is_transparent(llama_server: InstanceRecord) -> None:
             proxied = await send(url, body, path)
             assert _essentials(proxied) == _essentials(direct), (path, body["stream"])
             assert direct.content
-        metrics_direct = await send_get(llama_server.base_url, "/v1/models")
-        metrics_proxied = await send_get(url, "/v1/models")
-    assert metrics_proxied == metrics_direct
+        models_direct = await send_get(llama_server.base_url, "/v1/models")
+        models_proxied = await send_get(url, "/v1/models")
+    assert models_proxied == models_direct
 
 
 async def send_get(url: str, path: str) -> tuple[int, str]:
-    import aiohttp
-
     async with aiohttp.ClientSession() as session, session.get(url + path) as response:
         return response.status, await response.text()
 

@@ -53,7 +53,7 @@ class Gateway:
         return self._session
 
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=256 * 1024 * 1024)
+        app = web.Application(client_max_size=defaults.GATEWAY_MAX_REQUEST_BYTES)
         app.router.add_route("*", "/{tail:.*}", self.handle)
         app.on_startup.append(self._open)
         app.on_cleanup.append(self._close)
