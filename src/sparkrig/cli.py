@@ -680,6 +680,11 @@ def report(
     console.print(f"report written to {out_path}", highlight=False)
 
 
+from sparkrig.gateway_cli import gateway  # noqa: E402  (its own module: merges stay trivial)
+
+app.command()(gateway)
+
+
 def main() -> None:
     from sparkrig.launch.signals import stop_cleanly_on_sigterm
 

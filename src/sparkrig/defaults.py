@@ -117,3 +117,35 @@ CHECK_ACCEPTANCE_BAND: Final = 0.10
 # The embedded engine for `check --local`: more context than the bench engine, so that three KV
 # documents and the needle ladder fit a slot (4 slots share it).
 CHECK_LOCAL_CONTEXT_TOKENS: Final = 16_384
+
+# --- gateway (fault-injecting proxy) --------------------------------------------------------
+# A fault that splices text into a reply does it after this many characters of content, so the
+# reply still starts like the clean one (a guard must read past the first words to see it).
+GATEWAY_SPLICE_AFTER_CHARS: Final = 20
+# Cross-talk copies a span this long of a concurrent reply into another.
+GATEWAY_CROSS_TALK_CHARS: Final = 30
+# A prompt (all message contents, or the prompt string) this long counts as a long document for
+# block-corruption and truncate-context. Seed 000 finding #12 needed >=3 concurrent long prefills.
+GATEWAY_LONG_PROMPT_CHARS: Final = 1500
+GATEWAY_BLOCK_CORRUPTION_MIN_LONG: Final = 3
+# Degrade-after: lone requests turn soft after this many generation requests were served.
+GATEWAY_DEGRADE_AFTER_REQUESTS: Final = 10
+# Soft logprobs: seed 000 finding #13 measured lp ~ -0.74 and -1.49 on the top two alone.
+GATEWAY_SOFT_TOP1_PROB: Final = 0.40
+GATEWAY_SOFT_RUNNER_UP_PROB: Final = 0.35
+# Loop: keep this much of the reply, then repeat a span of it. The loop detector measures whole
+# 4,000-character windows from character 0 and needs 3 consecutive ones under 2% novel 8-grams;
+# the first window still holds the novel start, so the loop runs to 4 windows and a bit.
+GATEWAY_LOOP_KEEP_CHARS: Final = 40
+GATEWAY_LOOP_SPAN_CHARS: Final = 200
+GATEWAY_LOOP_MIN_CHARS: Final = 16_500
+# Merged-events: this many consecutive content events become one.
+GATEWAY_MERGE_EVENTS: Final = 3
+# Reasoning emulation: the first characters of a plain model's reply are served as reasoning.
+GATEWAY_REASONING_CHARS: Final = 60
+# Streams still open when the gateway stops are cut after this grace: a test's teardown, or
+# Ctrl-C on `sparkrig gateway`, should not wait on a reply nobody will read.
+GATEWAY_SHUTDOWN_GRACE_S: Final = 2.0
+# aiohttp refuses request bodies over 1 MiB by default; a long-context prompt (a needle ladder
+# to 32K tokens and beyond, token-id prompts as JSON) is bigger than that.
+GATEWAY_MAX_REQUEST_BYTES: Final = 256 * 1024 * 1024

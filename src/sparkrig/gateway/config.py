@@ -1,0 +1,76 @@
+"""What the gateway does to the traffic it proxies: the faults and the reasoning emulation."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, Field
+
+from sparkrig import defaults
+from sparkrig.errors import UsageError
+
+
+class Fault(StrEnum):
+    """One kind of silent serving corruption; docs/gateway.md gives each trigger and its source."""
+
+    CROSS_TALK = "cross-talk"
+    BLOCK_CORRUPTION = "block-corruption"
+    STOP_IN_REASONING = "stop-in-reasoning"
+    MARKUP_LEAK = "markup-leak"
+    REPLACEMENT_CHAR = "replacement-char"
+    LOOP = "loop"
+    DEGRADE_AFTER = "degrade-after"
+    MERGED_EVENTS = "merged-events"
+    STREAM_MISMATCH = "stream-mismatch"
+    TRUNCATE_CONTEXT = "truncate-context"
+    BROKEN_TOOL_ARGS = "broken-tool-args"
+    WRONG_ANSWERS = "wrong-answers"
+
+
+class GatewayConfig(BaseModel):
+    """Every fault is deterministic: the same traffic in the same order is altered the same way."""
+
+    faults: list[Fault] = Field(default_factory=list, description="faults to inject")
+    after_requests: int = Field(
+        default=defaults.GATEWAY_DEGRADE_AFTER_REQUESTS,
+        ge=0,
+        description="degrade-after: generation requests served before lone requests go soft",
+    )
+    emulate_reasoning: bool = Field(
+        default=False,
+        description="serve the first reasoning_chars of each chat reply as reasoning_content "
+        "and apply stop strings in the gateway, to the content only",
+    )
+    reasoning_chars: int = Field(
+        default=defaults.GATEWAY_REASONING_CHARS,
+        ge=1,
+        description="reasoning emulation: characters of the reply served as reasoning",
+    )
+    long_prompt_chars: int = Field(
+        default=defaults.GATEWAY_LONG_PROMPT_CHARS,
+        ge=1,
+        description="a prompt this long (characters) counts as long for block-corruption and "
+        "truncate-context",
+    )
+    seed: int = Field(
+        default=0,
+        description="seed for any randomness a fault draws; the faults of today draw none and "
+        "choose by arrival order instead",
+    )
+
+    def has(self, fault: Fault) -> bool:
+        return fault in self.faults
+
+
+def parse_faults(text: str) -> list[Fault]:
+    """`cross-talk,loop` -> [Fault.CROSS_TALK, Fault.LOOP]; an unknown name is a UsageError."""
+    faults: list[Fault] = []
+    for name in (part.strip() for part in text.split(",")):
+        if not name:
+            continue
+        try:
+            faults.append(Fault(name))
+        except ValueError:
+            known = ", ".join(fault.value for fault in Fault)
+            raise UsageError(f"--inject {name!r} is not a fault — use one of {known}") from None
+    return faults

@@ -1,0 +1,191 @@
+"""Decide, when a generation request arrives, what the gateway will do to it and its reply."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, NamedTuple
+
+from sparkrig import defaults
+from sparkrig.gateway.config import Fault, GatewayConfig
+from sparkrig.gateway.ledger import ServingLedger, TrackedRequest, cross_talk_span
+from sparkrig.gateway.logprob_tokens import retext_tokens, spliced_token
+from sparkrig.gateway.reasoning import ReasoningEmulation, Split, stop_strings
+from sparkrig.gateway.request_faults import (
+    Api,
+    asks_logprobs,
+    truncate_context,
+    without_stop,
+)
+from sparkrig.gateway.text_faults import (
+    InsertAfter,
+    LoopAfter,
+    ShiftAllDigits,
+    ShiftFirstDigitRun,
+    TextChain,
+    TextTransform,
+)
+
+MARKUP = "<|im_end|>"
+REPLACEMENT_CHARS = "\ufffd" * 3
+
+
+class ContentPipeline:
+    """One reply's text: the reasoning split (when emulated), then the content faults."""
+
+    def __init__(
+        self,
+        reasoning: ReasoningEmulation | None,
+        chain: TextChain,
+        token_chain: TextChain | None = None,
+    ) -> None:
+        self.reasoning = reasoning
+        self._chain = chain
+        self._token_chain = token_chain
+
+    def follow_in_tokens(self, items: list[dict[str, Any]], splice_at: int | None = None) -> None:
+        """Make the logprob tokens carry what the text faults did: digit faults in the tokens,
+        each splice as one extra token at `splice_at` (None: after the event's tokens)."""
+        if self._token_chain is not None:
+            retext_tokens(items, self._token_chain)
+        at = len(items) if splice_at is None else splice_at
+        items[at:at] = [spliced_token(text) for text in self._chain.take_spliced()]
+
+    @property
+    def ended(self) -> str | None:
+        return (self.reasoning.ended if self.reasoning else None) or self._chain.ended
+
+    @property
+    def decapitated(self) -> bool:
+        """The reply ended inside its reasoning: it has no content at all."""
+        return self.reasoning is not None and self.reasoning.stopped_in_reasoning
+
+    def feed(self, text: str) -> Split:
+        if self.ended:
+            return Split("", "")
+        if self.reasoning is None:
+            return Split("", self._chain.feed(text))
+        reasoning, content = self.reasoning.feed(text)
+        content = self._chain.feed(content) if content else ""
+        if self.reasoning.ended and self.reasoning.in_content:
+            content += self._chain.finish()  # a stop in the content ends the content here
+        return Split(reasoning, content)
+
+    def finish(self) -> Split:
+        if self.ended:
+            return Split("", "")
+        reasoning, content = self.reasoning.finish() if self.reasoning else ("", "")
+        content = self._chain.feed(content) if content else ""
+        return Split(reasoning, content + self._chain.finish())
+
+
+@dataclass
+class ReplyPlan:
+    """What happens to one reply, decided when its request arrived."""
+
+    api: Api
+    pipeline: ContentPipeline | None = None
+    soften_logprobs: bool = False
+    break_tool_args: bool = False
+    drop_last_word: bool = False
+    merge_events: int = 0
+    emulated_reasoning: bool = False
+
+    @property
+    def is_identity(self) -> bool:
+        return not (
+            self.pipeline or self.soften_logprobs or self.break_tool_args
+            or self.drop_last_word or self.merge_events
+        )  # fmt: skip
+
+
+class Arrival(NamedTuple):
+    upstream_body: dict[str, Any]
+    changed: bool
+    plan: ReplyPlan
+
+
+def _content_faults(config: GatewayConfig, request: TrackedRequest) -> list[TextTransform]:
+    splice_at = defaults.GATEWAY_SPLICE_AFTER_CHARS
+    transforms: list[TextTransform] = []
+    if config.has(Fault.CROSS_TALK) and not request.started_alone:
+        source = partial(cross_talk_span, request, defaults.GATEWAY_CROSS_TALK_CHARS)
+        transforms.append(InsertAfter(splice_at, source))
+    transforms += _digit_faults(config, request)
+    if config.has(Fault.MARKUP_LEAK):
+        transforms.append(InsertAfter.fixed(splice_at, MARKUP))
+    if config.has(Fault.REPLACEMENT_CHAR):
+        transforms.append(InsertAfter.fixed(splice_at, REPLACEMENT_CHARS))
+    if config.has(Fault.LOOP):
+        transforms.append(
+            LoopAfter(
+                defaults.GATEWAY_LOOP_KEEP_CHARS,
+                defaults.GATEWAY_LOOP_SPAN_CHARS,
+                defaults.GATEWAY_LOOP_MIN_CHARS,
+            )
+        )
+    return transforms
+
+
+def _digit_faults(config: GatewayConfig, request: TrackedRequest) -> list[TextTransform]:
+    transforms: list[TextTransform] = []
+    if request.block_corrupted:
+        transforms.append(ShiftFirstDigitRun())
+    if config.has(Fault.WRONG_ANSWERS):
+        transforms.append(ShiftAllDigits())
+    return transforms
+
+
+def _mark_block_corruption(
+    config: GatewayConfig, ledger: ServingLedger, req: TrackedRequest
+) -> None:
+    """One request per crowd of >=3 concurrent long prompts: the one that made it a crowd."""
+    if not (config.has(Fault.BLOCK_CORRUPTION) and req.is_long):
+        return
+    crowd = ledger.long_in_flight()
+    if len(crowd) >= defaults.GATEWAY_BLOCK_CORRUPTION_MIN_LONG and not any(
+        other.block_corrupted for other in crowd
+    ):
+        req.block_corrupted = True
+
+
+def plan_arrival(
+    config: GatewayConfig,
+    ledger: ServingLedger,
+    request: TrackedRequest,
+    body: dict[str, Any],
+    api: Api,
+) -> Arrival:
+    """The body to send upstream and the plan for the reply. `request` has just arrived."""
+    upstream_body, changed = body, False
+    if config.has(Fault.TRUNCATE_CONTEXT) and request.is_long:
+        upstream_body, changed = truncate_context(body, api), True
+    reasoning = None
+    if config.emulate_reasoning and api == "chat":
+        stops = stop_strings(body)
+        reasoning = ReasoningEmulation(
+            config.reasoning_chars, stops, stop_in_reasoning=config.has(Fault.STOP_IN_REASONING)
+        )
+        if "stop" in upstream_body:
+            upstream_body, changed = without_stop(upstream_body), True
+    _mark_block_corruption(config, ledger, request)
+    transforms = _content_faults(config, request)
+    pipeline = None
+    if reasoning or transforms:
+        # the tokens follow the digit faults only when they are all content (no reasoning split)
+        digits = _digit_faults(config, request) if reasoning is None else []
+        token_chain = TextChain(digits) if digits else None
+        pipeline = ContentPipeline(reasoning, TextChain(transforms), token_chain)
+    plan = ReplyPlan(
+        api=api,
+        pipeline=pipeline,
+        soften_logprobs=config.has(Fault.DEGRADE_AFTER)
+        and request.started_alone
+        and request.served_before >= config.after_requests
+        and asks_logprobs(body),
+        break_tool_args=config.has(Fault.BROKEN_TOOL_ARGS),
+        drop_last_word=config.has(Fault.STREAM_MISMATCH),
+        merge_events=defaults.GATEWAY_MERGE_EVENTS if config.has(Fault.MERGED_EVENTS) else 0,
+        emulated_reasoning=reasoning is not None,
+    )
+    return Arrival(upstream_body, changed, plan)

@@ -1,0 +1,277 @@
+"""The gateway: an aiohttp reverse proxy in front of an OpenAI-compatible server.
+
+Every path is forwarded. Generation (`POST /v1/chat/completions`, `POST /v1/completions`) is
+tracked in a ServingLedger and rewritten by its ReplyPlan; a stream is relayed event by event,
+never buffered whole. With no fault and no reasoning emulation a reply is relayed byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from sparkrig import defaults
+from sparkrig.errors import PortInUseError
+from sparkrig.gateway.config import Fault, GatewayConfig
+from sparkrig.gateway.ledger import ServingLedger, TrackedRequest
+from sparkrig.gateway.plan import ReplyPlan, plan_arrival
+from sparkrig.gateway.request_faults import Api, prompt_chars
+from sparkrig.gateway.rewrite import StreamRewriter, rewrite_body
+from sparkrig.gateway.sse import SseSplitter, sse_data
+
+GENERATION_PATHS: dict[str, Api] = {
+    "/v1/chat/completions": "chat",
+    "/v1/completions": "completions",
+}
+# hop-by-hop headers, and the ones aiohttp sets itself for the body it sends
+_NOT_FORWARDED = frozenset(
+    ("connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
+     "trailers", "transfer-encoding", "upgrade", "host", "content-length")
+)  # fmt: skip
+DONE = b"data: [DONE]\n\n"
+
+
+class Gateway:
+    """The proxy's state: where to forward, what to inject, and the traffic seen so far."""
+
+    def __init__(self, upstream_url: str, config: GatewayConfig) -> None:
+        self.upstream_url = upstream_url.rstrip("/").removesuffix("/v1")
+        self.config = config
+        self.ledger = ServingLedger()
+        self._session: aiohttp.ClientSession | None = None
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            raise RuntimeError("the gateway is not running — use running_gateway()")
+        return self._session
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=defaults.GATEWAY_MAX_REQUEST_BYTES)
+        app.router.add_route("*", "/{tail:.*}", self.handle)
+        app.on_startup.append(self._open)
+        app.on_cleanup.append(self._close)
+        return app
+
+    async def _open(self, _app: web.Application) -> None:
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=defaults.CONNECT_TIMEOUT_S)
+        self._session = aiohttp.ClientSession(timeout=timeout, auto_decompress=False)
+
+    async def _close(self, _app: web.Application) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        api = GENERATION_PATHS.get(request.path) if request.method == "POST" else None
+        parsed = _json_object(body) if api else None
+        try:
+            if api is None or parsed is None:
+                return await self._pass_through(request, body)
+            return await self._generation(request, api, parsed, body)
+        except aiohttp.ClientConnectionError as exc:
+            return _bad_gateway(self.upstream_url, exc)
+
+    async def _pass_through(self, request: web.Request, body: bytes) -> web.StreamResponse:
+        headers = _forwarded(request.headers)
+        # the body goes back as it came, so it is encoded only as the client itself accepts
+        headers["Accept-Encoding"] = request.headers.get("Accept-Encoding", "identity")
+        async with self.session.request(
+            request.method, self._url(request), data=body, headers=headers
+        ) as upstream:
+            if "text/event-stream" in upstream.headers.get("Content-Type", ""):
+                return await _relay_raw(request, upstream)
+            return web.Response(
+                status=upstream.status, body=await upstream.read(),
+                headers=_forwarded(upstream.headers),
+            )  # fmt: skip
+
+    async def _generation(
+        self, request: web.Request, api: Api, parsed: dict[str, Any], raw: bytes
+    ) -> web.StreamResponse:
+        tracked = self.ledger.arrive(prompt_chars(parsed, api), self.config.long_prompt_chars)
+        try:
+            arrival = plan_arrival(self.config, self.ledger, tracked, parsed, api)
+            data = json.dumps(arrival.upstream_body).encode() if arrival.changed else raw
+            headers = _forwarded(request.headers)
+            headers["Accept-Encoding"] = "identity"  # a reply the gateway may have to rewrite
+            async with self.session.post(
+                self._url(request), data=data, headers=headers
+            ) as upstream:
+                if upstream.status >= 400:
+                    return web.Response(status=upstream.status, body=await upstream.read(),
+                                        headers=_forwarded(upstream.headers))  # fmt: skip
+                if "text/event-stream" in upstream.headers.get("Content-Type", ""):
+                    return await self._relay_stream(request, upstream, arrival.plan, tracked)
+                return await self._relay_body(upstream, arrival.plan, tracked)
+        finally:
+            self.ledger.depart(tracked)
+
+    async def _relay_body(
+        self, upstream: aiohttp.ClientResponse, plan: ReplyPlan, tracked: TrackedRequest
+    ) -> web.Response:
+        raw = await upstream.read()
+        headers = _forwarded(upstream.headers)
+        parsed = _json_object(raw)
+        if parsed is None or (plan.is_identity and not self._tracks_content):
+            return web.Response(status=upstream.status, body=raw, headers=headers)
+        rewritten = rewrite_body(plan, tracked, parsed)
+        body = raw if plan.is_identity else json.dumps(rewritten, ensure_ascii=False).encode()
+        return web.Response(status=upstream.status, body=body, headers=headers)
+
+    async def _relay_stream(
+        self,
+        request: web.Request,
+        upstream: aiohttp.ClientResponse,
+        plan: ReplyPlan,
+        tracked: TrackedRequest,
+    ) -> web.StreamResponse:
+        if plan.is_identity and not self._tracks_content:
+            return await _relay_raw(request, upstream)
+        response = web.StreamResponse(status=upstream.status, headers=_forwarded(upstream.headers))
+        await response.prepare(request)
+        try:
+            await _relay_events(upstream, response, StreamRewriter(plan, tracked))
+            await response.write_eof()
+        except ConnectionResetError:
+            pass  # the client went away; leaving `async with` closes the upstream request too
+        return response
+
+    @property
+    def _tracks_content(self) -> bool:
+        """Cross-talk needs every reply's content, the untouched ones' too (they are donors)."""
+        return self.config.has(Fault.CROSS_TALK)
+
+    def _url(self, request: web.Request) -> str:
+        return self.upstream_url + request.rel_url.raw_path_qs
+
+
+async def _relay_raw(request: web.Request, upstream: aiohttp.ClientResponse) -> web.StreamResponse:
+    """A stream relayed block by block as it arrives, untouched."""
+    response = web.StreamResponse(status=upstream.status, headers=_forwarded(upstream.headers))
+    await response.prepare(request)
+    try:
+        async for block in upstream.content.iter_any():
+            await response.write(block)
+        await response.write_eof()
+    except ConnectionResetError:
+        pass  # the client went away; leaving `async with` closes the upstream request too
+    return response
+
+
+async def _relay_events(
+    upstream: aiohttp.ClientResponse, response: web.StreamResponse, rewriter: StreamRewriter
+) -> None:
+    splitter = SseSplitter()
+    finished = False
+    async for block in upstream.content.iter_any():
+        for event in splitter.feed(block):
+            finished = await _relay_event(event, response, rewriter)
+            if finished:
+                break
+        if finished:
+            break
+    if not finished:
+        for event in splitter.finish():
+            if await _relay_event(event, response, rewriter):
+                return
+        for chunk in rewriter.finish():
+            await response.write(sse_data(chunk))
+
+
+async def _relay_event(
+    event: bytes, response: web.StreamResponse, rewriter: StreamRewriter
+) -> bool:
+    """Send one upstream event's rewrite; True once the reply is over (sent [DONE])."""
+    data = _event_data(event)
+    if data is None:
+        await response.write(event)  # comments and keep-alives pass as they are
+        return False
+    if data.strip() == b"[DONE]":
+        for chunk in rewriter.finish():
+            await response.write(sse_data(chunk))
+        await response.write(event)
+        return True
+    parsed = _json_object(data)
+    if parsed is None:
+        await response.write(event)
+        return False
+    rewritten = rewriter.rewrite(parsed)
+    if rewritten is None:
+        await response.write(event)
+    for out in rewritten or []:
+        await response.write(sse_data(out))
+    if rewriter.ended:  # the gateway ended the reply: stop reading upstream
+        for out in rewriter.finish():
+            await response.write(sse_data(out))
+        await response.write(DONE)
+        return True
+    return False
+
+
+def _event_data(event: bytes) -> bytes | None:
+    lines = [line.rstrip(b"\r") for line in event.split(b"\n")]
+    data = [line[5:].lstrip(b" ") for line in lines if line.startswith(b"data:")]
+    return b"\n".join(data) if data else None
+
+
+def _json_object(raw: bytes) -> dict[str, Any] | None:
+    try:
+        value = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _forwarded(headers: Any) -> dict[str, str]:
+    return {key: value for key, value in headers.items() if key.lower() not in _NOT_FORWARDED}
+
+
+def _bad_gateway(upstream_url: str, exc: Exception) -> web.Response:
+    message = (
+        f"the gateway cannot reach its upstream {upstream_url} ({exc.__class__.__name__}) — "
+        "check the server behind the gateway is running"
+    )
+    return web.json_response({"error": {"code": 502, "message": message}}, status=502)
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    listener = socket.socket()
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, port))
+    except OSError as exc:
+        listener.close()
+        raise PortInUseError(
+            f"the gateway cannot listen on {host}:{port} ({exc.strerror}) — pick another --port"
+        ) from exc
+    return listener
+
+
+@asynccontextmanager
+async def running_gateway(
+    upstream_url: str,
+    config: GatewayConfig | None = None,
+    *,
+    host: str = defaults.LOCAL_HOST,
+    port: int = 0,
+) -> AsyncIterator[str]:
+    """Serve a gateway in front of `upstream_url` and yield its base URL (port 0: a free one).
+    The server and its upstream session are always closed on the way out."""
+    gateway = Gateway(upstream_url, config or GatewayConfig())
+    runner = web.AppRunner(
+        gateway.app(), handle_signals=False, shutdown_timeout=defaults.GATEWAY_SHUTDOWN_GRACE_S
+    )
+    await runner.setup()
+    try:
+        listener = _listen(host, port)
+        await web.SockSite(runner, listener).start()
+        yield f"http://{host}:{listener.getsockname()[1]}"
+    finally:
+        await runner.cleanup()

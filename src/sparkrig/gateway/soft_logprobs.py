@@ -1,0 +1,65 @@
+"""degrade-after: sharp logprobs made soft, tokens and text unchanged (seed 000, finding #13).
+
+Both shapes are handled: chat-style `{"content": [{token, logprob, top_logprobs}]}` (llama.cpp
+uses it for completions too) and legacy completions `{tokens, token_logprobs, top_logprobs}`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from sparkrig import defaults
+
+SOFT_TOP1 = math.log(defaults.GATEWAY_SOFT_TOP1_PROB)
+SOFT_RUNNER_UP = math.log(defaults.GATEWAY_SOFT_RUNNER_UP_PROB)
+_LEFT_OVER = 1.0 - defaults.GATEWAY_SOFT_TOP1_PROB - defaults.GATEWAY_SOFT_RUNNER_UP_PROB
+
+
+def soften_logprobs(logprobs: dict[str, Any]) -> None:
+    """Rewrite a choice's `logprobs` in place."""
+    if isinstance(logprobs.get("content"), list):
+        for item in logprobs["content"]:
+            if isinstance(item, dict):
+                _soften_item(item)
+        return
+    if isinstance(logprobs.get("token_logprobs"), list):
+        logprobs["token_logprobs"] = [SOFT_TOP1 for _ in logprobs["token_logprobs"]]
+        tokens = logprobs.get("tokens") or []
+        tops = logprobs.get("top_logprobs") or []
+        logprobs["top_logprobs"] = [
+            _soften_legacy_top(top, token) if isinstance(top, dict) else top
+            for top, token in zip(tops, tokens, strict=False)
+        ] + tops[len(tokens) :]
+
+
+def _soften_item(item: dict[str, Any]) -> None:
+    item["logprob"] = SOFT_TOP1
+    tops = item.get("top_logprobs")
+    if not isinstance(tops, list) or not tops:
+        return
+    chosen = next((top for top in tops if top.get("token") == item.get("token")), tops[0])
+    others = sorted((top for top in tops if top is not chosen), key=_logprob, reverse=True)
+    chosen["logprob"] = SOFT_TOP1
+    if others:
+        others[0]["logprob"] = SOFT_RUNNER_UP
+        rest_cap = math.log(_LEFT_OVER / max(1, len(others) - 1))
+        for top in others[1:]:
+            top["logprob"] = min(_logprob(top), rest_cap)  # keep the distribution a distribution
+    tops.sort(key=_logprob, reverse=True)
+
+
+def _logprob(top: dict[str, Any]) -> float:
+    value = top.get("logprob")
+    return float(value) if isinstance(value, (int, float)) else -math.inf
+
+
+def _soften_legacy_top(top: dict[str, float], token: str) -> dict[str, float]:
+    ranked = sorted(top, key=lambda key: top[key], reverse=True)
+    runner_up = next((key for key in ranked if key != token), None)
+    rest_cap = math.log(_LEFT_OVER / max(1, len(ranked) - 2))
+    soft = {key: min(value, rest_cap) for key, value in top.items()}
+    soft[token] = SOFT_TOP1
+    if runner_up is not None:
+        soft[runner_up] = SOFT_RUNNER_UP
+    return dict(sorted(soft.items(), key=lambda pair: pair[1], reverse=True))

@@ -1,0 +1,67 @@
+"""`sparkrig gateway`: serve the fault-injecting proxy in front of a server until Ctrl-C."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from sparkrig import defaults
+
+
+# typer options are positional, and the command imports its stage lazily, as in cli.py
+def gateway(  # noqa: PLR0917
+    upstream: Annotated[str, typer.Argument(help="base URL of the server to proxy")],
+    port: Annotated[int, typer.Option(help="port to listen on (default: a free one)")] = 0,
+    host: Annotated[str, typer.Option(help="address to listen on")] = defaults.LOCAL_HOST,
+    inject: Annotated[
+        str, typer.Option(help="comma-separated faults to inject, e.g. loop,markup-leak")
+    ] = "",
+    after: Annotated[
+        int, typer.Option(help="degrade-after: generation requests served before it fires")
+    ] = defaults.GATEWAY_DEGRADE_AFTER_REQUESTS,
+    emulate_reasoning: Annotated[
+        bool,
+        typer.Option(
+            "--emulate-reasoning",
+            help="serve the start of each chat reply as reasoning_content, stops on content only",
+        ),
+    ] = False,
+    reasoning_chars: Annotated[
+        int, typer.Option(help="characters of each reply served as reasoning")
+    ] = defaults.GATEWAY_REASONING_CHARS,
+    long_prompt_chars: Annotated[
+        int, typer.Option(help="prompt characters that make a prompt long")
+    ] = defaults.GATEWAY_LONG_PROMPT_CHARS,
+) -> None:
+    """Proxy UPSTREAM, injecting faults that guards must catch (docs/gateway.md lists them).
+    Every other path passes through unchanged; with no fault the gateway is transparent."""
+    from sparkrig.gateway import Fault, GatewayConfig, parse_faults, running_gateway  # noqa: PLC0415
+
+    config = GatewayConfig(
+        faults=parse_faults(inject), after_requests=after, emulate_reasoning=emulate_reasoning,
+        reasoning_chars=reasoning_chars, long_prompt_chars=long_prompt_chars,
+    )  # fmt: skip
+    console = Console()
+
+    async def serve() -> None:
+        async with running_gateway(upstream, config, host=host, port=port) as url:
+            faults = ", ".join(fault.value for fault in config.faults) or "none (transparent)"
+            console.print(f"gateway {url} -> {upstream}", highlight=False)
+            console.print(f"faults: {faults}", highlight=False)
+            if emulate_reasoning:
+                console.print(f"reasoning emulation: first {reasoning_chars} characters")
+            elif Fault.STOP_IN_REASONING in config.faults:
+                console.print(
+                    "[yellow]warning:[/] stop-in-reasoning does nothing without reasoning — "
+                    "add --emulate-reasoning"
+                )
+            console.print("Ctrl-C to stop", style="dim")
+            await asyncio.Event().wait()
+
+    try:
+        asyncio.run(serve())
+    except KeyboardInterrupt:
+        console.print("gateway stopped")

@@ -1,0 +1,186 @@
+"""The pure pieces of the gateway: each text fault gives the same result whole or in pieces."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from sparkrig.gateway.config import Fault, parse_faults
+from sparkrig.gateway.reasoning import ReasoningEmulation, StopScanner, stop_strings
+from sparkrig.gateway.request_faults import prompt_chars, truncate_context, without_middle_third
+from sparkrig.gateway.rewrite import EventMerger, drop_last_word
+from sparkrig.gateway.soft_logprobs import SOFT_RUNNER_UP, SOFT_TOP1, soften_logprobs
+from sparkrig.gateway.sse import SseSplitter
+from sparkrig.gateway.text_faults import (
+    InsertAfter,
+    LoopAfter,
+    ShiftAllDigits,
+    ShiftFirstDigitRun,
+    TextChain,
+    TextTransform,
+)
+from sparkrig.guards.detectors import loop_findings
+
+TEXT = "The answer is 4096, then 17 and 23 follow."
+
+
+def pieces(text: str, size: int) -> list[str]:
+    return [text[at : at + size] for at in range(0, len(text), size)]
+
+
+def run(transform: TextTransform, parts: list[str]) -> str:
+    return "".join(transform.feed(part) for part in parts) + transform.finish()
+
+
+@pytest.mark.parametrize("size", [1, 3, 7, 1000])
+def test_text_faults_do_not_depend_on_how_the_reply_is_cut(size: int) -> None:
+    def chain() -> TextChain:
+        return TextChain([ShiftFirstDigitRun(), InsertAfter.fixed(20, "<|im_end|>")])
+
+    leaked = "The answer is 5107, <|im_end|>then 17 and 23 follow."
+    assert run(chain(), pieces(TEXT, size)) == leaked
+    assert run(ShiftAllDigits(), pieces(TEXT, size)) == "The answer is 5107, then 28 and 34 follow."
+
+
+def test_a_short_reply_gets_the_splice_at_its_end() -> None:
+    assert run(InsertAfter.fixed(20, "\ufffd" * 3), ["Yes."]) == "Yes.\ufffd\ufffd\ufffd"
+
+
+def test_a_splice_waits_for_its_source() -> None:
+    ready: list[str] = []
+    insert = InsertAfter(5, lambda final: "".join(ready) or ("LAST" if final else ""))
+    assert insert.feed("abcdefgh") == "abcdefgh"  # nothing to splice yet
+    ready.append("XY")
+    assert insert.feed("ijk") == "XYijk"
+    assert insert.finish() == ""
+
+
+@pytest.mark.parametrize("size", [3, 10_000])
+def test_loop_is_long_enough_for_the_loop_detector(size: int) -> None:
+    reply = "Paris is the capital of France. It lies on the Seine and has many museums. " * 5
+    loop = LoopAfter(keep_chars=40, span_chars=200, min_chars=16_500)
+    text = run(loop, pieces(reply, size))
+    assert loop.ended == "length"
+    assert len(text) >= 16_500
+    assert text.startswith(reply[:40])
+    assert loop_findings(text)
+    assert not loop_findings(reply)
+
+
+def test_a_short_reply_loops_too() -> None:
+    loop = LoopAfter(keep_chars=40, span_chars=200, min_chars=16_500)
+    text = run(loop, ["4"])
+    assert loop.ended == "length"
+    assert text.startswith("44 4 4")
+    assert loop_findings(text)
+
+
+def test_stop_scanner_holds_back_a_possible_stop() -> None:
+    scanner = StopScanner(["Question:"])
+    assert scanner.feed("so the Que") == "so the "
+    assert scanner.feed("st") == ""
+    assert scanner.feed("ion: next") == ""
+    assert scanner.stopped
+    scanner = StopScanner(["Question:"])
+    assert scanner.feed("a Que") == "a "
+    assert scanner.feed("en") == "Queen"
+    assert scanner.finish() == ""
+
+
+@pytest.mark.parametrize("size", [1, 4, 1000])
+@pytest.mark.parametrize("in_reasoning", [False, True])
+def test_reasoning_split_and_stops(size: int, in_reasoning: bool) -> None:
+    reply = "First I think. STOP then more thinking here. Answer: 42. STOP and after."
+    emulation = ReasoningEmulation(30, ["STOP"], stop_in_reasoning=in_reasoning)
+    splits = [emulation.feed(part) for part in pieces(reply, size)]
+    splits.append(emulation.finish())
+    reasoning = "".join(split.reasoning for split in splits)
+    content = "".join(split.content for split in splits)
+    assert emulation.ended == "stop"
+    if in_reasoning:
+        assert (reasoning, content) == ("First I think. ", "")
+        assert emulation.stopped_in_reasoning
+    else:
+        assert reasoning == reply[:30]
+        assert content == reply[30:].split("STOP", maxsplit=1)[0]
+
+
+def test_stop_strings_come_as_a_string_or_a_list() -> None:
+    assert stop_strings({"stop": "x"}) == ["x"]
+    assert stop_strings({"stop": ["x", "", 3]}) == ["x"]
+    assert stop_strings({}) == []
+
+
+def test_soft_logprobs() -> None:
+    item = {"token": "Paris", "logprob": -0.0001, "top_logprobs": [
+        {"token": "Paris", "logprob": -0.0001}, {"token": "Lyon", "logprob": -9.5},
+        {"token": "Nice", "logprob": -11.0}]}  # fmt: skip
+    logprobs = {"content": [item]}
+    soften_logprobs(logprobs)
+    assert item["token"] == "Paris"
+    assert item["logprob"] == SOFT_TOP1 == pytest.approx(math.log(0.40))
+    tops = item["top_logprobs"]
+    assert [top["token"] for top in tops] == ["Paris", "Lyon", "Nice"]
+    assert tops[1]["logprob"] == SOFT_RUNNER_UP == pytest.approx(math.log(0.35))
+    assert tops[2]["logprob"] == -11.0
+    legacy = {"tokens": ["a"], "token_logprobs": [-0.01], "top_logprobs": [{"a": -0.01, "b": -7}]}
+    soften_logprobs(legacy)
+    assert legacy["token_logprobs"] == [SOFT_TOP1]
+    assert legacy["top_logprobs"] == [{"a": SOFT_TOP1, "b": SOFT_RUNNER_UP}]
+
+
+def test_truncate_context_drops_the_middle_third_of_the_longest_user_message() -> None:
+    long = "A" * 100 + "B" * 100 + "C" * 100
+    messages = [{"role": "system", "content": "x" * 500}, {"role": "user", "content": long},
+                {"role": "user", "content": "hi"}]  # fmt: skip
+    body = {"messages": messages}
+    cut = truncate_context(body, "chat")
+    assert cut["messages"][1]["content"] == "A" * 100 + "C" * 100
+    assert cut["messages"][0]["content"] == "x" * 500
+    assert body["messages"][1]["content"] == long  # the original is left alone
+    assert truncate_context({"prompt": long}, "completions")["prompt"] == "A" * 100 + "C" * 100
+    assert without_middle_third("ab") == "ab"
+    assert prompt_chars(body, "chat") == 802
+    parts = [{"type": "text", "text": "abc"}]
+    assert prompt_chars({"messages": [{"role": "user", "content": parts}]}, "chat") == 3
+
+
+def test_drop_last_word() -> None:
+    assert drop_last_word("1. 1\n2. 2\n3.") == "1. 1\n2. 2"
+    assert drop_last_word("Paris is nice. ") == "Paris is"
+    assert drop_last_word("Paris") == ""
+
+
+def test_event_merger_joins_text_and_logprobs_and_keeps_cumulative_counts() -> None:
+    def event(text: str, n: int) -> dict[str, object]:
+        choice = {"index": 0, "finish_reason": None, "delta": {"content": text},
+                  "logprobs": {"content": [{"token": text}]}}  # fmt: skip
+        return {"choices": [choice], "timings": {"predicted_n": n}}
+
+    merger = EventMerger(3)
+    out = merger.push([event("a", 1), event("b", 2)])
+    assert out == []
+    out = merger.push([event("c", 3), event("d", 4)])
+    assert len(out) == 1
+    assert out[0]["choices"][0]["delta"]["content"] == "abc"
+    assert [t["token"] for t in out[0]["choices"][0]["logprobs"]["content"]] == ["a", "b", "c"]
+    assert out[0]["timings"] == {"predicted_n": 3}
+    finish = {"choices": [{"index": 0, "finish_reason": "stop", "delta": {}}]}
+    out = merger.push([finish])
+    assert [chunk["choices"][0]["delta"] for chunk in out] == [{"content": "d"}, {}]
+
+
+def test_sse_splitter_keeps_events_whole_and_raw() -> None:
+    splitter = SseSplitter()
+    assert splitter.feed(b'data: {"a"') == []
+    events = splitter.feed(b": 1}\n\n: ping\r\n\r\ndata: [DO")
+    assert events == [b'data: {"a": 1}\n\n', b": ping\r\n\r\n"]
+    assert splitter.feed(b"NE]") == []
+    assert splitter.finish() == [b"data: [DONE]\n\n"]
+
+
+def test_fault_names_parse() -> None:
+    assert parse_faults("loop, cross-talk,") == [Fault.LOOP, Fault.CROSS_TALK]
+    with pytest.raises(Exception, match="not a fault"):
+        parse_faults("loops")
