@@ -27,7 +27,7 @@ PROMPTS: Final = (
 )
 QUICK_PROMPTS: Final = 4
 QUICK_REPLY_TOKENS: Final = 32
-LONG_PROMPT_SENTENCES: Final = 120
+LONG_PROMPT_SENTENCES: Final = 40  # about 600 tokens: fits a 1,024-token slot
 
 Scenario = Callable[[GuardContext, list[ChatRequest]], Awaitable[list[RequestRecord]]]
 

@@ -1,0 +1,126 @@
+"""Every guard FAILS on its fault and PASSES on the clean engine: the real llama-server behind
+the fault-injecting gateway, driven by the table in docs/guards.md."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from sparkrig.engines.llamacpp.build import EngineInstall
+from sparkrig.gateway import GatewayConfig, parse_faults, running_gateway
+from sparkrig.guards.battery import GUARD_NAMES, run_battery
+from sparkrig.guards.context import CheckSettings
+from sparkrig.launch.process_record import InstanceRecord
+from tests.conftest import _serve
+
+pytestmark = pytest.mark.engine
+
+DOCS = Path(__file__).parents[2] / "docs" / "guards.md"
+# the session server has 1,024 tokens per slot: blocks of 128 keep 3 documents well inside it
+SETTINGS = CheckSettings(kv_block_tokens=128)
+
+
+def matrix_rows() -> list[tuple[str, str, list[str], list[str]]]:
+    text = DOCS.read_text()
+    table = text.split("<!-- fault-matrix:start -->")[1].split("<!-- fault-matrix:end -->")[0]
+    rows = []
+    for line in table.strip().splitlines()[2:]:
+        fault, settings, run, must_fail = (cell.strip() for cell in line.strip("|").split("|"))
+        guards = list(GUARD_NAMES) if run == "all" else run.split(",")
+        rows.append((fault, settings, guards, [] if must_fail == "none" else must_fail.split(",")))
+    return rows
+
+
+def gateway_config(fault: str, settings: str) -> GatewayConfig:
+    config = GatewayConfig(faults=[] if fault == "none" else parse_faults(fault))
+    for setting in filter(None, (part.strip() for part in settings.split(","))):
+        if setting == "emulate-reasoning":
+            config.emulate_reasoning = True
+        elif match := re.fullmatch(r"after=(\d+)", setting):
+            config.after_requests = int(match.group(1))
+        elif match := re.fullmatch(r"long-prompt-chars=(\d+)", setting):
+            config.long_prompt_chars = int(match.group(1))
+        else:
+            raise AssertionError(f"docs/guards.md: unknown gateway setting {setting!r}")
+    return config
+
+
+@pytest.fixture(scope="module")
+async def baseline(llama_server: InstanceRecord, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The capability baseline, recorded straight from the clean engine."""
+    path = tmp_path_factory.mktemp("baseline") / "baseline.json"
+    receipt = await run_battery(
+        llama_server.base_url, settings=SETTINGS, guards=["exact", "needle"],
+        out_path=path.with_name("record.json"), baseline_path=path, record_baseline=True,
+    )  # fmt: skip
+    assert [r.verdict for r in receipt.results] == ["PASS", "PASS"]
+    return path
+
+
+def test_the_matrix_covers_every_guard_but_the_engine_level_one() -> None:
+    failing = {guard for *_, must_fail in matrix_rows() for guard in must_fail}
+    assert failing == set(GUARD_NAMES) - {"acceptance"}  # acceptance: test below
+
+
+@pytest.mark.parametrize(
+    ("fault", "settings", "guards", "must_fail"),
+    matrix_rows(),
+    ids=[f"{row[0]}{'+' + row[1] if row[1] else ''}" for row in matrix_rows()],
+)
+async def test_guard_against_fault(
+    llama_server: InstanceRecord,
+    baseline: Path,
+    tmp_path: Path,
+    fault: str,
+    settings: str,
+    guards: list[str],
+    must_fail: list[str],
+) -> None:
+    config = gateway_config(fault, settings)
+    async with running_gateway(llama_server.base_url, config) as url:
+        receipt = await run_battery(
+            url, settings=SETTINGS, guards=guards, out_path=tmp_path / "check.json",
+            baseline_path=baseline, reraise=True,
+        )  # fmt: skip
+    verdicts = {result.guard: result.verdict for result in receipt.results}
+    evidence = {result.guard: result.evidence for result in receipt.results}
+    failed = sorted(guard for guard, verdict in verdicts.items() if verdict == "FAIL")
+    assert failed == sorted(must_fail), evidence
+    if fault == "none" and not settings:  # clean: only what this engine cannot show may skip
+        skipped = {guard for guard, verdict in verdicts.items() if verdict == "SKIP"}
+        assert skipped == {"stop_in_reasoning", "acceptance"}, evidence
+
+
+async def test_acceptance_canary_fails_when_the_draft_gets_worse(
+    spec_server: InstanceRecord, engine: EngineInstall, bundled_model: Path, tmp_path: Path
+) -> None:
+    """The fault is in the engine: a second speculative engine accepts half as often, as a
+    broken draft load did in seed 001; the text stays right."""
+    from sparkrig.engines.llamacpp.server import SpeculativeOptions
+    from sparkrig.launch.local import stop_instances
+    from tests.conftest import SYNTH_RATES
+
+    path = tmp_path / "baseline.json"
+    recorded = await run_battery(
+        spec_server.base_url, settings=SETTINGS, guards=["acceptance"],
+        out_path=tmp_path / "record.json", baseline_path=path, record_baseline=True,
+    )  # fmt: skip
+    assert recorded.results[0].verdict == "PASS", recorded.results[0].evidence
+    same = await run_battery(
+        spec_server.base_url, settings=SETTINGS, guards=["acceptance"],
+        out_path=tmp_path / "same.json", baseline_path=path,
+    )  # fmt: skip
+    assert same.results[0].verdict == "PASS", same.results[0].evidence
+    halved = SpeculativeOptions(spec_type="draft-simple", synth_rates=[r / 2 for r in SYNTH_RATES])
+    worse_server = await _serve(engine, bundled_model, halved)
+    try:
+        worse = await run_battery(
+            worse_server.base_url, settings=SETTINGS, guards=["acceptance"],
+            out_path=tmp_path / "worse.json", baseline_path=path,
+        )  # fmt: skip
+    finally:
+        stop_instances([worse_server])
+    assert worse.results[0].verdict == "FAIL", worse.results[0].evidence
+    assert "baseline" in worse.results[0].evidence
