@@ -1,8 +1,9 @@
 """Network probes that run on a node (`python -m sparkrig.fabric.probe …`), standard library
 only, printing one JSON object. Raw sockets need root (or CAP_NET_RAW), like `ping`.
 
-- `ping ADDR --size N`: one ICMP echo with Don't Fragment set, payload N bytes (MTU-28 fills
-  the MTU exactly); a size above the route's MTU fails locally with "message too long".
+- `ping ADDR… --size N`: one ICMP echo per address with Don't Fragment set, payload N bytes
+  (MTU-28 fills the MTU exactly); a size above the route's MTU fails locally with "message
+  too long", an address without a route with "Network is unreachable".
 - `echo6 IFACE…`: an ICMPv6 echo to all-nodes (ff02::1) on each interface; every node on the
   wire answers from a link-local address of the interface it heard it on (discovery).
 - `connect ADDR PORT --ttl N`: a TCP connect whose packets may cross at most N hops.
@@ -52,7 +53,7 @@ def ping(address: str, size: int, timeout: float) -> dict[str, object]:
             sock.sendto(packet + payload, (address, 0))
         except OSError as exc:
             reason = "message too long" if exc.errno == errno.EMSGSIZE else exc.strerror
-            return {"ok": False, "error": reason, "size": size}
+            return {"ok": False, "error": reason, "size": size, "address": address}
         deadline = started + timeout
         while (left := deadline - time.monotonic()) > 0:
             ready, _, _ = select.select([sock], [], [], left)
@@ -66,11 +67,12 @@ def ping(address: str, size: int, timeout: float) -> dict[str, object]:
             if kind == ICMP_ECHO_REPLY and reply_id == ident and source[0] == address:
                 return {
                     "ok": True,
+                    "address": address,
                     "size": size,
                     "reply_bytes": len(data),
                     "rtt_ms": round((time.monotonic() - started) * 1000, 3),
                 }
-    return {"ok": False, "error": "no reply", "size": size}
+    return {"ok": False, "error": "no reply", "size": size, "address": address}
 
 
 def echo6(interfaces: list[str], wait: float) -> dict[str, object]:
@@ -142,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sparkrig.fabric.probe")
     commands = parser.add_subparsers(dest="command", required=True)
     ping_args = commands.add_parser("ping")
-    ping_args.add_argument("address")
+    ping_args.add_argument("addresses", nargs="+")
     ping_args.add_argument("--size", type=int, required=True)
     ping_args.add_argument("--timeout", type=float, default=2.0)
     echo_args = commands.add_parser("echo6")
@@ -159,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     listen_args.add_argument("--seconds", type=float, default=10.0)
     args = parser.parse_args(argv)
     if args.command == "ping":
-        result = ping(args.address, args.size, args.timeout)
+        result = {"results": [ping(a, args.size, args.timeout) for a in args.addresses]}
     elif args.command == "echo6":
         result = echo6(args.interfaces, args.wait)
     elif args.command == "connect":
