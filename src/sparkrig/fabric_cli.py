@@ -182,3 +182,42 @@ def apply_command(
         f"applied {name} on {', '.join(journal.executors)}: {changed} change(s), journal {path}",
         highlight=False,
     )
+
+
+@fabric_app.command("discover")
+def discover_command(
+    cluster_file: ClusterArg,
+    executor: ExecutorOption = "ssh",
+    netns: NetnsOption = None,
+    netns_prefix: NetnsPrefixOption = None,
+    write: Annotated[
+        bool, typer.Option("--write", help="replace the cables section of the cluster file")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Find which port faces which node from the wires (temporary IPv6 link-local addresses
+    and one all-nodes ping per interface), and print or write the cables section. Needs every
+    node at once: --executor ssh or netns."""
+    from sparkrig.config import load_cluster
+    from sparkrig.fabric.discover import cables_toml, discover_cables, with_cables
+    from sparkrig.launch.executors import executor_for
+
+    if executor == "local":
+        raise UsageError(
+            "discover needs every node at once — use --executor ssh (or netns for rehearsals)"
+        )
+    cluster = load_cluster(cluster_file)
+    specs = _executor_specs(cluster, executor, netns, netns_prefix, None)
+    runners = {name: executor_for(spec) for name, spec in specs.items()}
+    # local processes in namespaces share this interpreter; remote nodes have their own
+    probe = [sys.executable if executor == "netns" else "python3", "-m", "sparkrig.fabric.probe"]
+    cables = discover_cables(cluster, runners, probe)
+    if write:
+        text = cluster_file.read_text(encoding="utf-8")
+        cluster_file.write_text(with_cables(text, cables), encoding="utf-8")
+    if as_json:
+        _print_json([str(cable) for cable in cables])
+        return
+    console.print(cables_toml(cables), highlight=False, markup=False, end="")
+    if write:
+        console.print(f"cables of {cluster_file} rewritten ({len(cables)} found)", highlight=False)

@@ -160,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     listen_args.add_argument("port", type=int)
     listen_args.add_argument("--seconds", type=float, default=10.0)
     args = parser.parse_args(argv)
+    result: dict[str, object]
     if args.command == "ping":
         result = {"results": [ping(a, args.size, args.timeout) for a in args.addresses]}
     elif args.command == "echo6":
