@@ -221,3 +221,40 @@ def discover_command(
     console.print(cables_toml(cables), highlight=False, markup=False, end="")
     if write:
         console.print(f"cables of {cluster_file} rewritten ({len(cables)} found)", highlight=False)
+
+
+@fabric_app.command("gids")
+def gids_command(
+    cluster_file: ClusterArg,
+    node: Annotated[str, typer.Option("--node", help="the node this machine is")],
+    sysfs: Annotated[Path, typer.Option("--sysfs", help="sysfs root to read")] = Path("/sys"),
+    as_json: JsonFlag = False,
+) -> None:
+    """Show the RoCE v2 GID index of each of this node's fabric RDMA devices, read from sysfs
+    now (it differs per node and device and moves after reboots). Exits 1 when one is
+    missing."""
+    from rich.table import Table
+
+    from sparkrig.config import load_cluster
+    from sparkrig.fabric.gid import read_gid_table, resolve_gid_index
+    from sparkrig.fabric.plan import plan_fabric
+
+    plan = plan_fabric(load_cluster(cluster_file))
+    if node not in plan.rank_order:
+        raise UsageError(f"--node {node} is not a node — use one of {', '.join(plan.rank_order)}")
+    found = [
+        resolve_gid_index(i.rdma, i.address.ip, read_gid_table(sysfs, i.rdma), netdev=i.netdev)
+        for i in plan.node(node).interfaces
+    ]
+    if as_json:
+        _print_json([f.model_dump(mode="json") for f in found])
+    else:
+        table = Table(title=f"RoCE v2 GID index on {node}")
+        for column in ("device", "address", "index", "problem"):
+            table.add_column(column)
+        for f in found:
+            index = "—" if f.index is None else str(f.index)
+            table.add_row(f.device, str(f.address), index, f.problem or "")
+        console.print(table)
+    if any(f.index is None for f in found):
+        raise typer.Exit(1)
