@@ -160,7 +160,9 @@ def test_ring_graph_receives_on_prev_port_sends_on_next_alternating_roots() -> N
     xml = plan.node("a").nccl_graph_xml
     assert xml is not None
     # a's HCAs: 0,1 face b (p0, next); 2,3 face d (p1, prev)
-    assert "0=rocep1s0f0, 1=roceP2p1s0f0, 2=rocep1s0f1, 3=roceP2p1s0f1" in xml
+    env = {e.name: e.reason for e in plan.node("a").env}
+    assert "0=rocep1s0f0, 1=roceP2p1s0f0, 2=rocep1s0f1, 3=roceP2p1s0f1" in env["NCCL_GRAPH_FILE"]
+    assert xml.startswith('<graphs version="1">')
     channels = [line.strip() for line in xml.splitlines() if "<channel>" in line]
     assert len(channels) == 8
     assert channels[0] == '<channel><net dev="2"/><gpu dev="0"/><net dev="0"/></channel>'

@@ -4,6 +4,7 @@ used by field report 000 on a four-node ring).
 
 NCCL names net devices by number. The numbers here are positions in the node's NCCL_IB_HCA
 list; NCCL_DEBUG=INFO prints its own numbering (`NET/IB : Using [0]…`) to check they agree.
+The file carries no comment: NCCL reads it with its own small XML parser.
 """
 
 from __future__ import annotations
@@ -19,9 +20,7 @@ def ring_graph_xml(
 ) -> str:
     """`prev_devices` / `next_devices`: RDMA devices of the ports facing the previous and the
     next rank, root A first; `hcas`: the node's NCCL_IB_HCA list in order."""
-    numbering = ", ".join(f"{i}={name}" for i, name in enumerate(hcas))
     lines = [
-        f"<!-- net devices: {numbering} -->",
         '<graphs version="1">',
         f'  <graph id="0" pattern="4" crossnic="1" nchannels="{channels}" speedintra="0.24" '
         'speedinter="0.24" latencyinter="0" typeintra="LOC" typeinter="P2C" samechannels="1">',

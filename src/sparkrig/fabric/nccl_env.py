@@ -76,7 +76,8 @@ def node_env(
                 name="NCCL_GRAPH_FILE",
                 value=graph_file,
                 reason="channels receive on the previous-facing port and send on the "
-                "next-facing port, alternating PCIe roots (field report 000, kindling)",
+                "next-facing port, alternating PCIe roots (field report 000, kindling); its net "
+                f"dev numbers: {', '.join(f'{i}={name}' for i, name in enumerate(hcas))}",
             ),
             EnvVar(
                 name="NCCL_CROSS_NIC",
