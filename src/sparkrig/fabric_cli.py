@@ -195,9 +195,10 @@ def discover_command(
     ] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Find which port faces which node from the wires (temporary IPv6 link-local addresses
-    and one all-nodes ping per interface), and print or write the cables section. Needs every
-    node at once: --executor ssh or netns."""
+    """Find which port faces which node from the wires; print or --write the cables.
+
+    Temporary IPv6 link-local addresses and one all-nodes echo per interface; every node at
+    once, so --executor ssh (or netns for rehearsals)."""
     from sparkrig.config import load_cluster
     from sparkrig.fabric.discover import cables_toml, discover_cables, with_cables
     from sparkrig.launch.executors import executor_for
@@ -230,9 +231,10 @@ def gids_command(
     sysfs: Annotated[Path, typer.Option("--sysfs", help="sysfs root to read")] = Path("/sys"),
     as_json: JsonFlag = False,
 ) -> None:
-    """Show the RoCE v2 GID index of each of this node's fabric RDMA devices, read from sysfs
-    now (it differs per node and device and moves after reboots). Exits 1 when one is
-    missing."""
+    """Show the RoCE v2 GID index of this node's fabric RDMA devices, read from sysfs.
+
+    Read now, never cached: it differs per node and device and moves after reboots. Exits 1
+    when one is missing."""
     from rich.table import Table
 
     from sparkrig.config import load_cluster

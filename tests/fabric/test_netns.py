@@ -1,9 +1,10 @@
 """The plan applied to real Linux networking: namespaces as nodes, veth pairs as cables.
 
-For the pair, the triangle and the 4-ring: `sparkrig fabric apply --apply` through the netns
-executor, then from inside the namespaces: every rail works end to end with DF pings that fill
-the MTU, opposite ranks on the ring reach each other over TCP through exactly one relay, no
-node reaches a cable subnet it does not own, and `--restore` leaves every namespace as it was.
+For the pair, the triangle, the 4-ring and a line of three: `sparkrig fabric apply --apply`
+through the netns executor, then from inside the namespaces: every rail works end to end with
+DF pings that fill the MTU, opposite ranks on the ring reach each other over TCP through
+exactly one relay, no node reaches a cable subnet it does not own, and `--restore` leaves every
+namespace as it was.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ TOPOLOGIES = {
         ["a", "b", "c", "d"],
         ["a.p0 <-> b.p1", "b.p0 <-> c.p1", "c.p0 <-> d.p1", "d.p0 <-> a.p1"],
     ),
+    # not required by the issue, but the one other shape with a relay: a <-> c through b
+    "line": (["a", "b", "c"], ["a.p0 <-> b.p1", "b.p0 <-> c.p1"]),
 }
 
 
