@@ -283,3 +283,28 @@ management = "192.168.1.12/24"
 [fabric]
 subnet_pool = "10.20.0.0/16"
 """
+
+
+def test_single_node_has_no_fabric() -> None:
+    plan = _plan('[[nodes]]\nname = "solo"\n')
+    assert plan.topology == "single"
+    assert plan.cables == []
+    env = {e.name: e.value for e in plan.node("solo").env}
+    assert "NCCL_IB_HCA" not in env
+    assert env["VLLM_HOST_IP"] == "127.0.0.1"
+
+
+def test_full_mesh_of_four_needs_no_relay() -> None:
+    ports = "".join(
+        f'[[nodes.ports]]\nname = "q{i}"\nfunctions = [{{ netdev = "e{i}", rdma = "m{i}" }}]\n'
+        for i in range(3)
+    )
+    nodes = "".join(f'\n[[nodes]]\nname = "{n}"\n{ports}' for n in "abcd")
+    cables = ["a.q0 <-> b.q0", "a.q1 <-> c.q0", "a.q2 <-> d.q0", "b.q1 <-> c.q1",
+              "b.q2 <-> d.q1", "c.q2 <-> d.q2"]  # fmt: skip
+    listed = ", ".join(f'"{c}"' for c in cables)
+    plan = _plan(f"cables = [{listed}]\n{nodes}", tp=3)
+    assert plan.topology == "mesh-4"
+    assert plan.tensor_parallel == ["a", "b", "c"]
+    assert not any(r.relays for r in plan.routes)
+    assert [len(c.rails) for c in plan.cables] == [1] * 6  # one function per port, one rail

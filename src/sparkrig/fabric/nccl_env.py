@@ -18,13 +18,7 @@ def node_env(
 ) -> list[EnvVar]:
     """`ring_size` is the node count when the ranks form a ring (triangle or larger)."""
     hcas = list(dict.fromkeys(i.rdma for i in interfaces))
-    env = [
-        EnvVar(
-            name="NCCL_IB_HCA",
-            value="=" + ",".join(hcas),
-            reason="exactly this node's cable-facing RDMA devices ('=' makes NCCL match whole "
-            "names); pulling every Up device in broke launchers (eugr#40, research §3)",
-        ),
+    control = [
         EnvVar(
             name="NCCL_SOCKET_IFNAME",
             value="=" + control_interface,
@@ -42,6 +36,17 @@ def node_env(
             reason="one address per node every rank reaches; keeps a worker from binding the "
             "head's address (tonyd2wild .env, research §1)",
         ),
+    ]
+    if not hcas:  # a single node: no fabric to describe
+        return control
+    env = [
+        EnvVar(
+            name="NCCL_IB_HCA",
+            value="=" + ",".join(hcas),
+            reason="exactly this node's cable-facing RDMA devices ('=' makes NCCL match whole "
+            "names); pulling every Up device in broke launchers (eugr#40, research §3)",
+        ),
+        *control,
         EnvVar(
             name="NCCL_IB_SUBNET_AWARE_ROUTING",
             value="1",
