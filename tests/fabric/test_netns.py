@@ -10,6 +10,7 @@ namespace as it was.
 from __future__ import annotations
 
 import ipaddress
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -165,3 +166,18 @@ def test_restore_leaves_nothing_behind(applied: tuple) -> None:  # type: ignore[
     for name in plan.rank_order:
         assert lab.snapshot(name) == before[name], name
     assert not journal_path(plan.cluster).exists()
+
+
+def _fail_inside_a_lab(seen: list[str]) -> None:
+    with netns_lab(["x", "y"], [("x", "p0", "y", "p1")]) as lab:
+        seen.append(lab.namespace("x"))
+        raise RuntimeError("boom")
+
+
+def test_namespaces_are_removed_when_the_block_fails() -> None:
+    seen: list[str] = []
+    with pytest.raises(RuntimeError, match="boom"):
+        _fail_inside_a_lab(seen)
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True)
+    assert seen
+    assert seen[0] not in listed.stdout
