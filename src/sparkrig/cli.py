@@ -16,6 +16,7 @@ from rich.table import Table
 
 from sparkrig import __version__, defaults
 from sparkrig.errors import SparkrigError, UsageError
+from sparkrig.fabric_cli import fabric_app
 
 app = typer.Typer(
     help="Serve LLMs across a few directly wired GPU boxes, and prove output and speed are right.",
@@ -25,6 +26,7 @@ app = typer.Typer(
 )
 engine_app = typer.Typer(help="The embedded llama.cpp engine: build it, show what is built.")
 app.add_typer(engine_app, name="engine")
+app.add_typer(fabric_app, name="fabric")
 
 console = Console()
 err_console = Console(stderr=True)

@@ -149,3 +149,41 @@ GATEWAY_SHUTDOWN_GRACE_S: Final = 2.0
 # aiohttp refuses request bodies over 1 MiB by default; a long-context prompt (a needle ladder
 # to 32K tokens and beyond, token-id prompts as JSON) is bigger than that.
 GATEWAY_MAX_REQUEST_BYTES: Final = 256 * 1024 * 1024
+# --- fabric ----------------------------------------------------------------------------------
+# Two /24 per cable come out of this pool, one per PCIe root (field report 000 gives each cable
+# two /24s, one per root; eugr's setup-cluster draws them from 10.20.0.0/16 — see
+# research/launchers-fabric.md). A /16 holds 128 cables.
+FABRIC_SUBNET_POOL: Final = "10.20.0.0/16"
+# /24 per rail: NCCL's subnet-aware routing picks the device that shares the peer's subnet, and
+# field report 000 ran it with /24s on every cable.
+FABRIC_SUBNET_PREFIX: Final = 24
+# Jumbo frames on every rail; the field reports (000, 004) verified their fabrics with MTU-9000
+# DF pings.
+FABRIC_MTU: Final = 9000
+# 1280 is the IPv6 minimum (discovery pings over IPv6 link-local); 9978 is the largest MTU the
+# mlx5 driver of the ConnectX-7 accepts.
+FABRIC_MTU_MIN: Final = 1280
+FABRIC_MTU_MAX: Final = 9978
+# An ICMP echo adds 20 bytes of IPv4 header and 8 of ICMP header: a DF ping of MTU-28 payload
+# bytes fills the MTU exactly.
+FABRIC_PING_OVERHEAD: Final = 28
+# Channels of the NCCL ring graph; kindling's fabric_ring writes 8 (NCCL_MAX_NCHANNELS=8).
+FABRIC_NCCL_GRAPH_CHANNELS: Final = 8
+# Where the env file and the graph XML live on each node when the plan is installed there.
+FABRIC_NODE_DIR: Final = "/etc/sparkrig"
+# A DGX Spark's ConnectX-7: each QSFP cage is two PCIe x4 functions on two roots (0000:01 and
+# 0002:01), each with its netdev and RDMA device; ~100-110 Gb/s each, both needed for ~200 Gb/s.
+# The 10G management port is enP7s7. (research/launchers-fabric.md, section 2.)
+DGX_SPARK_PORTS: Final = {
+    "p0": (("enp1s0f0np0", "rocep1s0f0"), ("enP2p1s0f0np0", "roceP2p1s0f0")),
+    "p1": (("enp1s0f1np1", "rocep1s0f1"), ("enP2p1s0f1np1", "roceP2p1s0f1")),
+}
+DGX_SPARK_MANAGEMENT_INTERFACE: Final = "enP7s7"
+# Tables a cluster file may hold for later stages (engine launch, serving profiles); the fabric
+# stage sets them aside unread so one file serves every command.
+CLUSTER_LATER_TABLES: Final = ("engine", "model", "profile", "profiles", "env", "executor")
+# Discovery: how long each interface waits for echo replies, and for carrier after `link up`.
+DISCOVER_REPLY_WAIT_S: Final = 1.0
+DISCOVER_CARRIER_WAIT_S: Final = 10.0
+# One command on a node (ip, sysctl, a probe) gives up after this long.
+FABRIC_COMMAND_TIMEOUT_S: Final = 30.0

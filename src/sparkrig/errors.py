@@ -43,3 +43,19 @@ class EndpointError(SparkrigError):
 
 class MetricsError(EndpointError):
     """A /metrics text could not be parsed."""
+
+
+class ConfigError(UsageError):
+    """A cluster file is missing, is not valid TOML, or does not match the cluster model."""
+
+
+class CablingError(ConfigError):
+    """The cables, nodes or tensor-parallel size cannot form the fabric the file asks for."""
+
+
+class FabricError(SparkrigError):
+    """Applying, restoring or discovering the fabric on real hosts failed."""
+
+
+class ExecutorError(FabricError):
+    """A command could not be run on a node (no such namespace, ssh failed, timeout)."""

@@ -1,0 +1,102 @@
+"""What a fabric plan holds: ranks, cables with their subnets, per-node interfaces, routes and
+environment. Versioned pydantic models, so `--json` and the journal never hand-build dicts."""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class RailEnd(_Frozen):
+    node: str
+    port: str
+    netdev: str
+    rdma: str
+    address: ipaddress.IPv4Interface
+
+
+class Rail(_Frozen):
+    """One PCIe function's link on a cable: its own subnet, one address per end."""
+
+    root: int = Field(description="0 for the port's first function (root A), 1 for the second")
+    subnet: ipaddress.IPv4Network
+    ends: list[RailEnd]
+
+
+class CablePlan(_Frozen):
+    index: int = Field(description="position in the plan: ring order first, then file order")
+    label: str = Field(description="the cable as the file writes it")
+    rails: list[Rail]
+
+
+class InterfacePlan(_Frozen):
+    netdev: str
+    rdma: str
+    address: ipaddress.IPv4Interface
+    mtu: int
+    port: str
+    root: int
+    peer: str = Field(description="node at the other end")
+
+
+class Route(_Frozen):
+    """A host route to another node's control address, when no shared subnet reaches it."""
+
+    node: str = Field(description="node the route is installed on")
+    target: str = Field(description="node whose control address it reaches")
+    destination: ipaddress.IPv4Address
+    via: ipaddress.IPv4Address
+    dev: str
+    src: ipaddress.IPv4Address
+    path: list[str] = Field(description="nodes from `node` to `target`; relays in between")
+
+    @property
+    def relays(self) -> list[str]:
+        return self.path[1:-1]
+
+
+class EnvVar(_Frozen):
+    name: str
+    value: str
+    reason: str = Field(description="why, with the field report that shows it")
+
+
+class NodePlan(_Frozen):
+    node: str
+    rank: int
+    prev: str | None = Field(description="previous rank's node in cable order")
+    next: str | None = Field(description="next rank's node in cable order")
+    control_address: ipaddress.IPv4Address
+    control_interface: str
+    interfaces: list[InterfacePlan]
+    routes: list[Route]
+    forwarding: bool = Field(description="relays TCP control for non-neighbours")
+    env: list[EnvVar]
+    nccl_graph_xml: str | None = None
+
+
+class FabricPlan(_Frozen):
+    version: Literal[1] = 1
+    cluster: str
+    topology: str
+    rank_order: list[str]
+    tensor_parallel: list[str] = Field(description="nodes of the tensor-parallel group")
+    control_plane: Literal["fabric", "management"]
+    mtu: int
+    subnet_pool: ipaddress.IPv4Network
+    cables: list[CablePlan]
+    nodes: list[NodePlan]
+    warnings: list[str] = Field(default_factory=list)
+
+    def node(self, name: str) -> NodePlan:
+        return next(n for n in self.nodes if n.node == name)
+
+    @property
+    def routes(self) -> list[Route]:
+        return [route for node in self.nodes for route in node.routes]

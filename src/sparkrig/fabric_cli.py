@@ -1,0 +1,262 @@
+"""`sparkrig fabric …`: plan, apply / restore, discover, gids. Thin wiring; stages are imported
+inside the commands so `sparkrig --help` stays fast."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+
+from sparkrig.errors import UsageError
+
+if TYPE_CHECKING:
+    from sparkrig.config.cluster import Cluster
+    from sparkrig.fabric.runner import ExecutorSpec
+
+fabric_app = typer.Typer(
+    help="Switchless fabric: plan addresses, routes and NCCL settings from the cables; apply, "
+    "restore, discover.",
+    no_args_is_help=True,
+)
+console = Console()
+
+ClusterArg = Annotated[Path, typer.Argument(help="cluster TOML (see examples/)")]
+JsonFlag = Annotated[bool, typer.Option("--json", help="print machine-readable JSON")]
+TpOption = Annotated[
+    int | None,
+    typer.Option("--tp", help="tensor-parallel size (default: the file's, else every node)"),
+]
+ExecutorOption = Annotated[
+    str, typer.Option("--executor", help="how to reach the nodes: local, netns or ssh")
+]
+NetnsOption = Annotated[
+    list[str] | None,
+    typer.Option("--netns", help="NODE=NAMESPACE for the netns executor (repeat per node)"),
+]
+NetnsPrefixOption = Annotated[
+    str | None,
+    typer.Option("--netns-prefix", help="netns executor: namespace = PREFIX + node name"),
+]
+NodeOption = Annotated[
+    str | None, typer.Option("--node", help="local executor: the node this machine is")
+]
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+@fabric_app.command("plan")
+def plan_command(
+    cluster_file: ClusterArg,
+    tp: TpOption = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="write netplan, ip scripts, env, graph XML here")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Show ranks in cable order, each cable's subnets and addresses, and relay routes."""
+    from sparkrig.config import load_cluster
+    from sparkrig.fabric.plan import plan_fabric
+    from sparkrig.fabric.render import write_plan_files
+    from sparkrig.report.fabric_table import plan_view
+
+    plan = plan_fabric(load_cluster(cluster_file), tp)
+    written = write_plan_files(plan, out) if out is not None else []
+    if as_json:
+        _print_json(plan.model_dump(mode="json"))
+        return
+    console.print(plan_view(plan))
+    if written:
+        console.print(f"wrote {len(written)} files to {out}", highlight=False)
+
+
+def _executor_specs(
+    cluster: Cluster,
+    executor: str,
+    netns: list[str] | None,
+    netns_prefix: str | None,
+    node: str | None,
+) -> dict[str, ExecutorSpec]:
+    from sparkrig.fabric.runner import ExecutorSpec
+
+    names = [n.name for n in cluster.nodes]
+    if executor == "local":
+        if node is None and len(names) > 1:
+            raise UsageError(
+                "the local executor changes only this machine — name it with --node "
+                f"(one of {', '.join(names)}), or use --executor ssh / netns for all nodes"
+            )
+        chosen = node or names[0]
+        if chosen not in names:
+            raise UsageError(f"--node {chosen} is not a node — use one of {', '.join(names)}")
+        return {chosen: ExecutorSpec(kind="local")}
+    if executor == "netns":
+        mapping: dict[str, str] = {}
+        for item in netns or []:
+            name, equals, namespace = item.partition("=")
+            if not equals or name not in names or not namespace:
+                raise UsageError(
+                    f"--netns {item!r} is not NODE=NAMESPACE for a known node — write e.g. "
+                    f"--netns {names[0]}=ns-{names[0]}"
+                )
+            mapping[name] = namespace
+        for name in names:
+            if name not in mapping:
+                if netns_prefix is None:
+                    raise UsageError(
+                        f"node {name} has no namespace — add --netns {name}=NAME or "
+                        "--netns-prefix PREFIX"
+                    )
+                mapping[name] = netns_prefix + name
+        return {name: ExecutorSpec(kind="netns", target=mapping[name]) for name in names}
+    if executor == "ssh":
+        specs = {}
+        for cluster_node in cluster.nodes:
+            destination = cluster_node.ssh or (
+                str(cluster_node.management.ip) if cluster_node.management else None
+            )
+            if destination is None:
+                raise UsageError(
+                    f"node {cluster_node.name} has no ssh destination — add `ssh = "
+                    '"user@host"` or a management address to it'
+                )
+            specs[cluster_node.name] = ExecutorSpec(kind="ssh", target=destination)
+        return specs
+    raise UsageError(f"--executor {executor} is not known — use local, netns or ssh")
+
+
+@fabric_app.command("apply")
+def apply_command(
+    cluster_file: ClusterArg,
+    apply: Annotated[bool, typer.Option("--apply", help="act; without it, print the plan")] = False,
+    restore: Annotated[
+        bool, typer.Option("--restore", help="undo the last apply exactly, from its journal")
+    ] = False,
+    executor: ExecutorOption = "local",
+    netns: NetnsOption = None,
+    netns_prefix: NetnsPrefixOption = None,
+    node: NodeOption = None,
+    tp: TpOption = None,
+) -> None:
+    """Set MTU, addresses, routes and forwarding on the nodes; `--restore` undoes it."""
+    from sparkrig.config import load_cluster
+    from sparkrig.fabric.apply import apply_plan, journal_path
+    from sparkrig.fabric.apply import restore as restore_journal
+    from sparkrig.fabric.plan import plan_fabric
+    from sparkrig.fabric.steps import node_steps
+    from sparkrig.launch.executors import executor_for
+
+    cluster = load_cluster(cluster_file)
+    name = cluster.name or cluster_file.stem
+    path = journal_path(name)
+    if restore:
+        if apply:
+            raise UsageError("--apply and --restore exclude each other — pick one")
+        journal = restore_journal(path, executor_for)
+        undone = [e for e in journal.entries if e.undo is not None]
+        for entry in reversed(undone):
+            console.print(f"{entry.node}: {' '.join(entry.undo or [])}", highlight=False)
+        console.print(f"restored {len(undone)} change(s) of {name}", highlight=False)
+        return
+    plan = plan_fabric(cluster, tp)
+    specs = _executor_specs(cluster, executor, netns, netns_prefix, node)
+    if not apply:
+        for node_name in plan.rank_order:
+            if node_name not in specs:
+                continue
+            target = specs[node_name].target or specs[node_name].kind
+            console.print(f"[bold]{node_name}[/] ({target})")
+            for step in node_steps(plan, node_name):
+                console.print(f"  {' '.join(step.apply)}", highlight=False, markup=False)
+        console.print("nothing changed — add --apply to run these commands")
+        return
+    runners = {node_name: executor_for(spec) for node_name, spec in specs.items()}
+    journal = apply_plan(plan, runners, specs, path)
+    changed = sum(1 for e in journal.entries if e.undo is not None)
+    console.print(
+        f"applied {name} on {', '.join(journal.executors)}: {changed} change(s), journal {path}",
+        highlight=False,
+    )
+
+
+@fabric_app.command("discover")
+def discover_command(
+    cluster_file: ClusterArg,
+    executor: ExecutorOption = "ssh",
+    netns: NetnsOption = None,
+    netns_prefix: NetnsPrefixOption = None,
+    write: Annotated[
+        bool, typer.Option("--write", help="replace the cables section of the cluster file")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Find which port faces which node from the wires; print or --write the cables.
+
+    Temporary IPv6 link-local addresses and one all-nodes echo per interface; every node at
+    once, so --executor ssh (or netns for rehearsals)."""
+    from sparkrig.config import load_cluster
+    from sparkrig.fabric.discover import cables_toml, discover_cables, with_cables
+    from sparkrig.launch.executors import executor_for
+
+    if executor == "local":
+        raise UsageError(
+            "discover needs every node at once — use --executor ssh (or netns for rehearsals)"
+        )
+    cluster = load_cluster(cluster_file)
+    specs = _executor_specs(cluster, executor, netns, netns_prefix, None)
+    runners = {name: executor_for(spec) for name, spec in specs.items()}
+    # local processes in namespaces share this interpreter; remote nodes have their own
+    probe = [sys.executable if executor == "netns" else "python3", "-m", "sparkrig.fabric.probe"]
+    cables = discover_cables(cluster, runners, probe)
+    if write:
+        text = cluster_file.read_text(encoding="utf-8")
+        cluster_file.write_text(with_cables(text, cables), encoding="utf-8")
+    if as_json:
+        _print_json([str(cable) for cable in cables])
+        return
+    console.print(cables_toml(cables), highlight=False, markup=False, end="")
+    if write:
+        console.print(f"cables of {cluster_file} rewritten ({len(cables)} found)", highlight=False)
+
+
+@fabric_app.command("gids")
+def gids_command(
+    cluster_file: ClusterArg,
+    node: Annotated[str, typer.Option("--node", help="the node this machine is")],
+    sysfs: Annotated[Path, typer.Option("--sysfs", help="sysfs root to read")] = Path("/sys"),
+    as_json: JsonFlag = False,
+) -> None:
+    """Show the RoCE v2 GID index of this node's fabric RDMA devices, read from sysfs.
+
+    Read now, never cached: it differs per node and device and moves after reboots. Exits 1
+    when one is missing."""
+    from rich.table import Table
+
+    from sparkrig.config import load_cluster
+    from sparkrig.fabric.gid import read_gid_table, resolve_gid_index
+    from sparkrig.fabric.plan import plan_fabric
+
+    plan = plan_fabric(load_cluster(cluster_file))
+    if node not in plan.rank_order:
+        raise UsageError(f"--node {node} is not a node — use one of {', '.join(plan.rank_order)}")
+    found = [
+        resolve_gid_index(i.rdma, i.address.ip, read_gid_table(sysfs, i.rdma), netdev=i.netdev)
+        for i in plan.node(node).interfaces
+    ]
+    if as_json:
+        _print_json([f.model_dump(mode="json") for f in found])
+    else:
+        table = Table(title=f"RoCE v2 GID index on {node}")
+        for column in ("device", "address", "index", "problem"):
+            table.add_column(column)
+        for f in found:
+            index = "—" if f.index is None else str(f.index)
+            table.add_row(f.device, str(f.address), index, f.problem or "")
+        console.print(table)
+    if any(f.index is None for f in found):
+        raise typer.Exit(1)

@@ -1,0 +1,92 @@
+"""Run a command on a node: on this machine, inside a network namespace, or over ssh.
+
+One interface (`sparkrig.fabric.runner.CommandRunner`) for the fabric now and the engine
+launcher later. Commands are argv lists, never shell strings, except where ssh must join them.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from collections.abc import Sequence
+
+from sparkrig import defaults
+from sparkrig.errors import ExecutorError
+from sparkrig.fabric.runner import CommandResult, CommandRunner, ExecutorSpec
+
+
+def _run(argv: list[str], shown: Sequence[str], timeout: float | None) -> CommandResult:
+    limit = timeout or defaults.FABRIC_COMMAND_TIMEOUT_S
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=limit, check=False)
+    except FileNotFoundError as exc:
+        raise ExecutorError(
+            f"cannot run {argv[0]}: not installed — install it (iproute2 for ip, openssh-client "
+            "for ssh)"
+        ) from exc
+    except subprocess.TimeoutExpired as exc:
+        raise ExecutorError(
+            f"`{shlex.join(argv)}` ran past {limit:.0f} s — check that the node answers"
+        ) from exc
+    return CommandResult(
+        argv=list(shown), returncode=done.returncode, stdout=done.stdout, stderr=done.stderr
+    )
+
+
+class LocalExecutor:
+    description = "local"
+
+    def run(self, argv: Sequence[str], *, timeout: float | None = None) -> CommandResult:
+        return _run(list(argv), argv, timeout)
+
+
+class NetnsExecutor:
+    """`ip netns exec NAME argv`: the namespace stands for a node (tests, rehearsals)."""
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+
+    @property
+    def description(self) -> str:
+        return f"netns {self.namespace}"
+
+    def run(self, argv: Sequence[str], *, timeout: float | None = None) -> CommandResult:
+        result = _run(["ip", "netns", "exec", self.namespace, *argv], argv, timeout)
+        if result.returncode != 0 and "Cannot open network namespace" in result.stderr:
+            raise ExecutorError(
+                f"network namespace {self.namespace} does not exist — create it or map the "
+                "node to another with --netns NODE=NAME"
+            )
+        return result
+
+
+class SshExecutor:
+    """The `ssh` binary in batch mode (keys, no password prompts); argv is quoted for the
+    remote shell."""
+
+    def __init__(self, destination: str) -> None:
+        self.destination = destination
+
+    @property
+    def description(self) -> str:
+        return f"ssh {self.destination}"
+
+    def run(self, argv: Sequence[str], *, timeout: float | None = None) -> CommandResult:
+        command = ["ssh", "-o", "BatchMode=yes", self.destination, "--", shlex.join(argv)]
+        result = _run(command, argv, timeout)
+        if result.returncode == 255:
+            raise ExecutorError(
+                f"ssh to {self.destination} failed: {result.error_line} — check the host, its "
+                "key and the node's `ssh` field"
+            )
+        return result
+
+
+def executor_for(spec: ExecutorSpec) -> CommandRunner:
+    if spec.kind == "local":
+        return LocalExecutor()
+    if not spec.target:
+        raise ExecutorError(f"the {spec.kind} executor needs a target — name it")
+    if spec.kind == "netns":
+        return NetnsExecutor(spec.target)
+    return SshExecutor(spec.target)

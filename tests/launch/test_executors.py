@@ -1,0 +1,74 @@
+"""The executors behind `fabric apply` (and the launcher later): argv in, result out."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from sparkrig.errors import ExecutorError
+from sparkrig.fabric.runner import ExecutorSpec
+from sparkrig.launch.executors import LocalExecutor, NetnsExecutor, SshExecutor, executor_for
+
+
+def test_local_runs_argv_without_a_shell() -> None:
+    result = LocalExecutor().run(["printf", "%s|", "a b", "$HOME"])
+    assert result.ok
+    assert result.stdout == "a b|$HOME|"
+
+
+def test_non_zero_exit_is_a_result_not_an_exception() -> None:
+    result = LocalExecutor().run(["sh", "-c", "echo oops >&2; exit 3"])
+    assert result.returncode == 3
+    assert result.error_line == "oops"
+
+
+def test_missing_binary_names_the_fix() -> None:
+    with pytest.raises(ExecutorError, match="not installed — install it"):
+        LocalExecutor().run(["sparkrig-no-such-binary"])
+
+
+def test_ssh_quotes_argv_for_the_remote_shell(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = tmp_path / "ssh"
+    fake.write_text('#!/bin/sh\nfor a in "$@"; do printf "[%s]" "$a"; done\n')
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    result = SshExecutor("admin@spark-a").run(
+        ["ip", "address", "add", "10.20.0.1/24", "dev", "x y"]
+    )
+    assert (
+        result.stdout
+        == "[-o][BatchMode=yes][admin@spark-a][--][ip address add 10.20.0.1/24 dev 'x y']"
+    )
+    assert result.argv == ["ip", "address", "add", "10.20.0.1/24", "dev", "x y"]
+
+
+def test_ssh_connection_failure_names_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = tmp_path / "ssh"
+    fake.write_text(
+        "#!/bin/sh\necho 'ssh: connect to host spark-a port 22: No route to host' >&2\nexit 255\n"
+    )
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    with pytest.raises(ExecutorError, match="No route to host — check the host"):
+        SshExecutor("spark-a").run(["true"])
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="ip netns exec needs root")
+def test_missing_namespace_names_the_fix() -> None:
+    with pytest.raises(ExecutorError, match="does not exist — create it or map the node"):
+        NetnsExecutor(f"srt-missing-{os.getpid()}").run(["true"])
+
+
+def test_specs_build_their_executor() -> None:
+    assert isinstance(executor_for(ExecutorSpec(kind="local")), LocalExecutor)
+    assert executor_for(ExecutorSpec(kind="netns", target="n")).description == "netns n"
+    assert executor_for(ExecutorSpec(kind="ssh", target="h")).description == "ssh h"
+    with pytest.raises(ExecutorError, match="needs a target"):
+        executor_for(ExecutorSpec(kind="ssh"))
