@@ -477,14 +477,14 @@ def bench(
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out_path = out or Path("sparkrig-runs") / f"bench-{stamp}.json"
 
-    def progress(point: Any) -> None:
-        median = f"{point.summary.median:.1f} tok/s" if point.summary else "—"
-        n = point.summary.n if point.summary else 0
-        err_console.print(f"  {point.suite}/{point.name}: n={n} median {median}", highlight=False)
+    from sparkrig.report.bench_progress import BenchProgress
 
-    async def go() -> Any:
-        kwargs: dict[str, Any] = {"settings": settings, "out_path": out_path,
-                                  "model": model, "on_progress": progress}  # fmt: skip
+    async def go(progress: BenchProgress) -> Any:
+        kwargs: dict[str, Any] = {
+            "settings": settings, "out_path": out_path, "model": model,
+            "on_progress": progress.sample, "on_plan": progress.plan,
+            "on_point_done": progress.point_done,
+        }  # fmt: skip
         if local:
             from sparkrig.embedded import bench_embedded
 
@@ -495,7 +495,8 @@ def bench(
         return await run_bench(str(url), suites=suites, api_key=key, **kwargs)
 
     try:
-        receipt = asyncio.run(go())
+        with BenchProgress(err_console) as progress:
+            receipt = asyncio.run(go(progress))
     except KeyboardInterrupt:
         err_console.print(f"interrupted — the receipt keeps every finished sample: {out_path}")
         raise

@@ -72,6 +72,8 @@ async def run_bench(
     model: str | None = None,
     api_key: str | None = None,
     on_progress: Callable[[PointResult], None] = lambda _: None,
+    on_plan: Callable[[int], None] = lambda _: None,
+    on_point_done: Callable[[PointResult], None] = lambda _: None,
     continue_receipt: BenchReceipt | None = None,
 ) -> BenchReceipt:
     """Run `suites` and return the receipt; with `continue_receipt`, append to that one (its
@@ -107,8 +109,11 @@ async def run_bench(
             suite: await _suite_context(client, model_id, settings, suite, receipt)
             for suite in suites
         }
+        on_plan(settings.rounds * sum(len(list(SUITES[s](c))) for s, c in contexts.items()))
         for round_index in range(1, settings.rounds + 1):
-            await _run_round(client, receipt, contexts, round_index, saved)
+            await _run_round(
+                client, receipt, contexts, round_index, saved=saved, on_point_done=on_point_done
+            )
         receipt.complete = True
         save_receipt(receipt, out_path)
     return receipt
@@ -119,7 +124,9 @@ async def _run_round(
     receipt: BenchReceipt,
     contexts: dict[str, SuiteContext],
     round_index: int,
+    *,
     saved: Callable[[PointResult], None],
+    on_point_done: Callable[[PointResult], None],
 ) -> None:
     """One pass over every point of the suites; later rounds add samples to the same points."""
     for suite, context in contexts.items():
@@ -135,6 +142,7 @@ async def _run_round(
                 on_sample=saved,
                 round_index=round_index,
             )
+            on_point_done(point)
             if suite == "spec" and point.spec is None:
                 message = (
                     "spec suite stopped: the server made no drafts — speculative decoding is off "
