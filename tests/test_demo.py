@@ -34,6 +34,13 @@ def test_demo_prints_the_table_writes_the_record_and_stops(
     assert "server metrics (llama.cpp" in done.stdout
     assert "bench · " in done.stdout
     assert out.with_name("demo.bench.html").is_file()
+    assert "check http://127.0.0.1" in done.stdout  # the quick battery's table
+    check = json.loads(out.with_name("demo.check.json").read_text())
+    assert check["complete"]
+    assert [r["guard"] for r in check["results"]] == [
+        "exact", "determinism", "stream_parity", "structured", "garble",
+    ]  # fmt: skip
+    assert all(r["verdict"] == "PASS" for r in check["results"]), check["results"]
     assert "report: file://" in done.stdout
     bench = load_receipt(out.with_name("demo.bench.json"))
     assert bench.complete

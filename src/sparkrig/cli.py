@@ -382,6 +382,11 @@ def demo(
     failed = [result.name for result in receipt.results if result.record.error is not None]
     if failed:
         raise SparkrigError(f"smoke requests failed: {', '.join(failed)} — see {out_path}")
+    if receipt.check_failed:
+        raise SparkrigError(
+            f"guards failed: {', '.join(receipt.check_failed)} — see the check table above and "
+            f"{out_path.with_name(out_path.stem + '.check.json')}"
+        )
 
 
 def _ladder(text: str) -> list[int]:

@@ -1,7 +1,8 @@
 """`sparkrig demo`: the whole loop on the embedded default, on this machine.
 
 Build or find llama-server, serve the bundled SmolLM2 (or a given GGUF), run the smoke workload
-through sparkrig's own client, print the table, write the JSON record, stop the engine.
+through sparkrig's own client, a short bench and the quick guard battery, print the tables,
+write the JSON records and the HTML report, stop the engine.
 """
 
 from __future__ import annotations
@@ -17,7 +18,12 @@ from sparkrig.client import EndpointClient
 from sparkrig.client.metrics import metrics_delta, try_scrape_metrics
 from sparkrig.embedded import embedded_engine
 from sparkrig.engines.llamacpp.server import SpeculativeOptions
+from sparkrig.guards.baseline import default_baseline_path
+from sparkrig.guards.battery import run_battery
+from sparkrig.guards.context import CheckSettings
+from sparkrig.guards.receipt import CheckReceipt
 from sparkrig.report.bench_table import bench_table, spec_table
+from sparkrig.report.check_table import check_table, result_line
 from sparkrig.report.html_report import write_report
 from sparkrig.report.smoke_table import metrics_line, smoke_table
 
@@ -35,6 +41,7 @@ async def run_demo(
     speculative: SpeculativeOptions | None = None,
 ) -> SmokeReceipt:
     bench_path = out_path.with_name(out_path.stem + ".bench.json")
+    check_path = out_path.with_name(out_path.stem + ".check.json")
     async with embedded_engine(console, model=model, speculative=speculative) as record:
         console.print("running the smoke workload")
         receipt = SmokeReceipt(base_url=record.base_url, model=record.alias)
@@ -47,15 +54,35 @@ async def run_demo(
             settings=DEMO_BENCH,
             out_path=bench_path,
         )
+        console.print("running the quick guard battery (sparkrig check --quick)")
+        check = await _quick_check(console, record.base_url, record.alias, check_path)
+        receipt.check_failed = [result.guard for result in check.failed]
+        _save_record(receipt, out_path)
     console.print(smoke_table(receipt))
     console.print(metrics_line(receipt.metrics_delta))
     console.print(bench_table(bench))
     if (acceptance := spec_table(bench)) is not None:
         console.print(acceptance)
+    console.print(check_table(check))
     page = write_report(bench_path, bench)
-    console.print(f"record written to {out_path}; bench receipt {bench_path}")
+    console.print(f"record written to {out_path}; bench receipt {bench_path}; check {check_path}")
     console.print(f"report: {page.resolve().as_uri()}", highlight=False)
     return receipt
+
+
+def _save_record(receipt: SmokeReceipt, out_path: Path) -> None:
+    out_path.write_text(receipt.model_dump_json(indent=2))
+
+
+async def _quick_check(console: Console, base_url: str, model: str, out_path: Path) -> CheckReceipt:
+    """The quick battery. On the first demo there is no baseline for the embedded engine yet:
+    this clean run records it (the table says so), and later runs are judged against it."""
+    baseline = default_baseline_path("embedded", model)
+    return await run_battery(
+        base_url, settings=CheckSettings(quick=True), out_path=out_path, model=model,
+        baseline_path=baseline, record_baseline=not baseline.exists(),
+        on_result=lambda result: console.print(result_line(result), highlight=False),
+    )  # fmt: skip
 
 
 async def _smoke(receipt: SmokeReceipt, out_path: Path) -> None:

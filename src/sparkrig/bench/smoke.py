@@ -37,6 +37,9 @@ class SmokeReceipt(BaseModel):
     results: list[SmokeResult] = Field(default_factory=list)
     metrics_delta: MetricsDelta | None = None
     warnings: list[str] = Field(default_factory=list)
+    check_failed: list[str] = Field(
+        default_factory=list, description="guards of the demo's quick battery that failed"
+    )
 
 
 def count_request(model: str) -> ChatRequest:
