@@ -367,8 +367,11 @@ def demo(
         str | None, typer.Option(help="speculative decoding mode, e.g. draft-simple")
     ] = None,
 ) -> None:
-    """The main job on this machine: build/find llama-server, serve the bundled model, run a
-    smoke workload (count, JSON, two concurrent), print the table, write a JSON record, stop.
+    """The main job on this machine: serve the bundled model, smoke it, bench it, check it.
+
+    Build or find llama-server, serve the bundled model, run a smoke workload (count, JSON, two
+    concurrent), a short bench and the quick guard battery, print the tables, write the JSON
+    records and the HTML report, stop the engine.
 
     It starts and stops only its own engine, so it needs no --apply."""
     from sparkrig.demo import run_demo
@@ -454,7 +457,9 @@ def bench(
     ] = defaults.API_KEY_ENV,
     as_json: JsonFlag = False,
 ) -> None:
-    """Measure decode speed by content type and aggregate vs per-stream speed under concurrency,
+    """Measure honest serving speed: decode, concurrency, prefill, speculative decoding.
+
+    Decode speed by content type and aggregate vs per-stream speed under concurrency,
     each point repeated until its 95% interval is within --precision. The receipt is rewritten
     after every sample, so an interrupted run keeps what it measured."""
     from sparkrig.bench.point import BenchSettings
@@ -593,9 +598,11 @@ def check(
     ] = defaults.API_KEY_ENV,
     as_json: JsonFlag = False,
 ) -> None:
-    """Run the guard battery that catches silent serving corruption: each guard compares the
-    server with itself (alone vs concurrent, streamed vs not, cold vs cached) or with a recorded
-    baseline. Exits 1 on any FAIL. The receipt is rewritten after every guard."""
+    """Run the guards that catch silent serving corruption; exit 1 on any FAIL.
+
+    Each guard compares the server with itself (alone vs concurrent, streamed vs not, cold vs
+    cached) or with a recorded baseline (docs/guards.md). The receipt is rewritten after every
+    guard, so an interrupted run keeps what it found."""
     from sparkrig.client.endpoint import api_key_from_env
     from sparkrig.guards.battery import choose_guards
     from sparkrig.guards.context import CheckSettings
@@ -658,8 +665,9 @@ def report(
         typer.Option(help="HTML file to write (default: the first receipt's path with .html)"),
     ] = None,
 ) -> None:
-    """Turn bench receipts into one self-contained HTML page and print their tables. Per
-    receipt the page shows model, URL, engine, host, settings and whether the run finished; its
+    """Turn bench receipts into one self-contained HTML page and print their tables.
+
+    Per receipt the page shows model, URL, engine, host, settings and whether the run finished; its
     warnings; every point with median, 95% interval and flags; and inline SVG charts (decode by
     content type, concurrency aggregate vs per stream, speculative acceptance per draft position).
     It opens without a network. A point with degenerate output reads "invalid", never a number."""

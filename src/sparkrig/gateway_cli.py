@@ -37,6 +37,7 @@ def gateway(  # noqa: PLR0917
     ] = defaults.GATEWAY_LONG_PROMPT_CHARS,
 ) -> None:
     """Proxy UPSTREAM, injecting faults that guards must catch (docs/gateway.md lists them).
+
     Every other path passes through unchanged; with no fault the gateway is transparent."""
     from sparkrig.gateway import Fault, GatewayConfig, parse_faults, running_gateway  # noqa: PLC0415
 
