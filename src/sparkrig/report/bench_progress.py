@@ -29,12 +29,12 @@ class BenchProgress:
             console=console,
             transient=False,
         )
-        self._task = self._progress.add_task("bench: planning", total=None)
+        self._task = self._progress.add_task("bench", total=None)
         self._planned = 0
+        self._started = False
 
     def __enter__(self) -> BenchProgress:
-        self._progress.start()
-        return self
+        return self  # the bar appears once there is a plan: a bad URL prints only its error
 
     def __exit__(
         self,
@@ -42,10 +42,14 @@ class BenchProgress:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        self._progress.stop()
+        if self._started:
+            self._progress.stop()
 
     def plan(self, points: int) -> None:
         """More points to measure (a second engine adds its own)."""
+        if not self._started:
+            self._progress.start()
+            self._started = True
         self._planned += points
         self._progress.update(self._task, total=self._planned)
 
