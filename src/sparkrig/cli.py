@@ -339,6 +339,22 @@ def down(
         console.print(f"{record.name} pid {record.pid}: {outcome}")
 
 
+@app.command()
+def lint(
+    cluster_file: Annotated[Path, typer.Argument(help="cluster TOML to check")],
+    profile: Annotated[
+        str | None, typer.Option(help="check only [profiles.NAME] (default: every profile)")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Check a cluster file against the field reports' pitfalls (cudagraph sizes, DSpark k,
+    memory on unified memory, JIT caches on NFS, TP on the cables, …); each finding names its
+    fix and its source. Exits 1 on any error."""
+    from sparkrig.cluster_cli import lint_file
+
+    lint_file(cluster_file, profile, as_json)
+
+
 # --- endpoint tools ---------------------------------------------------------------------------
 
 
