@@ -355,6 +355,22 @@ def lint(
     lint_file(cluster_file, profile, as_json)
 
 
+@app.command("plan-capacity")
+def plan_capacity(
+    cluster_file: Annotated[Path, typer.Argument(help="cluster TOML with a [profile]")],
+    profile: Annotated[str | None, typer.Option(help="a [profiles.NAME] instead")] = None,
+    steps_per_second: Annotated[
+        float | None, typer.Option(help="measured decode steps/s, for the spec-decode ceiling")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """KV pool math: full-length requests that fit (pool / max_model_len), tokens per sequence
+    with every sequence live, and the speculative ceiling steps/s × (k+1)."""
+    from sparkrig.cluster_cli import capacity_file
+
+    capacity_file(cluster_file, profile, steps_per_second, as_json)
+
+
 # --- endpoint tools ---------------------------------------------------------------------------
 
 

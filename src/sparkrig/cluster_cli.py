@@ -197,3 +197,25 @@ def lint_file(path: Path, profile: str | None, as_json: bool) -> None:
         )
     if any(f.severity == "error" for f in findings):
         raise typer.Exit(1)
+
+
+def capacity_file(
+    path: Path, profile: str | None, steps_per_second: float | None, as_json: bool
+) -> None:
+    from sparkrig.config import load_cluster
+    from sparkrig.config.capacity import plan_capacity
+
+    cluster = load_cluster(path)
+    try:
+        chosen = cluster.chosen_profile(profile)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    capacity = plan_capacity(chosen, steps_per_second)
+    if as_json:
+        _print_json(capacity.model_dump(mode="json"))
+        return
+    for field, value in capacity.model_dump().items():
+        if field != "notes":
+            console.print(f"{field.replace('_', ' ')}: {'—' if value is None else value}")
+    for note in capacity.notes:
+        console.print(f"[yellow]note[/]: {escape(note)}", highlight=False)
