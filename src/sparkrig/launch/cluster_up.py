@@ -231,7 +231,7 @@ async def cluster_status(state: ClusterState, probe: CompletionProbe) -> Cluster
     rows = []
     phases: dict[str, Phase] = {}
     for record, sighting in zip(state.started, sightings, strict=True):
-        phase = Phase.EXITED if sighting is None else phase_of(record.process, sighting)
+        phase = Phase.UNREACHABLE if sighting is None else phase_of(record.process, sighting)
         last = "(node unreachable)" if sighting is None else sighting.observation.last_line
         phases[record.process.key] = phase
         rows.append(

@@ -23,6 +23,7 @@ class Phase(StrEnum):
     EXITED = "exited"
     STALLED = "stalled"
     NOT_STARTED = "not started"
+    UNREACHABLE = "unreachable"  # its node did not answer (status only)
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,8 @@ def judge(
 
 def cluster_verdict(phases: dict[str, Phase], completion_ok: bool | None) -> tuple[bool, str]:
     """Ready = every process alive and ready, the head healthy, one real completion answered."""
-    down = [key for key, phase in phases.items() if phase in {Phase.EXITED, Phase.NOT_STARTED}]
+    gone = {Phase.EXITED, Phase.NOT_STARTED, Phase.UNREACHABLE}
+    down = [key for key, phase in phases.items() if phase in gone]
     if down:
         return False, f"not ready: {', '.join(down)} not running"
     if Phase.HEALTHY not in phases.values():

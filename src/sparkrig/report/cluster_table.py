@@ -39,7 +39,7 @@ def status_table(status: ClusterStatus) -> RenderableType:
     for header in ("node", "role", "process", "phase", "pid", "uptime", "last log line"):
         table.add_column(header, overflow="fold")
     for row in status.rows:
-        style = "red" if row.phase in {"exited", "stalled", "not started"} else None
+        style = "red" if row.phase in {"exited", "stalled", "not started", "unreachable"} else None
         table.add_row(
             row.node, row.role, row.name, Text(str(row.phase), style=style or ""),
             "—" if row.pid is None else str(row.pid),
