@@ -49,3 +49,13 @@ def test_ring_plan_carries_the_ring_env_and_a_node_override() -> None:
     assert plan["processes"][2]["env"][-1] == {
         "name": "NCCL_DEBUG", "value": "INFO", "reason": "env of node d"
     }  # fmt: skip
+
+
+def test_settings_the_engine_has_no_flag_for_are_warned_about(tmp_path: Path) -> None:
+    text = (EXAMPLES / "triangle-llamacpp.toml").read_text()
+    cluster = tmp_path / "c.toml"
+    cluster.write_text(text.replace("[profile]\n", "[profile]\nmax_num_seqs = 8\n"))
+    plan = json.loads(_up(str(cluster), "--json"))
+    assert plan["warnings"] == [
+        "profile.max_num_seqs does not apply to llamacpp and is ignored — remove it"
+    ]

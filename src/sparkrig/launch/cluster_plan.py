@@ -9,7 +9,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from sparkrig.config.cluster import Cluster, Node
-from sparkrig.config.serving import ExecutorSettings
+from sparkrig.config.serving import ExecutorSettings, ServingProfile
 from sparkrig.engines.launch_spec import LaunchContext, LaunchNode, ProcessSpec
 from sparkrig.engines.llamacpp.rpc import render_llamacpp
 from sparkrig.engines.vllm_launch import render_vllm
@@ -148,8 +148,25 @@ def plan_launch(
         access=access,
         stall_window_s=engine.stall_window_s,
         ready_timeout_s=engine.ready_timeout_s,
-        warnings=list(fabric.warnings),
+        warnings=[*fabric.warnings, *_ignored_settings(cluster.engine.kind, profile)],
     )
+
+
+_LLAMACPP_ONLY = {"context_tokens", "parallel_slots"}
+_VLLM_ONLY = {
+    "max_model_len", "max_num_seqs", "max_num_batched_tokens", "kv_cache_dtype", "block_size",
+    "gpu_memory_utilization", "max_cudagraph_capture_size", "generation_overrides",
+    "default_chat_template_kwargs",
+}  # fmt: skip
+
+
+def _ignored_settings(kind: str, profile: ServingProfile) -> list[str]:
+    """Profile keys the chosen engine has no flag for: said, not silently dropped."""
+    other = _VLLM_ONLY if kind == "llamacpp" else _LLAMACPP_ONLY
+    return [
+        f"profile.{key} does not apply to {kind} and is ignored — remove it"
+        for key in sorted(other & profile.model_fields_set)
+    ]
 
 
 def _group(fabric: FabricPlan) -> list[tuple[int, str]]:
