@@ -77,6 +77,7 @@ def test_unknown_engine_names_the_line_and_the_choices(cluster_file: Path) -> No
     message = assert_one_line_error(run("up", str(cluster_file)), "engine.kind", "'vllm'")
     line = cluster_file.read_text().splitlines().index('kind = "sglang"') + 1
     assert f"line {line}" in message
+    assert "Traceback" in run("--debug", "up", str(cluster_file)).stderr  # only with --debug
 
 
 def test_node_without_executor_is_named(cluster_file: Path) -> None:
