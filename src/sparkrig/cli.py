@@ -125,8 +125,15 @@ def _speculative(
     )
 
 
+ClusterFileArg = Annotated[
+    Path | None,
+    typer.Argument(help="cluster TOML with [engine] and [model] (without it: --local instances)"),
+]
+
+
 @app.command()
 def up(
+    cluster_file: ClusterFileArg = None,
     local: Annotated[
         bool, typer.Option("--local", help="serve on this machine with the embedded llama-server")
     ] = False,
@@ -161,18 +168,35 @@ def up(
     ready_timeout: Annotated[
         float, typer.Option(help="seconds to wait for ready")
     ] = defaults.READY_TIMEOUT_S,
+    profile: Annotated[
+        str | None, typer.Option(help="cluster: a [profiles.NAME] instead of [profile]")
+    ] = None,
+    replace: Annotated[
+        bool, typer.Option("--replace", help="cluster: stop the recorded cluster, then start")
+    ] = False,
     apply: ApplyFlag = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Start an engine. Today: --local, llama-server on 127.0.0.1, ready by liveness."""
+    """Start an engine. With a cluster file: print the per-node plan; with --apply start the
+    workers, then the head, and wait ready by liveness (every node alive and advancing, head
+    healthy, one real completion). With --local: llama-server on 127.0.0.1."""
     from sparkrig.client.readiness import answer_one_completion
     from sparkrig.engines.llamacpp.build import require_installed
     from sparkrig.engines.llamacpp.gguf_model import resolve_model
     from sparkrig.engines.llamacpp.server import LlamaServerSpec
     from sparkrig.launch.local import free_port, plan_local, start_local
 
+    if cluster_file is not None:
+        if local:
+            raise UsageError("--local and a cluster file contradict each other — pick one")
+        from sparkrig.cluster_cli import up_cluster
+
+        up_cluster(cluster_file, profile=profile, apply=apply, replace=replace, as_json=as_json)
+        return
     if not local:
-        raise UsageError("only local serving exists so far — add --local")
+        raise UsageError(
+            "say what to start — a cluster file (`sparkrig up cluster.toml`) or --local"
+        )
     speculative = _speculative(spec_type, draft_model, spec_draft_max, spec_synth_rates)
     model_path = resolve_model(model)
     server = LlamaServerSpec(
@@ -211,9 +235,16 @@ def up(
 
 
 @app.command()
-def status(as_json: JsonFlag = False) -> None:
-    """List the engine instances sparkrig started: pid, port, model, uptime, slots."""
+def status(cluster_file: ClusterFileArg = None, as_json: JsonFlag = False) -> None:
+    """With a cluster file: per node phase, pid, uptime and last log line, and whether the
+    cluster is ready (exit 1 when not). Without: the --local instances."""
     from sparkrig.launch.status import instance_statuses
+
+    if cluster_file is not None:
+        from sparkrig.cluster_cli import status_cluster
+
+        status_cluster(cluster_file, as_json=as_json)
+        return
 
     rows = asyncio.run(instance_statuses())
     if as_json:
@@ -252,10 +283,17 @@ def _select(name: str | None) -> list[Any]:
 
 @app.command()
 def logs(
+    cluster_file: ClusterFileArg = None,
+    node: Annotated[str | None, typer.Argument(help="cluster: the node whose log to show")] = None,
     name: Annotated[str | None, typer.Option(help="instance name (default: the only one)")] = None,
     lines: Annotated[int, typer.Option("-n", "--lines", help="how many last lines")] = 40,
 ) -> None:
-    """Print the last lines of an instance's engine log."""
+    """Print the last lines of an engine log: a cluster node's, or a --local instance's."""
+    if cluster_file is not None:
+        from sparkrig.cluster_cli import logs_cluster
+
+        logs_cluster(cluster_file, node, lines)
+        return
     records = _select(name)
     if len(records) > 1:
         names = ", ".join(record.name for record in records)
@@ -266,15 +304,23 @@ def logs(
 
 @app.command()
 def down(
+    cluster_file: ClusterFileArg = None,
     name: Annotated[str | None, typer.Option(help="stop only this instance")] = None,
     missing_ok: Annotated[
         bool, typer.Option("--missing-ok", help="exit 0 when nothing is recorded")
     ] = False,
     apply: ApplyFlag = False,
 ) -> None:
-    """Stop the engine processes sparkrig recorded starting (never any other process)."""
+    """Stop the engine processes sparkrig recorded starting (never any other process): a
+    cluster's, head first, or the --local instances. Idempotent."""
     from sparkrig.launch.local import stop_instances
     from sparkrig.launch.process_record import is_running
+
+    if cluster_file is not None:
+        from sparkrig.cluster_cli import down_cluster
+
+        down_cluster(cluster_file, apply=apply)
+        return
 
     try:
         records = _select(name)
@@ -291,6 +337,38 @@ def down(
         return
     for record, outcome in stop_instances(records):
         console.print(f"{record.name} pid {record.pid}: {outcome}")
+
+
+@app.command()
+def lint(
+    cluster_file: Annotated[Path, typer.Argument(help="cluster TOML to check")],
+    profile: Annotated[
+        str | None, typer.Option(help="check only [profiles.NAME] (default: every profile)")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Check a cluster file against the field reports' pitfalls (cudagraph sizes, DSpark k,
+    memory on unified memory, JIT caches on NFS, TP on the cables, …); each finding names its
+    fix and its source. Exits 1 on any error."""
+    from sparkrig.cluster_cli import lint_file
+
+    lint_file(cluster_file, profile, as_json)
+
+
+@app.command("plan-capacity")
+def plan_capacity(
+    cluster_file: Annotated[Path, typer.Argument(help="cluster TOML with a [profile]")],
+    profile: Annotated[str | None, typer.Option(help="a [profiles.NAME] instead")] = None,
+    steps_per_second: Annotated[
+        float | None, typer.Option(help="measured decode steps/s, for the spec-decode ceiling")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """KV pool math: full-length requests that fit (pool / max_model_len), tokens per sequence
+    with every sequence live, and the speculative ceiling steps/s × (k+1)."""
+    from sparkrig.cluster_cli import capacity_file
+
+    capacity_file(cluster_file, profile, steps_per_second, as_json)
 
 
 # --- endpoint tools ---------------------------------------------------------------------------

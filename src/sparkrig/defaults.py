@@ -179,11 +179,37 @@ DGX_SPARK_PORTS: Final = {
     "p1": (("enp1s0f1np1", "rocep1s0f1"), ("enP2p1s0f1np1", "roceP2p1s0f1")),
 }
 DGX_SPARK_MANAGEMENT_INTERFACE: Final = "enP7s7"
-# Tables a cluster file may hold for later stages (engine launch, serving profiles); the fabric
-# stage sets them aside unread so one file serves every command.
-CLUSTER_LATER_TABLES: Final = ("engine", "model", "profile", "profiles", "env", "executor")
 # Discovery: how long each interface waits for echo replies, and for carrier after `link up`.
 DISCOVER_REPLY_WAIT_S: Final = 1.0
 DISCOVER_CARRIER_WAIT_S: Final = 10.0
 # One command on a node (ip, sysctl, a probe) gives up after this long.
 FABRIC_COMMAND_TIMEOUT_S: Final = 30.0
+
+# --- launch across nodes (sparkrig.launch) ----------------------------------------------------
+# vLLM's own default API port; the DSpark recipe of seed 001 moves it to 8888, the catalog says so.
+LAUNCH_API_PORT: Final = 8000
+# The head's API must be reachable from wherever sparkrig runs, so it binds every address; seed
+# 001 notes exposing the API is a deliberate choice: firewall it, or set engine.api_host.
+LAUNCH_API_BIND: Final = "0.0.0.0"  # noqa: S104 - a cluster's API is meant to be reached
+# torch.distributed's usual master port (eugr's launcher, vLLM docs; research §1).
+LAUNCH_MASTER_PORT: Final = 29501
+LAUNCH_RAY_PORT: Final = 6379  # `ray start --head` default
+LAUNCH_RPC_PORT: Final = 50052  # ggml-rpc-server's default port
+# Seed 001 ("seven JIT caches, three failures"): every JIT cache lives on node-local disk.
+LAUNCH_JIT_CACHE_DIR: Final = "/var/cache/sparkrig/jit"
+# A node whose log does not grow for this long before ready has stalled. vLLM's first boot of
+# GLM-5.3-Flash took 717 s in all, the longest silent phase being checkpoint load with progress
+# lines (seed 000); seed 004 reports kernel preparation of ~159 s on a cold rank, logging as it
+# goes. Five minutes of silence is past every phase the reports describe.
+LAUNCH_STALL_WINDOW_S: Final = 300.0
+# Outer bound on `up --apply` even while every node advances: seed 000's first boot (717 s) plus
+# room for a cold JIT cache.
+LAUNCH_READY_TIMEOUT_S: Final = 1800.0
+LAUNCH_POLL_INTERVAL_S: Final = 0.5
+# Lines of a node's log printed when it dies or stalls, and shown by `status`.
+LAUNCH_LOG_TAIL_LINES: Final = 12
+# ssh ConnectTimeout: an unreachable node answers "no route" or nothing; 5 s is well past a LAN
+# round trip and short enough that `up` never looks hung.
+SSH_CONNECT_TIMEOUT_S: Final = 5.0
+# One HTTP probe of the head (health, models) gives up after this long.
+LAUNCH_HTTP_PROBE_TIMEOUT_S: Final = 3.0

@@ -62,9 +62,13 @@ functions = [{ netdev = "r0", rdma = "mlx5_0" }, { netdev = "r1", rdma = "mlx5_1
     assert len(cluster.nodes[1].ports[0].functions) == 2
 
 
-def test_later_stage_tables_are_set_aside() -> None:
-    cluster = parse_cluster(PAIR + '\n[engine]\nkind = "vllm"\n[profile]\nname = "ring"\n')
-    assert cluster.later_tables == {"engine": {"kind": "vllm"}, "profile": {"name": "ring"}}
+def test_serving_tables_are_read() -> None:
+    cluster = parse_cluster(
+        PAIR + '\n[engine]\nkind = "vllm"\n[model]\npath = "org/m"\n[profile]\nmax_num_seqs = 4\n'
+    )
+    assert cluster.engine is not None
+    assert cluster.engine.kind == "vllm"
+    assert cluster.profile.max_num_seqs == 4
 
 
 def _message(text: str) -> str:

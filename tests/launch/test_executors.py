@@ -41,8 +41,8 @@ def test_ssh_quotes_argv_for_the_remote_shell(
         ["ip", "address", "add", "10.20.0.1/24", "dev", "x y"]
     )
     assert (
-        result.stdout
-        == "[-o][BatchMode=yes][admin@spark-a][--][ip address add 10.20.0.1/24 dev 'x y']"
+        result.stdout == "[-o][BatchMode=yes][-o][ConnectTimeout=5][admin@spark-a][--]"
+        "[ip address add 10.20.0.1/24 dev 'x y']"
     )
     assert result.argv == ["ip", "address", "add", "10.20.0.1/24", "dev", "x y"]
 

@@ -14,6 +14,14 @@ from typing import Annotated, Any, Self
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from sparkrig import defaults
+from sparkrig.config.serving import (
+    EngineSettings,
+    EnvName,
+    ExecutorSettings,
+    ModelSettings,
+    RecipeInfo,
+    ServingProfile,
+)
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]*$"
 _CABLE_SPLIT = re.compile(r"\s*(?:<->|↔)\s*")
@@ -73,6 +81,12 @@ class Node(_Strict):
         default=None, description="ssh destination for the ssh executor (default: management IP)"
     )
     ports: list[Port] = Field(default_factory=dgx_spark_ports, description="the node's cable ports")
+    executor: ExecutorSettings | None = Field(
+        default=None, description="how sparkrig reaches the node (default: the file's [executor])"
+    )
+    env: dict[EnvName, str] = Field(
+        default_factory=dict, description="environment for this node only; wins over [env]"
+    )
 
     @model_validator(mode="after")
     def _unique_ports_and_netdevs(self) -> Self:
@@ -181,11 +195,9 @@ class FabricSettings(_Strict):
 
 
 class Cluster(_Strict):
-    """A cluster file: `name`, `cables`, `[[nodes]]`, optional `[switch]` and `[fabric]`.
-
-    Tables for later stages (`[engine]`, `[profile]` …, see `defaults.CLUSTER_LATER_TABLES`)
-    are set aside by the loader into `later_tables`; any other unknown key is an error, so a
-    typo never passes silently.
+    """A cluster file: `name`, `cables`, `[[nodes]]`, optional `[switch]` and `[fabric]`; for
+    serving, `[engine]`, `[model]`, `[profile]` (and named `[profiles.NAME]`), `[env]` and a
+    default `[executor]`. Any unknown key is an error, so a typo never passes silently.
     """
 
     version: int = Field(default=1, ge=1, le=1, description="cluster file format version")
@@ -194,8 +206,20 @@ class Cluster(_Strict):
     cables: list[Cable] = Field(default_factory=list, description="`a.p0 <-> b.p1` strings")
     switch: Switch | None = Field(default=None, description="a switch, when there is one")
     fabric: FabricSettings = Field(default_factory=FabricSettings)
-    later_tables: dict[str, Any] = Field(
-        default_factory=dict, description="tables for later stages, kept unread"
+    engine: EngineSettings | None = Field(default=None, description="the engine to launch")
+    model: ModelSettings | None = Field(default=None, description="the model it serves")
+    profile: ServingProfile = Field(default_factory=ServingProfile)
+    profiles: dict[Name, ServingProfile] = Field(
+        default_factory=dict, description="named alternatives to [profile], for --profile"
+    )
+    env: dict[EnvName, str] = Field(
+        default_factory=dict, description="environment for every node's engine process"
+    )
+    executor: ExecutorSettings | None = Field(
+        default=None, description="executor of every node without its own"
+    )
+    recipe: RecipeInfo | None = Field(
+        default=None, description="catalog entries only: title and the source of each value"
     )
 
     @field_validator("cables", mode="before")
@@ -217,7 +241,26 @@ class Cluster(_Strict):
             raise ValueError(
                 f"fabric.head {self.fabric.head} is not a node — use one of {', '.join(names)}"
             )
+        if (self.engine is None) != (self.model is None):
+            present, absent = ("engine", "model") if self.model is None else ("model", "engine")
+            raise ValueError(f"[{present}] needs a [{absent}] table too — add [{absent}]")
+        llamacpp = self.engine is not None and self.engine.kind == "llamacpp"
+        if llamacpp and self.profile.speculative is not None:
+            raise ValueError(
+                "profile.speculative is a vLLM setting — remove it for engine.kind = 'llamacpp'"
+            )
         return self
+
+    def executor_of(self, node: Node) -> ExecutorSettings | None:
+        return node.executor or self.executor
+
+    def chosen_profile(self, name: str | None) -> ServingProfile:
+        if name is None:
+            return self.profile
+        if name not in self.profiles:
+            known = ", ".join(self.profiles) or "none defined"
+            raise ValueError(f"profile {name} is not in [profiles] ({known}) — add or pick one")
+        return self.profiles[name]
 
     def node(self, name: str) -> Node | None:
         return next((n for n in self.nodes if n.name == name), None)

@@ -10,7 +10,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from sparkrig import defaults
 from sparkrig.config.cluster import Cluster
 from sparkrig.errors import ConfigError
 
@@ -37,8 +36,6 @@ def parse_cluster(text: str, source: str = "<cluster>") -> Cluster:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(_toml_error_message(exc, source)) from exc
-    later = {key: data.pop(key) for key in defaults.CLUSTER_LATER_TABLES if key in data}
-    data["later_tables"] = later
     try:
         return Cluster.model_validate(data)
     except ValidationError as exc:
@@ -61,10 +58,7 @@ def _validation_message(exc: ValidationError, text: str, source: str) -> str:
     reason = str(first["msg"]).removeprefix("Value error, ")
     where = f"{source} line {line}" if (line := _line_of(first["loc"], text)) else source
     if first["type"] == "extra_forbidden":
-        reason = (
-            f"unknown key {location!r} — remove it or fix its spelling (later stages' tables: "
-            f"{', '.join(defaults.CLUSTER_LATER_TABLES)})"
-        )
+        reason = f"unknown key {location!r} — remove it or fix its spelling"
     elif first["type"] == "missing":
         reason = f"{location} is missing — add it"
     elif " — " not in reason:
@@ -83,14 +77,50 @@ def _dotted(loc: tuple[Any, ...]) -> str:
 
 
 def _line_of(loc: tuple[Any, ...], text: str) -> int | None:
-    """The 1-based line of the key an error is about, when that key occurs once in the file."""
-    keys = [part for part in loc if isinstance(part, str)]
+    """The 1-based line of the key an error is about: the key inside its own table when the
+    path names one (`engine.kind`, `nodes[1].executor`), else the key when it occurs once."""
+    path = [part for part in loc if isinstance(part, str | int) and not _is_validator(part)]
+    keys = [part for part in path if isinstance(part, str)]
     if not keys:
         return None
-    key = keys[-1]
-    if loc and isinstance(loc[-1], int) and key == "cables":
-        # a bad cable string: find its text
-        return None
-    pattern = re.compile(rf"^\s*{re.escape(key)}\s*=")
+    if loc and isinstance(loc[-1], int) and keys[-1] == "cables":
+        return None  # a bad cable string: its text, not its key, is the problem
+    table_lines = _lines_by_table(text)
+    for cut in range(len(path), 0, -1):  # the deepest table that holds the key, then shallower
+        table, key = tuple(path[: cut - 1]), path[cut - 1]
+        if isinstance(key, str) and (line := table_lines.get((table, key))) is not None:
+            return line
+    pattern = re.compile(rf"^\s*{re.escape(keys[-1])}\s*=")
     hits = [number for number, line in enumerate(text.splitlines(), 1) if pattern.match(line)]
     return hits[0] if len(hits) == 1 else None
+
+
+_HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.-]+)\s*\]\]?")
+_KEY = re.compile(r"^\s*([A-Za-z0-9_-]+)\s*=")
+
+
+def _lines_by_table(text: str) -> dict[tuple[tuple[str | int, ...], str], int]:
+    """(table path, key) -> first line; `[[nodes]]` entries are numbered like the model's list."""
+    found: dict[tuple[tuple[str | int, ...], str], int] = {}
+    arrays: dict[str, int] = {}
+    table: tuple[str | int, ...] = ()
+    for number, line in enumerate(text.splitlines(), 1):
+        if header := _HEADER.match(line):
+            name = header.group(2)
+            parts: list[str | int] = list(name.split("."))
+            if len(parts) > 1 and parts[0] in arrays:
+                parts.insert(1, arrays[str(parts[0])])  # [nodes.env] is the last [[nodes]]'s
+            if header.group(1) == "[[":
+                arrays[name] = arrays.get(name, -1) + 1
+                parts.append(arrays[name])
+            table = tuple(parts)
+            if len(table) > 1 and isinstance(table[-1], str):
+                found.setdefault((table[:-1], table[-1]), number)
+            continue
+        if key := _KEY.match(line):
+            found.setdefault((table, key.group(1)), number)
+    return found
+
+
+def _is_validator(part: Any) -> bool:
+    return isinstance(part, str) and part.startswith("function-")

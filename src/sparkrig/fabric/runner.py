@@ -50,3 +50,5 @@ class ExecutorSpec(BaseModel):
     kind: Literal["local", "netns", "ssh"]
     target: str | None = None
     """namespace name (netns) or ssh destination (ssh)"""
+    connect_timeout_s: float | None = None
+    """ssh ConnectTimeout (default: `defaults.SSH_CONNECT_TIMEOUT_S`)"""

@@ -64,15 +64,20 @@ class SshExecutor:
     """The `ssh` binary in batch mode (keys, no password prompts); argv is quoted for the
     remote shell."""
 
-    def __init__(self, destination: str) -> None:
+    def __init__(self, destination: str, connect_timeout_s: float | None = None) -> None:
         self.destination = destination
+        self.connect_timeout_s = connect_timeout_s or defaults.SSH_CONNECT_TIMEOUT_S
 
     @property
     def description(self) -> str:
         return f"ssh {self.destination}"
 
     def run(self, argv: Sequence[str], *, timeout: float | None = None) -> CommandResult:
-        command = ["ssh", "-o", "BatchMode=yes", self.destination, "--", shlex.join(argv)]
+        # a bounded connect: an unreachable node fails in seconds instead of hanging `up`
+        command = [
+            "ssh", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={self.connect_timeout_s:g}",
+            self.destination, "--", shlex.join(argv),
+        ]  # fmt: skip
         result = _run(command, argv, timeout)
         if result.returncode == 255:
             raise ExecutorError(
@@ -89,4 +94,4 @@ def executor_for(spec: ExecutorSpec) -> CommandRunner:
         raise ExecutorError(f"the {spec.kind} executor needs a target — name it")
     if spec.kind == "netns":
         return NetnsExecutor(spec.target)
-    return SshExecutor(spec.target)
+    return SshExecutor(spec.target, spec.connect_timeout_s)

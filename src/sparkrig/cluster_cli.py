@@ -1,0 +1,221 @@
+"""`sparkrig up/status/logs/down CLUSTER.toml`: the cluster side of those commands, wired from
+`cli.py` when a cluster file is given (without one they act on `--local` instances)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from sparkrig.config.cluster import Cluster
+from sparkrig.errors import SparkrigError, UsageError
+from sparkrig.launch.cluster_plan import LaunchPlan, plan_launch
+from sparkrig.paths import state_dir
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def load_plan(path: Path, profile: str | None) -> tuple[Cluster, LaunchPlan]:
+    from sparkrig.config import load_cluster
+
+    cluster = load_cluster(path)
+    binaries = None
+    bundled = None
+    if cluster.engine is not None and cluster.engine.kind == "llamacpp":
+        from sparkrig.engines.llamacpp.build import find_installed
+
+        found = find_installed()
+        if found is not None:
+            binaries = (str(found.server_binary), str(found.rpc_binary))
+        if cluster.model is not None and cluster.model.path == "bundled":
+            from sparkrig.engines.llamacpp.gguf_model import resolve_model
+
+            bundled = resolve_model(None)
+    plan = plan_launch(
+        cluster,
+        profile_name=profile,
+        local_state_dir=state_dir(),
+        default_binaries=binaries,
+        bundled_model=bundled,
+    )
+    return cluster, plan
+
+
+def up_cluster(
+    path: Path, *, profile: str | None, apply: bool, replace: bool, as_json: bool
+) -> None:
+    from sparkrig.client.readiness import answer_one_completion
+    from sparkrig.launch.cluster_state import load_state
+    from sparkrig.launch.cluster_up import bring_down, bring_up, runners_for
+    from sparkrig.report.cluster_table import plan_view
+
+    _, plan = load_plan(path, profile)
+    if not apply:
+        if as_json:
+            _print_json({"applied": False, **plan.model_dump(mode="json")})
+            return
+        console.print(plan_view(plan), highlight=False, soft_wrap=True)
+        console.print("nothing started — add --apply to start it (workers first, then the head)")
+        return
+    existing = load_state(plan.cluster)
+    if existing is not None and existing.started:
+        if not replace:
+            raise UsageError(
+                f"cluster {plan.cluster} is already recorded as up — `sparkrig down {path} "
+                "--apply` first, or pass --replace to stop it and start again"
+            )
+        for record, outcome in asyncio.run(bring_down(existing)):
+            err_console.print(f"replace: {record.process.key} pid {record.pid}: {outcome}")
+    say = (
+        (lambda line: None) if as_json else (lambda line: err_console.print(line, highlight=False))
+    )
+    state = asyncio.run(bring_up(plan, runners_for(plan), answer_one_completion, say))
+    if as_json:
+        _print_json({"applied": True, **state.model_dump(mode="json")})
+        return
+    console.print(
+        f"[green]ready[/]: {plan.cluster} at {plan.api_url}/v1 (model {plan.model_name}); "
+        f"{len(state.started)} processes on {len({r.process.node for r in state.started})} nodes",
+        highlight=False,
+    )
+
+
+def _state_for(path: Path) -> Any:
+    from sparkrig.config import load_cluster
+    from sparkrig.launch.cluster_state import load_state
+
+    cluster = load_cluster(path)
+    return cluster, load_state(cluster.name or path.stem)
+
+
+def status_cluster(path: Path, *, as_json: bool) -> None:
+    from sparkrig.client.readiness import answer_one_completion
+    from sparkrig.launch.cluster_up import cluster_status
+    from sparkrig.report.cluster_table import status_table
+
+    cluster, state = _state_for(path)
+    if state is None:
+        if as_json:
+            _print_json({"cluster": cluster.name, "ready": False, "rows": []})
+        else:
+            console.print(
+                f"{cluster.name}: nothing recorded — start it with `sparkrig up {path} --apply`"
+            )
+        raise typer.Exit(1)
+    status = asyncio.run(cluster_status(state, answer_one_completion))
+    if as_json:
+        _print_json(status.model_dump(mode="json"))
+    else:
+        console.print(status_table(status), highlight=False)
+    if not status.ready:
+        raise typer.Exit(1)
+
+
+def logs_cluster(path: Path, node: str | None, lines: int) -> None:
+    from sparkrig.launch.executors import executor_for
+
+    cluster, state = _state_for(path)
+    if state is None:
+        raise SparkrigError(
+            f"{cluster.name}: nothing recorded — start it with `sparkrig up {path} --apply`"
+        )
+    names = list(dict.fromkeys(r.process.node for r in state.started))
+    if node is None:
+        raise UsageError(f"name the node — one of {', '.join(names)}: `sparkrig logs {path} NODE`")
+    records = [r for r in state.started if r.process.node == node]
+    if not records:
+        raise UsageError(f"node {node} has no recorded process — use one of {', '.join(names)}")
+    for record in records:
+        result = executor_for(record.executor).run(["tail", "-n", str(lines), record.log_path])
+        if len(records) > 1:
+            console.print(f"[bold]== {record.process.key} ({record.log_path})[/]", highlight=False)
+        sys.stdout.write(
+            result.stdout
+            if result.ok
+            else f"(cannot read {record.log_path}: {result.error_line})\n"
+        )
+
+
+def down_cluster(path: Path, *, apply: bool) -> None:
+    from sparkrig.launch.cluster_up import bring_down
+
+    cluster, state = _state_for(path)
+    if state is None or not state.started:
+        console.print(f"{cluster.name}: nothing recorded, nothing to stop")
+        return
+    if not apply:
+        for record in reversed(state.started):
+            console.print(
+                f"[bold]plan[/]: stop {record.process.key} pid {record.pid} "
+                f"({record.executor.kind} {record.executor.target or ''})",
+                highlight=False,
+            )
+        console.print("nothing stopped — add --apply to stop (only these recorded processes)")
+        return
+    outcomes = asyncio.run(bring_down(state))
+    for record, outcome in outcomes:
+        console.print(f"{record.process.key} pid {record.pid}: {outcome}", highlight=False)
+    unreached = [r.process.node for r, outcome in outcomes if outcome.startswith("not reached")]
+    if unreached:
+        raise SparkrigError(
+            f"could not reach {', '.join(unreached)}; their records are kept — fix the "
+            f"connection and run `sparkrig down {path} --apply` again"
+        )
+
+
+def lint_file(path: Path, profile: str | None, as_json: bool) -> None:
+    from sparkrig.config import load_cluster
+    from sparkrig.lint import lint_cluster
+
+    cluster = load_cluster(path)
+    try:
+        findings = lint_cluster(cluster, profile)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    if as_json:
+        _print_json([finding.__dict__ for finding in findings])
+    else:
+        for finding in findings:
+            style = "red" if finding.severity == "error" else "yellow"
+            rest = escape(finding.line().split(" ", 1)[1])
+            console.print(f"[{style}]{finding.severity}[/] {rest}",
+                          highlight=False, soft_wrap=True)  # fmt: skip
+        errors = sum(f.severity == "error" for f in findings)
+        console.print(
+            f"{path}: {errors} errors, {len(findings) - errors} warnings", highlight=False
+        )
+    if any(f.severity == "error" for f in findings):
+        raise typer.Exit(1)
+
+
+def capacity_file(
+    path: Path, profile: str | None, steps_per_second: float | None, as_json: bool
+) -> None:
+    from sparkrig.config import load_cluster
+    from sparkrig.config.capacity import plan_capacity
+
+    cluster = load_cluster(path)
+    try:
+        chosen = cluster.chosen_profile(profile)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    capacity = plan_capacity(chosen, steps_per_second)
+    if as_json:
+        _print_json(capacity.model_dump(mode="json"))
+        return
+    for field, value in capacity.model_dump().items():
+        if field != "notes":
+            console.print(f"{field.replace('_', ' ')}: {'—' if value is None else value}")
+    for note in capacity.notes:
+        console.print(f"[yellow]note[/]: {escape(note)}", highlight=False)

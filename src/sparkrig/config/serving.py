@@ -1,0 +1,219 @@
+"""What a cluster file says about serving: which engine, which model, the serving profile, the
+environment, and how sparkrig reaches each node (its executor).
+
+Like `cluster.py`, these models check what a table can say on its own. Whether a profile is a
+good idea (cudagraph sizes, memory on unified memory, JIT caches on NFS …) is `sparkrig lint`'s
+job (`sparkrig.lint`), because those are pitfalls, not syntax.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sparkrig import defaults
+
+EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+EngineKind = Literal["vllm", "llamacpp"]
+ENGINE_KINDS: tuple[str, ...] = ("vllm", "llamacpp")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ExecutorSettings(_Strict):
+    """How sparkrig runs commands on a node."""
+
+    kind: Literal["local", "ssh", "netns"] = Field(
+        description="local: this machine; ssh: the `ssh` binary in batch mode; netns: "
+        "`ip netns exec` (tests and rehearsals)"
+    )
+    target: str | None = Field(
+        default=None,
+        description="ssh destination (default: the node's `ssh` field or management address) "
+        "or network namespace name",
+    )
+    connect_timeout_s: float = Field(
+        default=defaults.SSH_CONNECT_TIMEOUT_S,
+        gt=0,
+        le=120,
+        description="ssh ConnectTimeout: an unreachable node fails in this many seconds",
+    )
+
+
+class EngineSettings(_Strict):
+    """`[engine]`: which engine runs and where its processes listen."""
+
+    kind: EngineKind = Field(description="vllm or llamacpp")
+    backend: Literal["mp", "ray"] = Field(
+        default="mp",
+        description="vLLM multi-node backend: mp (--nnodes/--node-rank, --headless workers) "
+        "or ray (ray start on every node, vllm serve on the head)",
+    )
+    binary: str | None = Field(
+        default=None,
+        description="engine command on every node (default: `vllm` on PATH; the embedded "
+        "llama.cpp build for llamacpp)",
+    )
+    rpc_binary: str | None = Field(
+        default=None, description="ggml-rpc-server on the workers (default: the embedded build)"
+    )
+    port: int = Field(default=defaults.LAUNCH_API_PORT, ge=1, le=65535, description="API port")
+    api_host: str = Field(
+        default=defaults.LAUNCH_API_BIND,
+        description="address the head's API binds to",
+    )
+    api_address: str | None = Field(
+        default=None,
+        description="address sparkrig reaches the head's API at (default: the head's "
+        "management address, else its control address from the fabric plan)",
+    )
+    master_port: int = Field(
+        default=defaults.LAUNCH_MASTER_PORT, ge=1, le=65535, description="torch/TCPStore port"
+    )
+    ray_port: int = Field(default=defaults.LAUNCH_RAY_PORT, ge=1, le=65535)
+    rpc_port: int = Field(
+        default=defaults.LAUNCH_RPC_PORT, ge=1, le=65535, description="ggml-rpc-server port"
+    )
+    threads: int = Field(
+        default=1, ge=1, description="llama.cpp CPU threads per process (head and RPC workers)"
+    )
+    start_order: Literal["workers-first", "head-first"] = Field(
+        default="workers-first",
+        description="workers-first: every worker is alive before the head starts",
+    )
+    jit_cache_dir: str = Field(
+        default=defaults.LAUNCH_JIT_CACHE_DIR,
+        description="node-local root of vLLM's seven JIT caches (never on a shared filesystem)",
+    )
+    shared_filesystems: list[str] = Field(
+        default_factory=list,
+        description="paths mounted from NFS or another shared filesystem on the nodes; lint "
+        "refuses JIT caches under them",
+    )
+    log_dir: str | None = Field(
+        default=None,
+        description="folder of the engine logs on each node (default: sparkrig's state folder "
+        "for local and netns nodes, ~/.sparkrig/CLUSTER on ssh nodes)",
+    )
+    stall_window_s: float = Field(
+        default=defaults.LAUNCH_STALL_WINDOW_S,
+        gt=0,
+        description="a node whose log stops advancing this long before ready has stalled",
+    )
+    ready_timeout_s: float = Field(
+        default=defaults.LAUNCH_READY_TIMEOUT_S,
+        gt=0,
+        description="outer bound on waiting for ready, even while every node advances",
+    )
+    unified_memory: bool = Field(
+        default=True,
+        description="GPU memory is the host's memory (DGX Spark GB10): page cache competes",
+    )
+
+
+class ModelSettings(_Strict):
+    """`[model]`: what is served."""
+
+    path: str = Field(description="model path on every node, or a Hugging Face id")
+    served_name: str | None = Field(
+        default=None, description="model id the API answers with (default: the path's name)"
+    )
+    calibrated_context: int | None = Field(
+        default=None,
+        ge=1,
+        description="longest context the model was trained or calibrated for (YaRN ceiling)",
+    )
+
+    @property
+    def api_name(self) -> str:
+        return self.served_name or self.path.rstrip("/").rsplit("/", 1)[-1]
+
+
+class SpeculativeSettings(_Strict):
+    """vLLM `--speculative-config`."""
+
+    method: str = Field(description="e.g. dspark, mtp, eagle")
+    num_speculative_tokens: int = Field(ge=1, description="k: tokens drafted per step")
+    draft_sample_method: Literal["greedy", "probabilistic"] | None = None
+    runtime: Literal["dspark-legacy", "anemll"] | None = Field(
+        default=None,
+        description="DSpark runtime lineage: dspark-legacy hardcodes a block width of 5 "
+        "(seed 001); anemll sizes the draft block from k",
+    )
+
+    def as_json(self) -> str:
+        body: dict[str, str | int] = {
+            "method": self.method,
+            "num_speculative_tokens": self.num_speculative_tokens,
+        }
+        if self.draft_sample_method is not None:
+            body["draft_sample_method"] = self.draft_sample_method
+        return json.dumps(body, separators=(",", ":"))
+
+
+class ServingProfile(_Strict):
+    """`[profile]` (or one of `[profiles.NAME]`): the engine's serving knobs."""
+
+    tensor_parallel_size: int | None = Field(default=None, ge=1, description="default: every node")
+    max_model_len: int | None = Field(default=None, ge=1)
+    max_num_seqs: int | None = Field(default=None, ge=1)
+    max_num_batched_tokens: int | None = Field(default=None, ge=1)
+    kv_cache_dtype: str | None = Field(default=None, description="e.g. fp8, nvfp4_ds_mla")
+    block_size: int | None = Field(default=None, ge=1, description="KV page block size")
+    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
+    max_cudagraph_capture_size: int | None = Field(
+        default=None,
+        ge=1,
+        description="default: derived, max_num_seqs × (k+1) with speculative decoding",
+    )
+    speculative: SpeculativeSettings | None = None
+    generation_overrides: dict[str, float | int | str] = Field(
+        default_factory=dict,
+        description="vLLM --override-generation-config (e.g. repetition_penalty)",
+    )
+    default_chat_template_kwargs: dict[str, bool | str] = Field(
+        default_factory=dict,
+        description="vLLM --default-chat-template-kwargs (e.g. thinking = true)",
+    )
+    default_reasoning_effort: str | None = Field(
+        default=None, description="reasoning_effort the clients of this deployment send"
+    )
+    kv_pool_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        description="KV pool the engine reported at boot (tokens), for capacity checks",
+    )
+    context_tokens: int = Field(
+        default=defaults.LOCAL_CONTEXT_TOKENS, ge=256, description="llama.cpp --ctx-size"
+    )
+    parallel_slots: int = Field(
+        default=defaults.LOCAL_PARALLEL_SLOTS, ge=1, description="llama.cpp --parallel"
+    )
+    bench_streaming_chunk_counts: bool = Field(
+        default=False,
+        description="the deployment's benchmark counts streamed chunks as tokens",
+    )
+    extra_args: list[str] = Field(
+        default_factory=list, description="engine arguments passed through verbatim"
+    )
+
+    @property
+    def derived_capture_size(self) -> int | None:
+        if self.max_cudagraph_capture_size is not None:
+            return self.max_cudagraph_capture_size
+        if self.speculative is not None and self.max_num_seqs is not None:
+            return self.max_num_seqs * (self.speculative.num_speculative_tokens + 1)
+        return None
+
+
+class RecipeInfo(_Strict):
+    """`[recipe]`: a catalog entry's name and where each value comes from."""
+
+    title: str
+    sources: dict[str, str] = Field(
+        description="dotted key (e.g. profile.max_num_seqs) -> the field report behind it"
+    )

@@ -1,0 +1,91 @@
+"""What an engine adapter hands the launcher: one process to start on one node, with its
+environment (each variable with its reason) and how to tell that it is ready.
+
+Pure data: the adapters (`engines.vllm_launch`, `engines.llamacpp.rpc`) build it from the
+cluster file and the fabric plan; `sparkrig.launch` starts, watches and stops it.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sparkrig.config.serving import EngineSettings, ModelSettings, ServingProfile
+from sparkrig.fabric.plan_model import EnvVar
+
+ReadySignal = Literal["alive", "port", "health"]
+
+
+class ProcessSpec(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    node: str
+    role: Literal["head", "worker"]
+    name: str = Field(description="what the process is: vllm, ray, rpc, llama-server")
+    argv: list[str]
+    env: list[EnvVar] = Field(default_factory=list)
+    port: int | None = Field(default=None, description="the port it listens on, when it does")
+    ready_when: ReadySignal = Field(
+        description="alive: running is all it does before the head needs it (a vLLM headless "
+        "worker waits for the head); port: its port is open; health: the API answers /health"
+    )
+
+    @property
+    def key(self) -> str:
+        return f"{self.node}/{self.name}"
+
+    def shell_line(self) -> str:
+        """The command as a person would type it on the node."""
+        assignments = [f"{var.name}={shlex.quote(var.value)}" for var in self.env]
+        return " ".join(["env", *assignments, shlex.join(self.argv)])
+
+
+def merge_env(*layers: list[EnvVar]) -> list[EnvVar]:
+    """Later layers win by name; the first layer's order is kept, new names are appended."""
+    merged: dict[str, EnvVar] = {}
+    for layer in layers:
+        for var in layer:
+            merged[var.name] = var
+    return list(merged.values())
+
+
+class LaunchNode(BaseModel):
+    """One node of the serving group, as the adapters see it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    rank: int
+    control_address: str = Field(description="address every other node reaches this one at")
+    fabric_env: list[EnvVar] = Field(description="from the fabric plan (NCCL, Gloo, host IP)")
+    user_env: list[EnvVar] = Field(
+        description="the file's [env], then the node's own env; wins over everything else"
+    )
+
+    def env_with(self, engine_env: list[EnvVar]) -> list[EnvVar]:
+        return merge_env(self.fabric_env, engine_env, self.user_env)
+
+
+class LaunchContext(BaseModel):
+    """Everything an adapter needs to render the processes of one cluster."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    cluster: str
+    engine: EngineSettings
+    model: ModelSettings
+    profile: ServingProfile
+    nodes: list[LaunchNode] = Field(description="the serving group in rank order; head first")
+    engine_binary: str
+    rpc_binary: str | None = None
+    model_path: str = Field(description="the model as the engine is given it")
+
+    @property
+    def head(self) -> LaunchNode:
+        return self.nodes[0]
+
+    @property
+    def workers(self) -> list[LaunchNode]:
+        return self.nodes[1:]

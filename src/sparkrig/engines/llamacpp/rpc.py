@@ -1,0 +1,62 @@
+"""llama.cpp across nodes: `ggml-rpc-server` on every worker, `llama-server --rpc` on the head.
+
+The head loads the model and offloads its layers to the RPC devices (`--n-gpu-layers` all), so
+the weights and the KV cache are split across the workers; the head's own CPU keeps only what
+llama.cpp leaves on the host.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sparkrig.engines.launch_spec import LaunchContext, ProcessSpec
+from sparkrig.engines.llamacpp.server import LlamaServerSpec, llama_server_argv
+from sparkrig.engines.vllm_launch import order_processes
+
+# More layers than any model has: every layer goes to the RPC devices.
+ALL_LAYERS = "999"
+
+
+def render_llamacpp(context: LaunchContext) -> list[ProcessSpec]:
+    rpc_binary = context.rpc_binary or "ggml-rpc-server"
+    port = context.engine.rpc_port
+    workers = [
+        ProcessSpec(
+            node=node.name,
+            role="worker",
+            name="rpc",
+            argv=[
+                rpc_binary,
+                "--host",
+                node.control_address,
+                "--port",
+                str(port),
+                "--threads",
+                str(context.engine.threads),
+            ],
+            env=list(node.user_env),
+            port=port,
+            ready_when="port",
+        )
+        for node in context.workers
+    ]
+    servers = ",".join(f"{node.control_address}:{port}" for node in context.workers)
+    rpc_args = ["--rpc", servers, "--n-gpu-layers", ALL_LAYERS] if servers else []
+    spec = LlamaServerSpec(
+        binary=Path(context.engine_binary),
+        model=Path(context.model_path),
+        alias=context.model.api_name,
+        host=context.engine.api_host,
+        port=context.engine.port,
+        parallel_slots=context.profile.parallel_slots,
+        context_tokens=context.profile.context_tokens,
+        threads=context.engine.threads,
+        speculative=None,
+        extra_args=[*rpc_args, *context.profile.extra_args],
+    )
+    head = ProcessSpec(
+        node=context.head.name, role="head", name="llama-server",
+        argv=llama_server_argv(spec), env=list(context.head.user_env),
+        port=context.engine.port, ready_when="health",
+    )  # fmt: skip
+    return order_processes([*workers, head], context)

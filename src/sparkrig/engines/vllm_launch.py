@@ -1,0 +1,175 @@
+"""vLLM across nodes: the `vllm serve` (and `ray start`) command lines and environment per node.
+
+mp backend (vLLM's multi-node docs, eugr's launcher): every node runs `vllm serve` with
+`--nnodes N --node-rank r --master-addr HEAD --master-port P`; workers add `--headless`.
+Ray backend: `ray start --head` on the head, `ray start --address HEAD:PORT` on the workers,
+then `vllm serve --distributed-executor-backend ray` on the head.
+"""
+
+from __future__ import annotations
+
+import json
+
+from sparkrig.config.serving import ServingProfile
+from sparkrig.engines.launch_spec import LaunchContext, LaunchNode, ProcessSpec
+from sparkrig.fabric.plan_model import EnvVar
+
+# Seed 001, "Sharing the HF cache over NFS between the nodes — seven JIT caches, three
+# failures": each variable and its folder under the node-local cache root.
+JIT_CACHES: tuple[tuple[str, str], ...] = (
+    ("VLLM_CACHE_ROOT", ""),
+    ("DG_JIT_CACHE_DIR", "deepgemm-cache"),
+    ("FLASHINFER_WORKSPACE_BASE", "flashinfer"),
+    ("TILELANG_CACHE_DIR", "tilelang"),
+    ("TORCHINDUCTOR_CACHE_DIR", "torchinductor-cache"),
+    ("TRITON_CACHE_DIR", "triton-cache"),
+    ("TORCH_EXTENSIONS_DIR", "torch_extensions"),
+)
+_JIT_REASON = (
+    "node-local JIT cache: ranks compiling into one shared tree corrupt each other "
+    "(FileExistsError, DeepGEMM runtime != nullptr, ABI-mismatched sampling.so; seed 001)"
+)
+
+
+def jit_cache_env(root: str) -> list[EnvVar]:
+    root = root.rstrip("/")
+    return [
+        EnvVar(name=name, value=f"{root}/{sub}" if sub else root, reason=_JIT_REASON)
+        for name, sub in JIT_CACHES
+    ]
+
+
+def profile_args(profile: ServingProfile) -> list[str]:
+    """The serving flags every `vllm serve` of the cluster shares."""
+    args: list[str] = []
+    scalar_flags = (
+        ("--max-model-len", profile.max_model_len),
+        ("--max-num-seqs", profile.max_num_seqs),
+        ("--max-num-batched-tokens", profile.max_num_batched_tokens),
+        ("--kv-cache-dtype", profile.kv_cache_dtype),
+        ("--block-size", profile.block_size),
+        ("--gpu-memory-utilization", profile.gpu_memory_utilization),
+        # derived: max_num_seqs × (k+1), so a full batch of k+1-token verify steps hits a
+        # captured graph (seed 001, "1M Keys-concurrency profile")
+        ("--max-cudagraph-capture-size", profile.derived_capture_size),
+    )
+    for flag, value in scalar_flags:
+        if value is not None:
+            args += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+    if profile.speculative is not None:
+        args += ["--speculative-config", profile.speculative.as_json()]
+    if profile.generation_overrides:
+        args += ["--override-generation-config", _json(profile.generation_overrides)]
+    if profile.default_chat_template_kwargs:
+        args += ["--default-chat-template-kwargs", _json(profile.default_chat_template_kwargs)]
+    return args + list(profile.extra_args)
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+def _serve_head_args(context: LaunchContext) -> list[str]:
+    return [
+        context.engine_binary, "serve", context.model_path,
+        "--served-model-name", context.model.api_name,
+        "--host", context.engine.api_host,
+        "--port", str(context.engine.port),
+        "--tensor-parallel-size", str(_tp(context)),
+    ]  # fmt: skip
+
+
+def _tp(context: LaunchContext) -> int:
+    return context.profile.tensor_parallel_size or len(context.nodes)
+
+
+def render_vllm(context: LaunchContext) -> list[ProcessSpec]:
+    """Processes in start order (workers first unless engine.start_order says otherwise)."""
+    if context.engine.backend == "ray":
+        return _render_ray(context)
+    engine_env = jit_cache_env(context.engine.jit_cache_dir)
+    head = context.head
+    processes = []
+    for node in context.nodes:
+        distributed = [
+            "--distributed-executor-backend", "mp",
+            "--nnodes", str(len(context.nodes)),
+            "--node-rank", str(node.rank),
+            "--master-addr", head.control_address,
+            "--master-port", str(context.engine.master_port),
+        ]  # fmt: skip
+        if node.rank == 0:
+            argv = [*_serve_head_args(context), *distributed, *profile_args(context.profile)]
+            processes.append(_head(node, argv, engine_env, context))
+        else:
+            argv = [
+                context.engine_binary, "serve", context.model_path,
+                "--tensor-parallel-size", str(_tp(context)),
+                *distributed, "--headless", *profile_args(context.profile),
+            ]  # fmt: skip
+            processes.append(
+                ProcessSpec(
+                    node=node.name,
+                    role="worker",
+                    name="vllm",
+                    argv=argv,
+                    env=node.env_with(engine_env),
+                    ready_when="alive",
+                )
+            )
+    return order_processes(processes, context)
+
+
+def _head(
+    node: LaunchNode, argv: list[str], engine_env: list[EnvVar], context: LaunchContext
+) -> ProcessSpec:
+    return ProcessSpec(
+        node=node.name, role="head", name="vllm", argv=argv, env=node.env_with(engine_env),
+        port=context.engine.port, ready_when="health",
+    )  # fmt: skip
+
+
+def _render_ray(context: LaunchContext) -> list[ProcessSpec]:
+    engine_env = jit_cache_env(context.engine.jit_cache_dir)
+    head = context.head
+    ray_port = str(context.engine.ray_port)
+    ray_head = ProcessSpec(
+        node=head.name, role="head", name="ray",
+        argv=["ray", "start", "--head", "--block", "--port", ray_port,
+              "--node-ip-address", head.control_address],
+        env=head.env_with(engine_env), port=context.engine.ray_port, ready_when="port",
+    )  # fmt: skip
+    ray_workers = [
+        ProcessSpec(
+            node=node.name,
+            role="worker",
+            name="ray",
+            argv=[
+                "ray",
+                "start",
+                "--block",
+                "--address",
+                f"{head.control_address}:{ray_port}",
+                "--node-ip-address",
+                node.control_address,
+            ],
+            env=node.env_with(engine_env),
+            ready_when="alive",
+        )
+        for node in context.workers
+    ]
+    serve = [
+        *_serve_head_args(context),
+        "--distributed-executor-backend", "ray",
+        *profile_args(context.profile),
+    ]  # fmt: skip
+    # Ray needs its head before workers can join; the serving process still starts last.
+    return [ray_head, *ray_workers, _head(head, serve, engine_env, context)]
+
+
+def order_processes(processes: list[ProcessSpec], context: LaunchContext) -> list[ProcessSpec]:
+    heads = [p for p in processes if p.role == "head"]
+    workers = [p for p in processes if p.role == "worker"]
+    if context.engine.start_order == "head-first":
+        return heads + workers
+    return workers + heads

@@ -1,0 +1,209 @@
+"""The launch plan of a cluster: which process starts on which node, in which order, with what
+environment, reached by which executor. Pure: nothing here touches a host.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sparkrig.config.cluster import Cluster, Node
+from sparkrig.config.serving import ExecutorSettings, ServingProfile
+from sparkrig.engines.launch_spec import LaunchContext, LaunchNode, ProcessSpec
+from sparkrig.engines.llamacpp.rpc import render_llamacpp
+from sparkrig.engines.vllm_launch import render_vllm
+from sparkrig.errors import ConfigError
+from sparkrig.fabric.plan import plan_fabric
+from sparkrig.fabric.plan_model import EnvVar, FabricPlan
+from sparkrig.fabric.runner import ExecutorSpec
+
+BUNDLED_MODEL = "bundled"
+
+
+class NodeAccess(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    node: str
+    executor: ExecutorSpec
+    log_dir: str
+
+
+class LaunchPlan(BaseModel):
+    """What `sparkrig up` prints, and with `--apply` does, in order."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    version: int = 1
+    cluster: str
+    engine: str
+    backend: str
+    head: str
+    api_url: str = Field(description="where sparkrig (and clients) reach the head's API")
+    model_name: str = Field(description="model id the API answers with")
+    processes: list[ProcessSpec] = Field(description="in start order")
+    access: list[NodeAccess]
+    stall_window_s: float
+    ready_timeout_s: float
+    warnings: list[str] = Field(default_factory=list)
+
+    def access_of(self, node: str) -> NodeAccess:
+        return next(a for a in self.access if a.node == node)
+
+    def log_path(self, process: ProcessSpec) -> str:
+        return f"{self.access_of(process.node).log_dir}/{process.node}-{process.name}.log"
+
+
+def executor_spec(cluster: Cluster, node: Node) -> ExecutorSpec:
+    settings = cluster.executor_of(node)
+    if settings is None:
+        raise ConfigError(
+            f'node {node.name} has no executor — add `executor = {{ kind = "ssh" }}` (or '
+            "local / netns) to it, or an [executor] table for every node"
+        )
+    return ExecutorSpec(
+        kind=settings.kind,
+        target=_target(node, settings),
+        connect_timeout_s=settings.connect_timeout_s if settings.kind == "ssh" else None,
+    )
+
+
+def _target(node: Node, settings: ExecutorSettings) -> str | None:
+    if settings.kind == "local":
+        return None
+    if settings.kind == "netns":
+        if settings.target is None:
+            raise ConfigError(
+                f"node {node.name}: the netns executor needs a namespace — add "
+                f'`executor = {{ kind = "netns", target = "NAME" }}`'
+            )
+        return settings.target
+    target = settings.target or node.ssh or (str(node.management.ip) if node.management else None)
+    if target is None:
+        raise ConfigError(
+            f"node {node.name}: the ssh executor has no destination — set executor.target, the "
+            "node's `ssh` field, or its management address"
+        )
+    return target
+
+
+def plan_launch(
+    cluster: Cluster,
+    *,
+    profile_name: str | None = None,
+    local_state_dir: Path,
+    default_binaries: tuple[str, str] | None = None,
+    bundled_model: Path | None = None,
+    require_executors: bool = True,
+) -> LaunchPlan:
+    """`default_binaries`: the embedded llama-server and ggml-rpc-server, for llamacpp nodes
+    that name none. `bundled_model`: what `model.path = "bundled"` means."""
+    if cluster.engine is None or cluster.model is None:
+        raise ConfigError(
+            f"cluster {cluster.name} has no [engine] and [model] tables — add them to launch "
+            "(see examples/pair-vllm.toml)"
+        )
+    try:
+        profile = cluster.chosen_profile(profile_name)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
+    fabric = plan_fabric(cluster, profile.tensor_parallel_size)
+    engine = cluster.engine
+    nodes = [_launch_node(cluster, fabric, name, rank) for rank, name in _group(fabric)]
+    binary, rpc_binary = _binaries(cluster, default_binaries)
+    model_path = cluster.model.path
+    if model_path == BUNDLED_MODEL:
+        if bundled_model is None:
+            raise ConfigError("model.path = 'bundled' needs the bundled model — install it")
+        model_path = str(bundled_model)
+    context = LaunchContext(
+        cluster=cluster.name or "cluster", engine=engine, model=cluster.model, profile=profile,
+        nodes=nodes, engine_binary=binary, rpc_binary=rpc_binary, model_path=model_path,
+    )  # fmt: skip
+    processes = render_vllm(context) if engine.kind == "vllm" else render_llamacpp(context)
+    access = [
+        NodeAccess(
+            node=node.name,
+            executor=executor_spec(cluster, node),
+            log_dir=_log_dir(cluster, node, local_state_dir),
+        )
+        for node in cluster.nodes
+        if node.name in {n.name for n in nodes}
+        and (require_executors or cluster.executor_of(node) is not None)
+    ]
+    head_node = cluster.node(nodes[0].name)
+    api_address = engine.api_address or (
+        str(head_node.management.ip)
+        if head_node is not None and head_node.management is not None
+        else nodes[0].control_address
+    )
+    return LaunchPlan(
+        cluster=context.cluster,
+        engine=engine.kind,
+        backend=engine.backend if engine.kind == "vllm" else "rpc",
+        head=nodes[0].name,
+        api_url=f"http://{api_address}:{engine.port}",
+        model_name=cluster.model.api_name,
+        processes=processes,
+        access=access,
+        stall_window_s=engine.stall_window_s,
+        ready_timeout_s=engine.ready_timeout_s,
+        warnings=[*fabric.warnings, *_ignored_settings(cluster.engine.kind, profile)],
+    )
+
+
+_LLAMACPP_ONLY = {"context_tokens", "parallel_slots"}
+_VLLM_ONLY = {
+    "max_model_len", "max_num_seqs", "max_num_batched_tokens", "kv_cache_dtype", "block_size",
+    "gpu_memory_utilization", "max_cudagraph_capture_size", "generation_overrides",
+    "default_chat_template_kwargs",
+}  # fmt: skip
+
+
+def _ignored_settings(kind: str, profile: ServingProfile) -> list[str]:
+    """Profile keys the chosen engine has no flag for: said, not silently dropped."""
+    other = _VLLM_ONLY if kind == "llamacpp" else _LLAMACPP_ONLY
+    return [
+        f"profile.{key} does not apply to {kind} and is ignored — remove it"
+        for key in sorted(other & profile.model_fields_set)
+    ]
+
+
+def _group(fabric: FabricPlan) -> list[tuple[int, str]]:
+    return list(enumerate(fabric.tensor_parallel))
+
+
+def _launch_node(cluster: Cluster, fabric: FabricPlan, name: str, rank: int) -> LaunchNode:
+    node_plan = fabric.node(name)
+    node = cluster.node(name)
+    own = node.env if node is not None else {}
+    user = [
+        EnvVar(name=k, value=v, reason="[env] of the cluster file") for k, v in cluster.env.items()
+    ]
+    user += [EnvVar(name=k, value=v, reason=f"env of node {name}") for k, v in own.items()]
+    return LaunchNode(
+        name=name,
+        rank=rank,
+        control_address=str(node_plan.control_address),
+        fabric_env=list(node_plan.env),
+        user_env=user,
+    )
+
+
+def _binaries(cluster: Cluster, defaults_: tuple[str, str] | None) -> tuple[str, str | None]:
+    assert cluster.engine is not None
+    engine = cluster.engine
+    if engine.kind == "vllm":
+        return engine.binary or "vllm", None
+    server, rpc = defaults_ if defaults_ is not None else ("llama-server", "ggml-rpc-server")
+    return engine.binary or server, engine.rpc_binary or rpc
+
+
+def _log_dir(cluster: Cluster, node: Node, local_state_dir: Path) -> str:
+    assert cluster.engine is not None
+    if cluster.engine.log_dir is not None:
+        return cluster.engine.log_dir
+    settings = cluster.executor_of(node)
+    if settings is not None and settings.kind == "ssh":
+        return f".sparkrig/{cluster.name}"  # relative: the remote user's home
+    return str(local_state_dir / "clusters" / (cluster.name or "cluster") / "logs")

@@ -1,0 +1,305 @@
+"""Bring a cluster up, look at it, bring it down: the I/O shell around the launch plan.
+
+Commands reach nodes through their executors (run in threads, all nodes at once); the head's
+API is probed over HTTP from here. Decisions (phases, stalls, ready) are the pure functions of
+`sparkrig.launch.readiness`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+
+import aiohttp
+from pydantic import BaseModel
+
+from sparkrig import defaults
+from sparkrig.errors import (
+    EndpointError,
+    EngineNotFoundError,
+    ExecutorError,
+    LaunchError,
+    PortInUseError,
+)
+from sparkrig.fabric.runner import CommandResult, CommandRunner
+from sparkrig.launch.cluster_plan import LaunchPlan
+from sparkrig.launch.cluster_state import ClusterState, StartedRecord, remove_state, save_state
+from sparkrig.launch.executors import executor_for
+from sparkrig.launch.node_commands import (
+    observe_script,
+    parse_observation,
+    parse_started,
+    port_in_use_script,
+    start_script,
+    stop_script,
+    which_script,
+)
+from sparkrig.launch.readiness import (
+    Phase,
+    Progress,
+    Sighting,
+    advance,
+    cluster_verdict,
+    judge,
+    phase_of,
+)
+
+Say = Callable[[str], None]
+CompletionProbe = Callable[[str, str], Awaitable[None]]
+"""Given the API URL and model id, raise unless the engine answers one real completion."""
+
+
+async def _run(
+    runner: CommandRunner, argv: list[str], limit_s: float | None = None
+) -> CommandResult:
+    return await asyncio.to_thread(runner.run, argv, timeout=limit_s)
+
+
+def runners_for(plan: LaunchPlan) -> dict[str, CommandRunner]:
+    return {access.node: executor_for(access.executor) for access in plan.access}
+
+
+async def preflight(plan: LaunchPlan, runners: dict[str, CommandRunner]) -> None:
+    """Before anything starts: every node answers, has its engine binary, and its ports free."""
+
+    async def check(node: str) -> None:
+        runner = runners[node]
+        processes = [p for p in plan.processes if p.node == node]
+        for binary in dict.fromkeys(p.argv[0] for p in processes):
+            found = await _run(runner, which_script(binary))
+            if not found.ok or found.stdout.strip() in {"", "missing"}:
+                raise EngineNotFoundError(
+                    f"{binary} is not installed on node {node} ({runner.description}) — install "
+                    "it there, or point engine.binary / engine.rpc_binary at it"
+                )
+        for port in dict.fromkeys(p.port for p in processes if p.port is not None):
+            used = await _run(runner, port_in_use_script(port))
+            if used.stdout.strip() not in {"", "0"}:
+                raise PortInUseError(
+                    f"port {port} on node {node} ({runner.description}) is already in use — "
+                    "stop what listens there, or change engine.port / engine.rpc_port"
+                )
+
+    await asyncio.gather(*(check(node) for node in runners))
+
+
+async def _health(session: aiohttp.ClientSession, api_url: str) -> bool:
+    try:
+        async with session.get(f"{api_url}/health") as response:
+            return response.status == 200
+    except (aiohttp.ClientError, TimeoutError):
+        return False
+
+
+async def look(
+    record: StartedRecord, runner: CommandRunner, session: aiohttp.ClientSession, api_url: str
+) -> Sighting:
+    process = record.process
+    result = await _run(
+        runner,
+        observe_script(record.pid, record.pid_start_ticks, record.log_path, process.port,
+                       defaults.LAUNCH_LOG_TAIL_LINES),
+    )  # fmt: skip
+    seen = parse_observation(result.stdout, record.pid_start_ticks, process.port)
+    healthy = process.ready_when == "health" and seen.alive and await _health(session, api_url)
+    return Sighting(observation=seen, healthy=healthy)
+
+
+def _session() -> aiohttp.ClientSession:
+    return aiohttp.ClientSession(
+        timeout=aiohttp.ClientTimeout(total=defaults.LAUNCH_HTTP_PROBE_TIMEOUT_S)
+    )
+
+
+async def bring_up(
+    plan: LaunchPlan, runners: dict[str, CommandRunner], probe: CompletionProbe, say: Say
+) -> ClusterState:
+    """Start every process in plan order, each after the ones before it are ready (an API
+    process only has to stay alive until the end); then the head's health, one completion, and
+    every process still alive. On any failure, stop what was started and forget it."""
+    await preflight(plan, runners)
+    state = ClusterState(
+        cluster=plan.cluster, api_url=plan.api_url, model_name=plan.model_name,
+        stall_window_s=plan.stall_window_s, planned=[p.key for p in plan.processes],
+    )  # fmt: skip
+    save_state(state)
+    deadline = time.monotonic() + plan.ready_timeout_s
+    try:
+        async with _session() as session:
+            for process in plan.processes:
+                await _wait(plan, state, runners, session, deadline, api_later=True)
+                access = plan.access_of(process.node)
+                log_path = plan.log_path(process)
+                env = {var.name: var.value for var in process.env}
+                result = await _run(
+                    runners[process.node], start_script(process.argv, env, log_path)
+                )
+                if not result.ok:
+                    raise LaunchError(
+                        f"cannot start {process.name} on node {process.node}: "
+                        f"{result.error_line} — check that {access.log_dir} is writable there"
+                    )
+                started = parse_started(result.stdout)
+                state.started.append(
+                    StartedRecord(
+                        process=process,
+                        executor=access.executor,
+                        pid=started.pid,
+                        pid_start_ticks=started.start_ticks,
+                        log_path=log_path,
+                        started_at=datetime.now(UTC),
+                    )
+                )
+                save_state(state)
+                say(f"started {process.name} on {process.node} (pid {started.pid})")
+            await _wait(plan, state, runners, session, deadline, api_later=False)
+            say(f"{plan.head}: /health OK; asking for one completion")
+            await probe(plan.api_url, plan.model_name)
+            await _wait(plan, state, runners, session, deadline, api_later=False)
+    except BaseException:
+        say("stopping what was started")
+        await bring_down(state, runners)
+        raise
+    return state
+
+
+async def _wait(
+    plan: LaunchPlan,
+    state: ClusterState,
+    runners: dict[str, CommandRunner],
+    session: aiohttp.ClientSession,
+    deadline: float,
+    *,
+    api_later: bool,
+) -> None:
+    progress: dict[str, Progress] = {}
+    while True:
+        sightings = await asyncio.gather(
+            *(look(r, runners[r.process.node], session, plan.api_url) for r in state.started)
+        )
+        now = time.monotonic()
+        watched = []
+        for record, sighting in zip(state.started, sightings, strict=True):
+            phase = phase_of(record.process, sighting)
+            key = record.process.key
+            progress[key] = advance(progress.get(key), sighting, phase, now)
+            watched.append((record.process, phase, progress[key]))
+        verdict = judge(watched, now, plan.stall_window_s, api_later=api_later)
+        if verdict.state == "ready":
+            return
+        if verdict.state == "failed" and verdict.process is not None:
+            index = [r.process.key for r in state.started].index(verdict.process.key)
+            tail = " | ".join(sightings[index].observation.tail) or "(empty log)"
+            raise LaunchError(
+                f"node {verdict.process.node}: {verdict.process.name} {verdict.reason} before "
+                f"the cluster was ready; last log lines: {tail} — fix the cause, then "
+                f"`sparkrig up` again (full log: {state.started[index].log_path} on that node)"
+            )
+        if now > deadline:
+            raise LaunchError(
+                f"not ready after {plan.ready_timeout_s:g} s although every node advanced; "
+                f"waiting on {', '.join(verdict.waiting_on)} — raise engine.ready_timeout_s"
+            )
+        await asyncio.sleep(defaults.LAUNCH_POLL_INTERVAL_S)
+
+
+class ProcessRow(BaseModel):
+    node: str
+    role: str
+    name: str
+    phase: Phase
+    pid: int | None
+    uptime_s: float | None
+    last_line: str
+
+
+class ClusterStatus(BaseModel):
+    cluster: str
+    api_url: str
+    ready: bool
+    summary: str
+    rows: list[ProcessRow]
+
+
+async def cluster_status(state: ClusterState, probe: CompletionProbe) -> ClusterStatus:
+    async with _session() as session:
+        sightings = await asyncio.gather(
+            *(_look_or_none(r, session, state.api_url) for r in state.started)
+        )
+    rows = []
+    phases: dict[str, Phase] = {}
+    for record, sighting in zip(state.started, sightings, strict=True):
+        phase = Phase.UNREACHABLE if sighting is None else phase_of(record.process, sighting)
+        last = "(node unreachable)" if sighting is None else sighting.observation.last_line
+        phases[record.process.key] = phase
+        rows.append(
+            ProcessRow(
+                node=record.process.node,
+                role=record.process.role,
+                name=record.process.name,
+                phase=phase,
+                pid=record.pid,
+                uptime_s=record.uptime_s(),
+                last_line=last,
+            )
+        )
+    started = {r.process.key for r in state.started}
+    for key in state.planned:
+        if key not in started:
+            node, _, name = key.partition("/")
+            phases[key] = Phase.NOT_STARTED
+            rows.append(
+                ProcessRow(node=node, role="?", name=name, phase=Phase.NOT_STARTED, pid=None,
+                           uptime_s=None, last_line="")
+            )  # fmt: skip
+    completion_ok = None
+    if cluster_verdict(phases, True)[0]:
+        try:
+            await probe(state.api_url, state.model_name)
+            completion_ok = True
+        except (LaunchError, EndpointError):
+            completion_ok = False
+    ready, summary = cluster_verdict(phases, completion_ok)
+    return ClusterStatus(
+        cluster=state.cluster, api_url=state.api_url, ready=ready, summary=summary, rows=rows
+    )
+
+
+async def _look_or_none(
+    record: StartedRecord, session: aiohttp.ClientSession, api_url: str
+) -> Sighting | None:
+    try:
+        return await look(record, executor_for(record.executor), session, api_url)
+    except ExecutorError:
+        return None
+
+
+async def bring_down(
+    state: ClusterState, runners: dict[str, CommandRunner] | None = None
+) -> list[tuple[StartedRecord, str]]:
+    """Stop every recorded process, the head first (it holds the workers' connections), and
+    forget the cluster once all are stopped. A node that cannot be reached keeps its record."""
+
+    async def stop(record: StartedRecord) -> tuple[StartedRecord, str]:
+        runner = (runners or {}).get(record.process.node) or executor_for(record.executor)
+        grace = defaults.STOP_GRACE_S
+        try:
+            result = await _run(
+                runner, stop_script(record.pid, record.pid_start_ticks, grace), grace + 15
+            )
+        except ExecutorError as exc:
+            return record, f"not reached: {exc}"
+        return record, (result.stdout.strip().splitlines() or ["stopped"])[-1]
+
+    outcomes = []
+    for record in reversed(state.started):  # one at a time: the head goes before its workers
+        outcomes.append(await stop(record))
+    left = [record for record, outcome in outcomes if outcome.startswith("not reached")]
+    if left:
+        state.started = [r for r in state.started if r in left]
+        save_state(state)
+    else:
+        remove_state(state.cluster)
+    return outcomes

@@ -1,0 +1,142 @@
+"""The few shell commands the launcher runs on a node, and pure parsers of their output.
+
+Every node is reached through a `CommandRunner` (local, netns, ssh), so each action is one
+POSIX `sh -c` script: start detached and print the pid and its /proc start time; observe a
+process (alive, log size, port open, log tail) in one round trip; stop a pid only while its start
+time still matches the record, so a reused pid is never signalled.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict
+
+from sparkrig.errors import LaunchError
+
+# /proc/PID/stat after the command name: field 3 (state) is first, field 22 (starttime) is 20th.
+_STAT_AFTER_NAME = (
+    'stat_of() { s=$(cat /proc/"$1"/stat 2>/dev/null) || return 0; echo "${s##*) }"; }'
+)
+
+
+class StartedProcess(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    pid: int
+    start_ticks: int
+
+
+class ProcessObservation(BaseModel):
+    """One look at a started process from its node."""
+
+    model_config = ConfigDict(frozen=True)
+
+    alive: bool
+    log_bytes: int
+    port_open: bool | None
+    tail: list[str]
+
+    @property
+    def last_line(self) -> str:
+        return self.tail[-1] if self.tail else ""
+
+
+def start_script(argv: Sequence[str], env: dict[str, str], log_path: str) -> list[str]:
+    """`sh -c` that starts argv detached (own session, stdin closed, output to the log) and
+    prints `pid ticks` of the started process itself (setsid and env exec into it)."""
+    folder = log_path.rsplit("/", 1)[0] if "/" in log_path else "."
+    assignments = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
+    command = (
+        f"setsid env {assignments} {shlex.join(argv)}" if env else f"setsid {shlex.join(argv)}"
+    )
+    log = shlex.quote(log_path)
+    script = (
+        f"{_STAT_AFTER_NAME}\n"
+        f"mkdir -p {shlex.quote(folder)} || exit 3\n"
+        f": > {log} || exit 3\n"
+        f"{command} < /dev/null >> {log} 2>&1 &\n"
+        'pid=$!\necho "pid $pid"\necho "stat $(stat_of "$pid")"\n'
+    )
+    return ["sh", "-c", script]
+
+
+def parse_started(stdout: str) -> StartedProcess:
+    pid = ticks = None
+    for line in stdout.splitlines():
+        key, _, value = line.partition(" ")
+        if key == "pid" and value.strip().isdigit():
+            pid = int(value)
+        elif key == "stat":
+            ticks = _ticks(value)
+    if pid is None:
+        raise LaunchError(f"the start command printed no pid ({stdout.strip()!r}) — see the node")
+    # a process that died before /proc was read keeps ticks -1: the first observation says dead
+    return StartedProcess(pid=pid, start_ticks=ticks if ticks is not None else -1)
+
+
+def _ticks(stat_rest: str) -> int | None:
+    fields = stat_rest.split()
+    if len(fields) < 20 or fields[0] in {"Z", "X"}:
+        return None
+    return int(fields[19])
+
+
+def observe_script(
+    pid: int, start_ticks: int, log_path: str, port: int | None, tail_lines: int
+) -> list[str]:
+    log = shlex.quote(log_path)
+    port_check = (
+        f"echo \"listen $(ss -Hltn 'sport = :{port}' 2>/dev/null | wc -l)\"\n" if port else ""
+    )
+    script = (
+        f"{_STAT_AFTER_NAME}\n"
+        f'echo "stat $(stat_of {pid})"\n'
+        f'echo "size $(wc -c < {log} 2>/dev/null || echo -1)"\n'
+        f"{port_check}"
+        "echo tail\n"
+        f"tail -n {tail_lines} {log} 2>/dev/null\n"
+    )
+    return ["sh", "-c", script]
+
+
+def parse_observation(stdout: str, start_ticks: int, port: int | None) -> ProcessObservation:
+    head, _, tail = stdout.partition("tail\n")
+    values = dict(line.partition(" ")[::2] for line in head.splitlines() if line)
+    ticks = _ticks(values.get("stat", ""))
+    size = values.get("size", "-1").strip()
+    listen = values.get("listen")
+    return ProcessObservation(
+        alive=ticks is not None and ticks == start_ticks,
+        log_bytes=int(size) if size.lstrip("-").isdigit() else -1,
+        port_open=None
+        if port is None
+        else (listen is not None and listen.strip() not in {"", "0"}),
+        tail=[line.rstrip() for line in tail.splitlines() if line.strip()],
+    )
+
+
+def stop_script(pid: int, start_ticks: int, grace_s: float) -> list[str]:
+    """SIGTERM the recorded process, SIGKILL it after the grace; prints what happened."""
+    checks = max(1, int(grace_s * 10))
+    same = f'[ "$(ticks)" = "{start_ticks}" ]'
+    script = (
+        f"{_STAT_AFTER_NAME}\n"
+        f"ticks() {{ set -- $(stat_of {pid}); case \"$1\" in Z|X|'') echo gone;; "
+        f'*) shift 19; echo "$1";; esac; }}\n'
+        f'{same} || {{ echo "already stopped"; exit 0; }}\n'
+        f"kill -TERM {pid} 2>/dev/null\n"
+        f"i=0; while [ $i -lt {checks} ]; do {same} || {{ echo stopped; exit 0; }}; "
+        "sleep 0.1; i=$((i+1)); done\n"
+        f'kill -KILL {pid} 2>/dev/null; echo "killed after the grace period"\n'
+    )
+    return ["sh", "-c", script]
+
+
+def which_script(binary: str) -> list[str]:
+    return ["sh", "-c", f"command -v {shlex.quote(binary)} || echo missing"]
+
+
+def port_in_use_script(port: int) -> list[str]:
+    return ["sh", "-c", f"ss -Hltn 'sport = :{port}' 2>/dev/null | wc -l"]

@@ -1,0 +1,8 @@
+"""`sparkrig lint`: a cluster file checked against the pitfalls of the field reports. Each rule
+is a pure function of the cluster and its serving profile; every finding says how to fix it and
+which report it comes from."""
+
+from sparkrig.lint import rules_engine, rules_fabric
+from sparkrig.lint.findings import Finding, Rule, lint_cluster, rules
+
+__all__ = ["Finding", "Rule", "lint_cluster", "rules", "rules_engine", "rules_fabric"]

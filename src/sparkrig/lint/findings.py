@@ -1,0 +1,71 @@
+"""What a lint rule returns, and the registry that runs them all."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from sparkrig.config.cluster import Cluster
+from sparkrig.config.serving import ServingProfile
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    severity: Literal["error", "warning"]
+    key: str  # dotted key the finding is about, e.g. profile.gpu_memory_utilization
+    message: str  # what is wrong, with the numbers
+    fix: str
+    source: str  # the field report (seed file) behind the rule
+
+    def line(self) -> str:
+        return (
+            f"{self.severity} [{self.rule}] {self.key}: {self.message} — {self.fix} ({self.source})"
+        )
+
+
+RuleCheck = Callable[[Cluster, ServingProfile, str], list[Finding]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    summary: str
+    source: str
+    check: RuleCheck
+
+
+_RULES: dict[str, Rule] = {}
+
+
+def rule(name: str, summary: str, source: str) -> Callable[[RuleCheck], RuleCheck]:
+    """Register a rule; `check(cluster, profile, profile_key)` returns its findings."""
+
+    def register(check: RuleCheck) -> RuleCheck:
+        _RULES[name] = Rule(name=name, summary=summary, source=source, check=check)
+        return check
+
+    return register
+
+
+def rules() -> list[Rule]:
+    """Every registered rule (`sparkrig.lint` imports the rule modules, which register)."""
+    return list(_RULES.values())
+
+
+def lint_cluster(cluster: Cluster, profile_name: str | None = None) -> list[Finding]:
+    """Every finding for the chosen profile, or for [profile] and each of [profiles]."""
+    chosen = (
+        [(f"profiles.{profile_name}", cluster.chosen_profile(profile_name))]
+        if profile_name
+        else [("profile", cluster.profile)]
+        + [(f"profiles.{name}", p) for name, p in cluster.profiles.items()]
+    )
+    findings: list[Finding] = []
+    for key, profile in chosen:
+        for entry in rules():
+            for finding in entry.check(cluster, profile, key):
+                if finding not in findings:
+                    findings.append(finding)
+    return findings

@@ -1,0 +1,197 @@
+"""Rules about the engine and its serving profile (speculative decoding, memory, caches)."""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+from sparkrig.config.cluster import Cluster
+from sparkrig.config.serving import ServingProfile
+from sparkrig.engines.vllm_launch import JIT_CACHES
+from sparkrig.lint.findings import Finding, rule
+
+UNIFIED_MEMORY_MAX_UTILIZATION = 0.80  # seed 002: 0.85 killed a worker with NV_ERR_NO_MEMORY
+DSPARK_BLOCK_WIDTH = 5  # seed 001: dspark_block_size = 5 hardcodes the draft width
+DSV4_COMPRESS_RATIO = 128  # seed 000 #2: compressed-MLA layers carry compress_ratio 128
+
+
+def _is_vllm(cluster: Cluster) -> bool:
+    return cluster.engine is not None and cluster.engine.kind == "vllm"
+
+
+@rule("capture-size-multiple", "cudagraph capture size is a multiple of k+1", "seed 001")
+def capture_size_multiple(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
+    spec, size = profile.speculative, profile.max_cudagraph_capture_size
+    if not _is_vllm(cluster) or spec is None or size is None:
+        return []
+    step = spec.num_speculative_tokens + 1
+    if size % step == 0:
+        return []
+    seqs = profile.max_num_seqs or 1
+    return [Finding(
+        "capture-size-multiple", "error", f"{key}.max_cudagraph_capture_size",
+        f"{size} is not a multiple of k+1 = {step}: no captured graph fits a verify step, "
+        "engine init fails with 'No valid cudagraph sizes'",
+        f"set it to max_num_seqs × (k+1) = {seqs * step}, or leave it out to have it derived",
+        "seed 001, 1M Keys-concurrency profile",
+    )]  # fmt: skip
+
+
+@rule("capture-size-covers-batch", "a full batch hits a captured graph", "seed 001")
+def capture_size_covers_batch(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
+    size, seqs = profile.max_cudagraph_capture_size, profile.max_num_seqs
+    if not _is_vllm(cluster) or size is None or seqs is None:
+        return []
+    step = profile.speculative.num_speculative_tokens + 1 if profile.speculative else 1
+    if size >= seqs * step:
+        return []
+    return [Finding(
+        "capture-size-covers-batch", "warning", f"{key}.max_cudagraph_capture_size",
+        f"{size} < max_num_seqs × (k+1) = {seqs * step}: a full concurrent first batch runs an "
+        "uncaptured graph (the cold-start garble of the report)",
+        f"raise it to {seqs * step}", "seed 001, garble fix 2026-07-03",
+    )]  # fmt: skip
+
+
+@rule("dspark-k", "k ≤ 5 or a multiple of 5 on the DSpark runtime", "seed 001")
+def dspark_k(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
+    spec = profile.speculative
+    if spec is None or spec.method != "dspark" or spec.runtime == "anemll":
+        return []
+    k = spec.num_speculative_tokens
+    if k <= DSPARK_BLOCK_WIDTH or k % DSPARK_BLOCK_WIDTH == 0:
+        return []
+    return [Finding(
+        "dspark-k", "error", f"{key}.speculative.num_speculative_tokens",
+        f"k = {k} on the DSpark runtime: the draft hardcodes a block width of 5, so the boot "
+        "guard rejects it or the first generation crashes (tensor a (7) vs b (5))",
+        "use k ≤ 5 or a multiple of 5, or set speculative.runtime = 'anemll' on that image",
+        "seed 001, k=7 does not work on this image",
+    )]  # fmt: skip
+
+
+@rule("spec-repetition-penalty", "no repetition_penalty on the speculative path", "seed 001")
+def spec_repetition_penalty(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
+    if profile.speculative is None or "repetition_penalty" not in profile.generation_overrides:
+        return []
+    return [Finding(
+        "spec-repetition-penalty", "error", f"{key}.generation_overrides",
+        "a server-side repetition_penalty on the speculative-decoding path is a documented "
+        "crash risk (illegal memory access), and it does not fix garble",
+        "remove repetition_penalty from generation_overrides", "seed 001, decode safety",
+    )]  # fmt: skip
+
+
+@rule("reasoning-none-with-thinking", "reasoning_effort none never meets thinking on", "seed 001")
+def reasoning_none_with_thinking(
+    cluster: Cluster, profile: ServingProfile, key: str
+) -> list[Finding]:
+    thinking = profile.default_chat_template_kwargs.get("thinking") is True
+    if not (thinking and profile.default_reasoning_effort == "none"):
+        return []
+    return [Finding(
+        "reasoning-none-with-thinking", "error", f"{key}.default_reasoning_effort",
+        "reasoning_effort 'none' with thinking on: chat-mode prompt, thinking-armed parser; the "
+        "whole reply lands in reasoning and content is null (4/4 measured)",
+        "drop reasoning_effort 'none', or turn thinking off", "seed 001, reasoning / thinking mode",
+    )]  # fmt: skip
+
+
+@rule("unified-memory-utilization", "GPU memory utilisation ≤ 0.80 on unified memory", "seed 002")
+def unified_memory_utilization(
+    cluster: Cluster, profile: ServingProfile, key: str
+) -> list[Finding]:
+    value = profile.gpu_memory_utilization
+    unified = cluster.engine is not None and cluster.engine.unified_memory
+    if not unified or value is None or value <= UNIFIED_MEMORY_MAX_UTILIZATION:
+        return []
+    return [Finding(
+        "unified-memory-utilization", "error", f"{key}.gpu_memory_utilization",
+        f"{value:g} on unified memory (page cache and GPU share 128 GB): at 0.85 a worker died "
+        "with NV_ERR_NO_MEMORY, 0.90 wedged a box",
+        f"use {UNIFIED_MEMORY_MAX_UTILIZATION:.2f} or less, and drop caches before launching",
+        "seed 002; research §3 item 7",
+    )]  # fmt: skip
+
+
+@rule("jit-cache-local", "JIT caches on node-local disk, not a shared filesystem", "seed 001")
+def jit_cache_local(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
+    if not _is_vllm(cluster) or cluster.engine is None:
+        return []
+    shared = [PurePosixPath(p) for p in cluster.engine.shared_filesystems]
+    candidates = {"engine.jit_cache_dir": cluster.engine.jit_cache_dir}
+    cache_names = {name for name, _ in JIT_CACHES}
+    candidates |= {f"env.{k}": v for k, v in cluster.env.items() if k in cache_names}
+    for node in cluster.nodes:
+        candidates |= {
+            f"nodes.{node.name}.env.{k}": v for k, v in node.env.items() if k in cache_names
+        }
+    findings = []
+    for where, path in candidates.items():
+        under = next((m for m in shared if PurePosixPath(path).is_relative_to(m)), None)
+        if under is not None:
+            findings.append(Finding(
+                "jit-cache-local", "error", where,
+                f"{path} is on the shared filesystem {under}: ranks JIT into one tree and corrupt "
+                "each other (FileExistsError, DeepGEMM runtime != nullptr, a foreign sampling.so)",
+                "point it at node-local disk, e.g. /var/cache/sparkrig/jit; weights may stay on "
+                "NFS", "seed 001, seven JIT caches, three failures",
+            ))  # fmt: skip
+    return findings
+
+
+@rule("dsv4-block-size", "DeepSeek-V4 main KV store keeps block 256", "seed 000")
+def dsv4_block_size(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
+    block = profile.block_size
+    is_dsv4 = cluster.model is not None and "deepseek-v4" in cluster.model.path.lower()
+    if not is_dsv4 or block is None or block % DSV4_COMPRESS_RATIO == 0:
+        return []
+    return [Finding(
+        "dsv4-block-size", "error", f"{key}.block_size",
+        f"block_size {block} on DeepSeek-V4: compressed-MLA storage is block // 128 = "
+        f"{block // DSV4_COMPRESS_RATIO} (ZeroDivisionError at 64); the SM120 decode gate wants "
+        "64 only for the sliding-window cache, which keeps its own 64",
+        "keep the main store at 256 and let SWA keep its own 64",
+        "seed 000, bugs #1 and #2 (block-size dispatch gate)",
+    )]  # fmt: skip
+
+
+@rule("max-model-len-calibrated", "max_model_len within the calibrated context", "seed 001")
+def max_model_len_calibrated(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
+    ceiling = cluster.model.calibrated_context if cluster.model else None
+    length = profile.max_model_len
+    if ceiling is None or length is None or length <= ceiling:
+        return []
+    return [Finding(
+        "max-model-len-calibrated", "error", f"{key}.max_model_len",
+        f"{length} is past the model's calibrated {ceiling} tokens (YaRN ceiling): it boots "
+        "(VLLM_ALLOW_LONG_MAX_MODEL_LEN), but output past the ceiling is not coherent",
+        f"use max_model_len = {ceiling}", "seed 001, context length: 1M is the ceiling",
+    )]  # fmt: skip
+
+
+@rule("kv-pool-holds-one-request", "the KV pool holds one full-length request", "seed 001")
+def kv_pool_holds_one_request(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
+    pool, length = profile.kv_pool_tokens, profile.max_model_len
+    if pool is None or length is None or pool >= length:
+        return []
+    return [Finding(
+        "kv-pool-holds-one-request", "error", f"{key}.kv_pool_tokens",
+        f"a KV pool of {pool} tokens cannot hold one {length}-token request (sum of live "
+        "tokens ≤ pool); the advertised context is unreachable",
+        f"raise gpu_memory_utilization (within the unified-memory limit), add nodes, or lower "
+        f"max_model_len to ≤ {pool}", "seed 001, how the KV cache works; seed 000 bug #5",
+    )]  # fmt: skip
+
+
+@rule("bench-no-stream-chunks", "benchmarks count tokens, not stream chunks", "seed 001")
+def bench_no_stream_chunks(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
+    if not profile.bench_streaming_chunk_counts:
+        return []
+    under = "by the acceptance length" if profile.speculative else "whenever a chunk holds >1"
+    return [Finding(
+        "bench-no-stream-chunks", "error", f"{key}.bench_streaming_chunk_counts",
+        f"streamed chunks are not tokens: vLLM sends one chunk per decode step, so counting "
+        f"them measures steps/s and under-reports {under}",
+        "benchmark with usage token counts (sparkrig bench does), or stream: false",
+        "seed 001, benchmark with stream: false",
+    )]  # fmt: skip

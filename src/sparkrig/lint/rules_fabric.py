@@ -1,0 +1,36 @@
+"""Rules about the group of nodes: the tensor-parallel collective and the start order."""
+
+from __future__ import annotations
+
+from sparkrig.config.cluster import Cluster
+from sparkrig.config.serving import ServingProfile
+from sparkrig.errors import CablingError
+from sparkrig.fabric.plan import plan_fabric
+from sparkrig.lint.findings import Finding, rule
+
+
+@rule("tp-closed-collective", "the TP group is a closed collective on the cables", "seed 000")
+def tp_closed_collective(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
+    try:
+        plan_fabric(cluster, profile.tensor_parallel_size)
+    except CablingError as exc:
+        return [Finding(
+            "tp-closed-collective", "error", f"{key}.tensor_parallel_size",
+            str(exc).split(" — ")[0],
+            "pick a TP size whose nodes the cables close (2 neighbours, a triangle, the whole "
+            "ring), or recable", "seed 000: TP=3 cannot run unchanged on the ring",
+        )]  # fmt: skip
+    return []
+
+
+@rule("workers-first", "workers start before the head", "research §3; seed 004")
+def workers_first(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
+    if cluster.engine is None or cluster.engine.start_order == "workers-first":
+        return []
+    return [Finding(
+        "workers-first", "error", "engine.start_order",
+        "head-first with a fixed stagger races the TCPStore (workers exit, a half-assembled "
+        "pair is reported up); the reports start workers first and meet on liveness",
+        "remove start_order (workers-first is the default)",
+        "research §3 item 5 (MiaAI#38, luxingcom 20 s stagger); seed 004 rendezvous on liveness",
+    )]  # fmt: skip

@@ -1,0 +1,50 @@
+"""Terminal views of a cluster launch: the plan `up` prints and the `status` table."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from sparkrig.launch.cluster_plan import LaunchPlan
+from sparkrig.launch.cluster_up import ClusterStatus
+
+
+def plan_view(plan: LaunchPlan) -> RenderableType:
+    parts: list[RenderableType] = [
+        Text(
+            f"plan: {plan.cluster} — {plan.engine} ({plan.backend}), head {plan.head}, "
+            f"API {plan.api_url}/v1, model {plan.model_name}"
+        )
+    ]
+    for step, process in enumerate(plan.processes, 1):
+        access = next((a for a in plan.access if a.node == process.node), None)
+        via = "no executor"
+        if access is not None:
+            via = " ".join(filter(None, (access.executor.kind, access.executor.target)))
+        parts.append(
+            Text(
+                f"{step}. {process.node} ({process.role}, via {via}) {process.name}, ready when "
+                f"{process.ready_when}, log {plan.log_path(process) if access else '—'}",
+                style="bold",
+            )
+        )
+        parts.append(Text("   " + process.shell_line()))
+    parts += [Text(f"warning: {w}", style="yellow") for w in plan.warnings]
+    return Group(*parts)
+
+
+def status_table(status: ClusterStatus) -> RenderableType:
+    table = Table(title=f"{status.cluster} — {status.api_url}/v1")
+    for header in ("node", "role", "process", "phase", "pid", "uptime", "last log line"):
+        table.add_column(header, overflow="fold")
+    for row in status.rows:
+        style = "red" if row.phase in {"exited", "stalled", "not started", "unreachable"} else None
+        table.add_row(
+            row.node, row.role, row.name, Text(str(row.phase), style=style or ""),
+            "—" if row.pid is None else str(row.pid),
+            "—" if row.uptime_s is None else f"{row.uptime_s:.0f}s",
+            row.last_line[-100:],
+        )  # fmt: skip
+    verdict = Text(status.summary, style="green" if status.ready else "red")
+    return Group(table, verdict)

@@ -1,0 +1,137 @@
+"""Each lint rule on a bad example (a catalog recipe with one value broken), and the catalog
+itself passing every rule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from sparkrig.cli import app
+from sparkrig.config.cluster import Cluster
+from sparkrig.lint import lint_cluster, rules
+from sparkrig.recipes import load_recipe, recipe_names, recipe_path
+
+PAIR = "dsv4-flash-0731-tp2-pair"
+
+
+def _with(recipe: str, **changes: dict[str, Any]) -> Cluster:
+    """The recipe with fields of its tables replaced: _with(PAIR, profile={"block_size": 64})."""
+    cluster = load_recipe(recipe)
+    data = cluster.model_dump()
+    for table, values in changes.items():
+        if isinstance(data.get(table), dict):
+            data[table] = {**data[table], **values}
+        else:
+            data[table] = values
+    return Cluster.model_validate(data)
+
+
+def _rules_hit(cluster: Cluster) -> set[str]:
+    return {finding.rule for finding in lint_cluster(cluster)}
+
+
+def _spec(**values: Any) -> dict[str, Any]:
+    base = {"method": "dspark", "num_speculative_tokens": 5, "draft_sample_method": "probabilistic",
+            "runtime": "dspark-legacy"}  # fmt: skip
+    return {**base, **values}
+
+
+BAD_EXAMPLES: dict[str, Cluster] = {}
+
+
+def _bad(rule: str, cluster: Cluster) -> None:
+    BAD_EXAMPLES[rule] = cluster
+
+
+_bad("capture-size-multiple", _with(PAIR, profile={"max_cudagraph_capture_size": 32}))
+_bad("capture-size-covers-batch", _with(PAIR, profile={"max_cudagraph_capture_size": 6}))
+_bad("dspark-k", _with(PAIR, profile={"speculative": _spec(num_speculative_tokens=7)}))
+_bad(
+    "spec-repetition-penalty",
+    _with(PAIR, profile={"generation_overrides": {"repetition_penalty": 1.05}}),
+)
+_bad(
+    "reasoning-none-with-thinking",
+    _with(
+        PAIR,
+        profile={
+            "default_chat_template_kwargs": {"thinking": True},
+            "default_reasoning_effort": "none",
+        },
+    ),
+)
+_bad("unified-memory-utilization", _with(PAIR, profile={"gpu_memory_utilization": 0.85}))
+_bad(
+    "jit-cache-local",
+    _with(PAIR, engine={"jit_cache_dir": "/mnt/hf/jit", "shared_filesystems": ["/mnt/hf"]}),
+)
+_bad("dsv4-block-size", _with(PAIR, profile={"block_size": 64}))
+_bad("max-model-len-calibrated", _with(PAIR, profile={"max_model_len": 1_500_000}))
+_bad("kv-pool-holds-one-request", _with(PAIR, profile={"kv_pool_tokens": 1_000_000}))
+_bad("bench-no-stream-chunks", _with(PAIR, profile={"bench_streaming_chunk_counts": True}))
+_bad("tp-closed-collective", _with("glm53-flash-tp4-ring", profile={"tensor_parallel_size": 3}))
+_bad("workers-first", _with(PAIR, engine={"start_order": "head-first"}))
+
+
+def test_there_are_at_least_twelve_rules_and_each_has_a_bad_example() -> None:
+    names = {entry.name for entry in rules()}
+    assert len(names) >= 12
+    assert names == set(BAD_EXAMPLES)
+
+
+@pytest.mark.parametrize("rule", sorted(BAD_EXAMPLES))
+def test_rule_flags_its_bad_example(rule: str) -> None:
+    findings = [f for f in lint_cluster(BAD_EXAMPLES[rule]) if f.rule == rule]
+    assert findings, f"{rule} did not fire"
+    for finding in findings:
+        assert finding.fix
+        assert "seed" in finding.source or "research" in finding.source
+        assert " — " in finding.line()
+
+
+@pytest.mark.parametrize("name", recipe_names())
+def test_catalog_recipe_passes_every_rule(name: str) -> None:
+    assert lint_cluster(load_recipe(name)) == []
+
+
+@pytest.mark.parametrize("name", recipe_names())
+def test_every_recipe_value_cites_a_field_report(name: str) -> None:
+    cluster = load_recipe(name)
+    assert cluster.recipe is not None
+    sources = cluster.recipe.sources
+    set_values = [
+        f"{table}.{field}"
+        for table in ("engine", "model", "profile")
+        for field in getattr(cluster, table).model_fields_set
+    ] + [
+        f"profile.speculative.{field}"
+        for field in (
+            cluster.profile.speculative.model_fields_set if cluster.profile.speculative else ()
+        )
+    ]
+    for key in set_values:
+        if key in {"engine.kind", "profile.speculative", "model.served_name"}:
+            continue  # the engine kind, a table, and a name chosen here
+        assert key in sources, f"{name}: {key} cites no source"
+        assert sources[key][:3] in {"000", "001", "002", "004"}, sources[key]
+    if cluster.env:
+        assert "env" in sources
+
+
+def test_lint_command_exits_nonzero_naming_rule_fix_and_source(tmp_path: Path) -> None:
+    text = (
+        recipe_path(PAIR)
+        .read_text()
+        .replace("gpu_memory_utilization = 0.80", "gpu_memory_utilization = 0.9")
+    )
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text)
+    result = CliRunner().invoke(app, ["lint", str(bad)])
+    assert result.exit_code == 1
+    assert "unified-memory-utilization" in result.output
+    assert "seed 002" in result.output
+    good = CliRunner().invoke(app, ["lint", str(recipe_path(PAIR))])
+    assert good.exit_code == 0, good.output
