@@ -12,7 +12,7 @@ from sparkrig import defaults
 
 
 # typer options are positional, and the command imports its stage lazily, as in cli.py
-def gateway(  # noqa: PLR0917
+def gateway(
     upstream: Annotated[str, typer.Argument(help="base URL of the server to proxy")],
     port: Annotated[int, typer.Option(help="port to listen on (default: a free one)")] = 0,
     host: Annotated[str, typer.Option(help="address to listen on")] = defaults.LOCAL_HOST,
@@ -39,7 +39,7 @@ def gateway(  # noqa: PLR0917
     """Proxy UPSTREAM, injecting faults that guards must catch (docs/gateway.md lists them).
 
     Every other path passes through unchanged; with no fault the gateway is transparent."""
-    from sparkrig.gateway import Fault, GatewayConfig, parse_faults, running_gateway  # noqa: PLC0415
+    from sparkrig.gateway import Fault, GatewayConfig, parse_faults, running_gateway
 
     config = GatewayConfig(
         faults=parse_faults(inject), after_requests=after, emulate_reasoning=emulate_reasoning,

@@ -1,0 +1,243 @@
+"""`sparkrig demo / bench / compare / report`: the main job, speed and its receipts."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from sparkrig import defaults
+from sparkrig.cli.common import (
+    JsonFlag,
+    _ladder,
+    _print_json,
+    _speculative,
+    app,
+    console,
+    err_console,
+)
+from sparkrig.errors import SparkrigError, UsageError
+
+
+@app.command()
+def demo(
+    model: Annotated[
+        Path | None, typer.Option(help="GGUF to serve (default: the bundled SmolLM2-135M)")
+    ] = None,
+    out: Annotated[Path | None, typer.Option(help="where to write the JSON record")] = None,
+    spec_type: Annotated[
+        str | None, typer.Option(help="speculative decoding mode, e.g. draft-simple")
+    ] = None,
+) -> None:
+    """The main job on this machine: serve the bundled model, smoke it, bench it, check it.
+
+    Build or find llama-server, serve the bundled model, run a smoke workload (count, JSON, two
+    concurrent), a short bench and the quick guard battery, print the tables, write the JSON
+    records and the HTML report, stop the engine.
+
+    It starts and stops only its own engine, so it needs no --apply."""
+    from sparkrig.demo import run_demo
+
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    out_path = out or Path("sparkrig-runs") / f"demo-{stamp}.json"
+    speculative = _speculative(spec_type, None, defaults.LOCAL_SPEC_DRAFT_MAX, None)
+    receipt = asyncio.run(
+        run_demo(console, model=model, out_path=out_path, speculative=speculative)
+    )
+    failed = [result.name for result in receipt.results if result.record.error is not None]
+    if failed:
+        raise SparkrigError(f"smoke requests failed: {', '.join(failed)} — see {out_path}")
+    if receipt.check_failed:
+        raise SparkrigError(
+            f"guards failed: {', '.join(receipt.check_failed)} — see the check table above and "
+            f"{out_path.with_name(out_path.stem + '.check.json')}"
+        )
+
+
+@app.command()
+def bench(
+    url: Annotated[
+        str | None, typer.Argument(help="base URL of an OpenAI-compatible server")
+    ] = None,
+    local: Annotated[
+        bool, typer.Option("--local", help="bench the embedded engine (started and stopped here)")
+    ] = False,
+    suite: Annotated[
+        str | None,
+        typer.Option(
+            help="comma-separated suites: decode, concurrency, prefill, spec (default: all four; "
+            "with --local the spec suite gets its own engine with --spec-type draft-simple)"
+        ),
+    ] = None,
+    spec_type: Annotated[
+        str | None, typer.Option(help="with --local: speculative decoding mode, e.g. draft-simple")
+    ] = None,
+    concurrency: Annotated[str, typer.Option(help="concurrency ladder")] = ",".join(
+        map(str, defaults.BENCH_CONCURRENCY_LADDER)
+    ),
+    precision: Annotated[
+        float,
+        typer.Option(help="stop a point when the 95% half-width is within this share of the mean"),
+    ] = defaults.BENCH_PRECISION,
+    max_samples: Annotated[
+        int, typer.Option(help="samples per point at most")
+    ] = defaults.BENCH_MAX_SAMPLES,
+    tokens: Annotated[
+        int, typer.Option(help="tokens generated per request")
+    ] = defaults.BENCH_DECODE_TOKENS,
+    rounds: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="passes over every point; compare judges by the spread between rounds, so "
+            "3 gives verdicts that hold across runs on a shared machine",
+        ),
+    ] = 1,
+    model: Annotated[
+        str | None, typer.Option(help="model id (default: the server's first)")
+    ] = None,
+    slots: Annotated[
+        int, typer.Option(help="with --local: parallel slots")
+    ] = defaults.LOCAL_PARALLEL_SLOTS,
+    out: Annotated[
+        Path | None, typer.Option(help="receipt path (default: sparkrig-runs/bench-<time>.json)")
+    ] = None,
+    api_key_env: Annotated[
+        str, typer.Option(help="env var holding the API key")
+    ] = defaults.API_KEY_ENV,
+    as_json: JsonFlag = False,
+) -> None:
+    """Measure honest serving speed: decode, concurrency, prefill, speculative decoding.
+
+    Decode speed by content type and aggregate vs per-stream speed under concurrency,
+    each point repeated until its 95% interval is within --precision. The receipt is rewritten
+    after every sample, so an interrupted run keeps what it measured."""
+    from sparkrig.bench.point import BenchSettings
+    from sparkrig.bench.run import check_suites, run_bench
+    from sparkrig.client.endpoint import api_key_from_env
+    from sparkrig.report.bench_table import bench_table, spec_table
+    from sparkrig.report.html_report import write_report
+
+    if (url is None) == (not local):
+        raise UsageError("give either a server URL or --local — e.g. `sparkrig bench --local`")
+    speculative = _speculative(spec_type, None, defaults.LOCAL_SPEC_DRAFT_MAX, None)
+    if spec_type and not local:
+        raise UsageError("--spec-type starts the embedded engine — add --local, or drop it")
+    suites = check_suites(
+        [
+            name.strip()
+            for name in (suite or "decode,concurrency,prefill,spec").split(",")
+            if name.strip()
+        ]
+    )
+    settings = BenchSettings(
+        precision=precision, max_samples=max_samples, decode_tokens=tokens,
+        concurrency=_ladder(concurrency), rounds=rounds,
+    )  # fmt: skip
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    out_path = out or Path("sparkrig-runs") / f"bench-{stamp}.json"
+
+    from sparkrig.report.bench_progress import BenchProgress
+
+    async def go(progress: BenchProgress) -> Any:
+        kwargs: dict[str, Any] = {
+            "settings": settings, "out_path": out_path, "model": model,
+            "on_progress": progress.sample, "on_plan": progress.plan,
+            "on_point_done": progress.point_done,
+        }  # fmt: skip
+        if local:
+            from sparkrig.embedded import bench_embedded
+
+            return await bench_embedded(
+                err_console, suites=suites, slots=slots, speculative=speculative, **kwargs
+            )
+        key = api_key_from_env(api_key_env)
+        return await run_bench(str(url), suites=suites, api_key=key, **kwargs)
+
+    try:
+        with BenchProgress(err_console) as progress:
+            receipt = asyncio.run(go(progress))
+    except KeyboardInterrupt:
+        err_console.print(f"interrupted — the receipt keeps every finished sample: {out_path}")
+        raise
+    if as_json:
+        _print_json(receipt.model_dump(mode="json"))
+        return
+    console.print(bench_table(receipt))
+    if (acceptance := spec_table(receipt)) is not None:
+        console.print(acceptance)
+    for warning in receipt.warnings:
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    for point in receipt.points:
+        for warning in point.warnings:
+            console.print(f"[yellow]{point.suite}/{point.name}:[/] {warning}", highlight=False)
+    page = write_report(out_path, receipt)
+    console.print(f"receipt written to {out_path}; report {page}", highlight=False)
+
+
+@app.command()
+def compare(
+    before: Annotated[Path, typer.Argument(help="the reference receipt")],
+    after: Annotated[Path, typer.Argument(help="the receipt to judge")],
+    tolerance: Annotated[
+        float, typer.Option(help="percent change below which a point is 'same'")
+    ] = 3.0,
+    as_json: JsonFlag = False,
+) -> None:
+    """Compare two bench receipts point by point (Welch 95% interval). Exits 1 on a regression."""
+    from sparkrig.bench.compare import compare_receipts
+    from sparkrig.bench.receipt import load_receipt
+    from sparkrig.report.bench_table import compare_table
+
+    rows = compare_receipts(load_receipt(before), load_receipt(after), tolerance)
+    if as_json:
+        _print_json([row.model_dump(mode="json") for row in rows])
+    else:
+        console.print(compare_table(rows, tolerance))
+    if any(row.verdict == "slower" for row in rows):
+        raise typer.Exit(1)
+
+
+@app.command()
+def report(
+    receipts: Annotated[
+        list[Path], typer.Argument(help="bench receipts (JSON written by `sparkrig bench`)")
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option(help="HTML file to write (default: the first receipt's path with .html)"),
+    ] = None,
+) -> None:
+    """Turn bench receipts into one self-contained HTML page and print their tables.
+
+    Per receipt the page shows model, URL, engine, host, settings and whether the run finished; its
+    warnings; every point with median, 95% interval and flags; and inline SVG charts (decode by
+    content type, concurrency aggregate vs per stream, speculative acceptance per draft position).
+    It opens without a network. A point with degenerate output reads "invalid", never a number."""
+    from sparkrig.bench.receipt import load_receipt
+    from sparkrig.report.bench_table import bench_table, spec_table
+    from sparkrig.report.html_report import render_report
+
+    loaded = [load_receipt(path) for path in receipts]
+    out_path = out or receipts[0].with_suffix(".html")
+    if any(out_path.resolve() == path.resolve() for path in receipts):
+        raise UsageError(f"--out {out_path} is one of the receipts — pick another --out")
+    page = render_report(loaded, names=[path.name for path in receipts])
+    try:
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        out_path.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        raise SparkrigError(
+            f"cannot write {out_path}: {exc.strerror} — pick a writable --out"
+        ) from exc
+    for path, receipt in zip(receipts, loaded, strict=True):
+        if len(receipts) > 1:
+            console.print(f"[bold]{escape(str(path))}[/]", highlight=False)
+        console.print(bench_table(receipt))
+        if (acceptance := spec_table(receipt)) is not None:
+            console.print(acceptance)
+    console.print(f"report written to {out_path}", highlight=False)

@@ -1,0 +1,128 @@
+"""`sparkrig check`: the guard battery."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from sparkrig import defaults
+from sparkrig.cli.common import (
+    JsonFlag,
+    _print_json,
+    app,
+    console,
+    err_console,
+)
+from sparkrig.errors import UsageError
+
+
+@app.command()
+def check(
+    url: Annotated[
+        str | None, typer.Argument(help="base URL of an OpenAI-compatible server")
+    ] = None,
+    local: Annotated[
+        bool, typer.Option("--local", help="check the embedded engine (started and stopped here)")
+    ] = False,
+    quick: Annotated[
+        bool, typer.Option("--quick", help="guards 1, 2 (reduced), 6, 8, 9: a few minutes")
+    ] = False,
+    full: Annotated[bool, typer.Option("--full", help="every guard (the default)")] = False,
+    guard: Annotated[
+        str | None, typer.Option(help="comma-separated guards to run, e.g. margin,needle")
+    ] = None,
+    record_baseline: Annotated[
+        bool,
+        typer.Option(
+            "--record-baseline",
+            help="save this run's capability scores (exact, needle, acceptance) as the baseline "
+            "later runs are judged against; run it on a known-good server",
+        ),
+    ] = False,
+    baseline: Annotated[
+        Path | None, typer.Option(help="baseline file (default: one per server and model)")
+    ] = None,
+    kv_block_tokens: Annotated[
+        int | None, typer.Option(help="KV block size in tokens (default: from /metrics, or 256)")
+    ] = None,
+    needle_cap: Annotated[
+        int, typer.Option(help="longest needle prompt in tokens (capped by the server's context)")
+    ] = defaults.CHECK_NEEDLE_CAP_TOKENS,
+    repeat_every: Annotated[
+        float | None,
+        typer.Option(
+            help="after the battery, rerun the margin probe every this many seconds until "
+            "Ctrl-C (a soak: seed 000's bug showed only after hours)"
+        ),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option(help="model id (default: the server's first)")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="receipt path (default: sparkrig-runs/check-<time>.json)")
+    ] = None,
+    api_key_env: Annotated[
+        str, typer.Option(help="env var holding the API key")
+    ] = defaults.API_KEY_ENV,
+    as_json: JsonFlag = False,
+) -> None:
+    """Run the guards that catch silent serving corruption; exit 1 on any FAIL.
+
+    Each guard compares the server with itself (alone vs concurrent, streamed vs not, cold vs
+    cached) or with a recorded baseline (docs/guards.md). The receipt is rewritten after every
+    guard, so an interrupted run keeps what it found."""
+    from sparkrig.client.endpoint import api_key_from_env
+    from sparkrig.guards.battery import choose_guards
+    from sparkrig.guards.context import CheckSettings
+    from sparkrig.report.check_table import check_table, result_line
+
+    if (url is None) == (not local):
+        raise UsageError("give either a server URL or --local — e.g. `sparkrig check --local`")
+    if quick and full:
+        raise UsageError("--quick and --full contradict each other — pick one")
+    names = [name.strip() for name in guard.split(",") if name.strip()] if guard else None
+    settings = CheckSettings(
+        quick=quick, kv_block_tokens=kv_block_tokens, needle_cap_tokens=needle_cap
+    )
+    choose_guards(names, quick)  # a bad guard name fails before any engine starts
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    out_path = out or Path("sparkrig-runs") / f"check-{stamp}.json"
+    debug = "--debug" in sys.argv
+
+    async def go() -> Any:
+        from sparkrig.guards.soak import check_with_soak
+
+        kwargs: dict[str, Any] = {
+            "settings": settings, "out_path": out_path, "guards": names, "model": model,
+            "baseline_path": baseline, "record_baseline": record_baseline, "reraise": debug,
+            "show": lambda result: err_console.print(result_line(result), highlight=False),
+            "say": lambda line: err_console.print(line, highlight=False),
+        }  # fmt: skip
+        if local:
+            from sparkrig.embedded import embedded_engine
+
+            kwargs["baseline_scope"] = "embedded"
+            async with embedded_engine(
+                err_console, context_tokens=defaults.CHECK_LOCAL_CONTEXT_TOKENS
+            ) as record:
+                return await check_with_soak(record.base_url, repeat_every, **kwargs)
+        kwargs["api_key"] = api_key_from_env(api_key_env)
+        return await check_with_soak(str(url), repeat_every, **kwargs)
+
+    try:
+        receipt = asyncio.run(go())
+    except KeyboardInterrupt:
+        err_console.print(f"interrupted — the receipt keeps every finished guard: {out_path}")
+        raise
+    if as_json:
+        _print_json(receipt.model_dump(mode="json"))
+    else:
+        console.print(check_table(receipt))
+        console.print(f"receipt: {out_path}", highlight=False)
+    if receipt.failed:
+        raise typer.Exit(1)

@@ -1,0 +1,79 @@
+"""`sparkrig ask / metrics`: sparkrig's client against any server."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from sparkrig import defaults
+from sparkrig.cli.common import (
+    JsonFlag,
+    _print_json,
+    app,
+    console,
+)
+from sparkrig.errors import SparkrigError
+
+
+@app.command()
+def ask(
+    url: Annotated[str, typer.Argument(help="base URL of an OpenAI-compatible server")],
+    prompt: Annotated[str, typer.Argument(help="the user message")],
+    model: Annotated[
+        str | None, typer.Option(help="model id (default: the server's first)")
+    ] = None,
+    max_tokens: Annotated[int, typer.Option(help="tokens to generate at most")] = 128,
+    no_stream: Annotated[bool, typer.Option("--no-stream", help="ask for one JSON reply")] = False,
+    api_key_env: Annotated[
+        str, typer.Option(help="env var holding the API key")
+    ] = defaults.API_KEY_ENV,
+    as_json: JsonFlag = False,
+) -> None:
+    """Send one chat request through sparkrig's client and show its timing record."""
+    from sparkrig.client.probe import ask_once
+
+    record = asyncio.run(ask_once(url, prompt, model=model, max_tokens=max_tokens,
+                                  stream=not no_stream, api_key_env=api_key_env))  # fmt: skip
+    if as_json:
+        _print_json(record.model_dump(mode="json"))
+    if record.error is not None:
+        raise SparkrigError(record.error.message)
+    if not as_json:
+        console.print(record.content, markup=False, highlight=False)
+        console.print(
+            f"[dim]{record.completion_tokens} tokens ({record.token_source}), "
+            f"TTFT {_ms(record.ttft_s)}, decode {_rate(record.decode_tps)}, "
+            f"finish {record.finish_reason}[/]"
+        )
+
+
+def _ms(value: float | None) -> str:
+    return "—" if value is None else f"{value * 1000:.0f} ms"
+
+
+def _rate(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1f} tok/s"
+
+
+@app.command()
+def metrics(
+    url: Annotated[str, typer.Argument(help="base URL of the server (its /metrics is read)")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Scrape /metrics and show sparkrig's canonical quantities (None = not exposed)."""
+    from sparkrig.client.probe import scrape_once
+
+    snapshot = asyncio.run(scrape_once(url))
+    values = {quantity.value: value for quantity, value in snapshot.canonical().items()}
+    if as_json:
+        _print_json({"engine": snapshot.engine, "quantities": values})
+        return
+    table = Table(title=f"/metrics · {snapshot.engine or 'unknown engine'}")
+    table.add_column("quantity")
+    table.add_column("value", justify="right")
+    for key, value in values.items():
+        table.add_row(key, "not exposed" if value is None else str(value))
+    console.print(table)

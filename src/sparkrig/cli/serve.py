@@ -1,0 +1,282 @@
+"""`sparkrig up / status / logs / down / lint / plan-capacity`: local instances and clusters."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from sparkrig import defaults
+from sparkrig.cli.common import (
+    ApplyFlag,
+    JsonFlag,
+    _print_json,
+    _speculative,
+    app,
+    console,
+)
+from sparkrig.errors import SparkrigError, UsageError
+
+# --- local serving ----------------------------------------------------------------------------
+
+
+ClusterFileArg = Annotated[
+    Path | None,
+    typer.Argument(help="cluster TOML with engine and model tables (none: --local instances)"),
+]
+
+
+@app.command()
+def up(
+    cluster_file: ClusterFileArg = None,
+    local: Annotated[
+        bool, typer.Option("--local", help="serve on this machine with the embedded llama-server")
+    ] = False,
+    model: Annotated[
+        Path | None, typer.Option(help="GGUF to serve (default: the bundled SmolLM2-135M)")
+    ] = None,
+    port: Annotated[
+        int | None, typer.Option(help="port on 127.0.0.1 (default: a free one)")
+    ] = None,
+    slots: Annotated[
+        int, typer.Option(help="parallel slots for continuous batching")
+    ] = defaults.LOCAL_PARALLEL_SLOTS,
+    ctx: Annotated[
+        int, typer.Option(help="context tokens shared by all slots")
+    ] = defaults.LOCAL_CONTEXT_TOKENS,
+    threads: Annotated[
+        int, typer.Option(help="CPU threads (default: all cores but one)", min=1)
+    ] = defaults.LOCAL_THREADS,
+    spec_type: Annotated[
+        str | None, typer.Option(help="speculative decoding: draft-simple or an ngram-* mode")
+    ] = None,
+    draft_model: Annotated[
+        Path | None, typer.Option(help="draft GGUF for draft-simple (default: the served model)")
+    ] = None,
+    spec_draft_max: Annotated[
+        int, typer.Option(help="tokens drafted per step")
+    ] = defaults.LOCAL_SPEC_DRAFT_MAX,
+    spec_synth_rates: Annotated[
+        str | None,
+        typer.Option(help="per-position synthetic acceptance, e.g. 0.9,0.5 (benchmarking)"),
+    ] = None,
+    ready_timeout: Annotated[
+        float, typer.Option(help="seconds to wait for ready")
+    ] = defaults.READY_TIMEOUT_S,
+    profile: Annotated[
+        str | None, typer.Option(help="cluster: the table profiles.NAME instead of profile")
+    ] = None,
+    replace: Annotated[
+        bool, typer.Option("--replace", help="cluster: stop the recorded cluster, then start")
+    ] = False,
+    apply: ApplyFlag = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Start an engine across a cluster (workers first, ready by liveness) or --local.
+
+    With a cluster file: print the per-node plan; with --apply start the
+    workers, then the head, and wait ready by liveness (every node alive and advancing, head
+    healthy, one real completion). With --local: llama-server on 127.0.0.1."""
+    from sparkrig.client.readiness import answer_one_completion
+    from sparkrig.engines.llamacpp.build import require_installed
+    from sparkrig.engines.llamacpp.gguf_model import resolve_model
+    from sparkrig.engines.llamacpp.server import LlamaServerSpec
+    from sparkrig.launch.local import free_port, plan_local, start_local
+
+    if cluster_file is not None:
+        if local:
+            raise UsageError("--local and a cluster file contradict each other — pick one")
+        from sparkrig.cli.cluster import up_cluster
+
+        up_cluster(cluster_file, profile=profile, apply=apply, replace=replace, as_json=as_json)
+        return
+    if not local:
+        raise UsageError(
+            "say what to start — a cluster file (`sparkrig up cluster.toml`) or --local"
+        )
+    speculative = _speculative(spec_type, draft_model, spec_draft_max, spec_synth_rates)
+    model_path = resolve_model(model)
+    server = LlamaServerSpec(
+        binary=require_installed().server_binary,
+        model=model_path,
+        alias=defaults.BUNDLED_MODEL_ALIAS if model is None else model_path.stem,
+        port=port if port is not None else free_port(defaults.LOCAL_HOST),
+        parallel_slots=slots,
+        context_tokens=ctx,
+        threads=threads,
+        speculative=speculative,
+    )
+    plan = plan_local(server, port_was_chosen=port is None)
+    if not apply:
+        if as_json:
+            _print_json(
+                {"applied": False, "name": plan.name, "argv": plan.argv, "log": str(plan.log_path)}
+            )
+            return
+        console.print(
+            f"[bold]plan[/]: start {plan.name} on {server.host}:{server.port}, log {plan.log_path}"
+        )
+        console.print("  " + " ".join(plan.argv))
+        console.print("nothing started — add --apply to start it")
+        return
+    record = asyncio.run(start_local(plan, answer_one_completion, ready_timeout))
+    if as_json:
+        _print_json(
+            {"applied": True, **record.model_dump(mode="json"), "base_url": record.base_url}
+        )
+        return
+    console.print(
+        f"[green]ready[/]: {record.name} pid {record.pid} at {record.base_url}/v1 "
+        f"(model {record.alias})"
+    )
+
+
+@app.command()
+def status(cluster_file: ClusterFileArg = None, as_json: JsonFlag = False) -> None:
+    """Show what sparkrig started: per node phase and readiness, or the --local instances.
+
+    With a cluster file: per node phase, pid, uptime and last log line, and whether the
+    cluster is ready (exit 1 when not). Without: the --local instances."""
+    from sparkrig.launch.status import instance_statuses
+
+    if cluster_file is not None:
+        from sparkrig.cli.cluster import status_cluster
+
+        status_cluster(cluster_file, as_json=as_json)
+        return
+
+    rows = asyncio.run(instance_statuses())
+    if as_json:
+        _print_json([row.model_dump(mode="json") for row in rows])
+        return
+    if not rows:
+        console.print("no instances recorded — start one with `sparkrig up --local --apply`")
+        return
+    table = Table()
+    for header in ("name", "state", "pid", "url", "model", "uptime", "slots busy/total", "spec"):
+        table.add_column(header)
+    for row in rows:
+        slots = "—" if row.slots_total is None else f"{row.slots_busy}/{row.slots_total}"
+        table.add_row(row.name, row.state, str(row.pid), row.base_url, row.alias,
+                      f"{row.uptime_s:.0f}s", slots, row.speculative or "—")  # fmt: skip
+    console.print(table)
+
+
+def _select(name: str | None) -> list[Any]:
+    from sparkrig.launch.process_record import load_records, records_dir
+
+    records = load_records()
+    if name is not None:
+        records = [record for record in records if record.name == name]
+        if not records:
+            raise SparkrigError(
+                f"no instance named {name} is recorded — `sparkrig status` lists them"
+            )
+    if not records:
+        raise SparkrigError(
+            f"nothing is running: no instance is recorded in {records_dir()} — start one with "
+            "`sparkrig up --local --apply`"
+        )
+    return records
+
+
+@app.command()
+def logs(
+    cluster_file: ClusterFileArg = None,
+    node: Annotated[str | None, typer.Argument(help="cluster: the node whose log to show")] = None,
+    name: Annotated[str | None, typer.Option(help="instance name (default: the only one)")] = None,
+    lines: Annotated[int, typer.Option("-n", "--lines", help="how many last lines")] = 40,
+) -> None:
+    """Print the last lines of an engine log: a cluster node's, or a --local instance's."""
+    if cluster_file is not None:
+        from sparkrig.cli.cluster import logs_cluster
+
+        logs_cluster(cluster_file, node, lines)
+        return
+    records = _select(name)
+    if len(records) > 1:
+        names = ", ".join(record.name for record in records)
+        raise UsageError(f"several instances are recorded ({names}) — pick one with --name")
+    text = records[0].log_path.read_text(errors="replace") if records[0].log_path.exists() else ""
+    sys.stdout.write("\n".join(text.splitlines()[-lines:]) + "\n")
+
+
+@app.command()
+def down(
+    cluster_file: ClusterFileArg = None,
+    name: Annotated[str | None, typer.Option(help="stop only this instance")] = None,
+    missing_ok: Annotated[
+        bool, typer.Option("--missing-ok", help="exit 0 when nothing is recorded")
+    ] = False,
+    apply: ApplyFlag = False,
+) -> None:
+    """Stop only the engine processes sparkrig recorded starting; idempotent.
+
+    Never any other process: a cluster's, head first, or the --local instances. Idempotent."""
+    from sparkrig.launch.local import stop_instances
+    from sparkrig.launch.process_record import is_running
+
+    if cluster_file is not None:
+        from sparkrig.cli.cluster import down_cluster
+
+        down_cluster(cluster_file, apply=apply)
+        return
+
+    try:
+        records = _select(name)
+    except SparkrigError:
+        if missing_ok:
+            console.print("nothing to stop")
+            return
+        raise
+    if not apply:
+        for record in records:
+            state = "running" if is_running(record) else "not running (record only)"
+            console.print(f"[bold]plan[/]: stop {record.name} pid {record.pid} ({state})")
+        console.print("nothing stopped — add --apply to stop")
+        return
+    for record, outcome in stop_instances(records):
+        console.print(f"{record.name} pid {record.pid}: {outcome}")
+
+
+@app.command()
+def lint(
+    cluster_file: Annotated[Path, typer.Argument(help="cluster TOML to check")],
+    profile: Annotated[
+        str | None, typer.Option(help="check only the table profiles.NAME (default: every profile)")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Check a cluster file against the field reports' pitfalls; exit 1 on any error.
+
+    Rules: cudagraph sizes, DSpark k,
+    memory on unified memory, JIT caches on NFS, TP on the cables, …); each finding names its
+    fix and its source. Exits 1 on any error."""
+    from sparkrig.cli.cluster import lint_file
+
+    lint_file(cluster_file, profile, as_json)
+
+
+@app.command("plan-capacity")
+def plan_capacity(
+    cluster_file: Annotated[Path, typer.Argument(help="cluster TOML with a profile table")],
+    profile: Annotated[str | None, typer.Option(help="the table profiles.NAME instead")] = None,
+    steps_per_second: Annotated[
+        float | None, typer.Option(help="measured decode steps/s, for the spec-decode ceiling")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """KV pool math of a serving profile: what fits, per sequence, and the spec ceiling.
+
+    Full-length requests that fit (pool / max_model_len), tokens per sequence
+    with every sequence live, and the speculative ceiling steps/s × (k+1)."""
+    from sparkrig.cli.cluster import capacity_file
+
+    capacity_file(cluster_file, profile, steps_per_second, as_json)
+
+
+# --- endpoint tools ---------------------------------------------------------------------------
