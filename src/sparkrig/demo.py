@@ -64,7 +64,7 @@ async def run_demo(
     if (acceptance := spec_table(bench)) is not None:
         console.print(acceptance)
     console.print(check_table(check))
-    page = write_report(bench_path, bench)
+    page = write_report(bench_path, bench, also=[(check_path, check)])
     console.print(f"record written to {out_path}; bench receipt {bench_path}; check {check_path}")
     console.print(f"report: {page.resolve().as_uri()}", highlight=False)
     return receipt

@@ -14,6 +14,9 @@ from sparkrig.bench.point import BenchSettings, PointResult, RequestSummary, Sam
 from sparkrig.bench.receipt import BenchReceipt, save_receipt
 from sparkrig.bench.spec import SpecAccounting
 from sparkrig.bench.statistics import summarize
+from sparkrig.guards.context import CheckSettings
+from sparkrig.guards.receipt import CheckReceipt, save_check_receipt
+from sparkrig.guards.verdict import GuardResult
 from sparkrig.report.html_report import render_report
 from sparkrig.report.svg_charts import Bar, bar_chart, position_chart
 from tests.conftest import SPARKRIG
@@ -200,7 +203,38 @@ def test_cli_writes_to_out(tmp_path: Path) -> None:
     assert "model-b" in page
 
 
-@pytest.mark.parametrize("content", [None, "not json", '{"kind": "something-else"}'])
+def _check_receipt() -> CheckReceipt:
+    return CheckReceipt(
+        base_url=BASE_URL, model="m", settings=CheckSettings(), guards=["exact", "garble"],
+        baseline_path="/tmp/baseline.json", complete=True,
+        results=[
+            GuardResult(guard="exact", verdict="PASS", evidence="4/5 right", seconds=1.0),
+            GuardResult(guard="garble", verdict="FAIL", evidence="<|im_end|> leaked"),
+        ],
+    )  # fmt: skip
+
+
+def test_a_check_receipt_joins_the_page_and_the_terminal(tmp_path: Path) -> None:
+    bench, check = tmp_path / "bench.json", tmp_path / "check.json"
+    save_receipt(_receipt(), bench)
+    save_check_receipt(_check_receipt(), check)
+    result = _run(str(bench), str(check), state=tmp_path / "state")
+    assert result.returncode == 0, result.stderr
+    page = (tmp_path / "bench.html").read_text()
+    assert "check.json · guards" in page
+    assert escape("<|im_end|> leaked") in page  # evidence is escaped, never markup
+    assert "1 pass, 1 fail, 0 skip" in page
+    assert "garble" in result.stdout
+    assert "FAIL" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        None, "not json", '{"kind": "something-else"}',
+        '{"kind": "sparkrig-check", "schema_version": 9}', '{"kind": "sparkrig-check"}',
+    ],
+)  # fmt: skip
 def test_cli_bad_receipt_is_one_error_line(tmp_path: Path, content: str | None) -> None:
     path = tmp_path / "receipt.json"
     if content is not None:

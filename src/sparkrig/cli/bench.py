@@ -205,24 +205,28 @@ def compare(
 @app.command()
 def report(
     receipts: Annotated[
-        list[Path], typer.Argument(help="bench receipts (JSON written by `sparkrig bench`)")
+        list[Path],
+        typer.Argument(help="bench or check receipts (JSON from `sparkrig bench` or `check`)"),
     ],
     out: Annotated[
         Path | None,
         typer.Option(help="HTML file to write (default: the first receipt's path with .html)"),
     ] = None,
 ) -> None:
-    """Turn bench receipts into one self-contained HTML page and print their tables.
+    """Turn bench and check receipts into one self-contained HTML page; print their tables.
 
-    Per receipt the page shows model, URL, engine, host, settings and whether the run finished; its
+    Per check receipt the page shows every guard's verdict and evidence. Per bench
+    receipt it shows model, URL, engine, host, settings and whether the run finished; its
     warnings; every point with median, 95% interval and flags; and inline SVG charts (decode by
     content type, concurrency aggregate vs per stream, speculative acceptance per draft position).
     It opens without a network. A point with degenerate output reads "invalid", never a number."""
-    from sparkrig.bench.receipt import load_receipt
+    from sparkrig.guards.receipt import CheckReceipt
     from sparkrig.report.bench_table import bench_table, spec_table
+    from sparkrig.report.check_table import check_table
     from sparkrig.report.html_report import render_report
+    from sparkrig.report.receipts import load_any_receipt
 
-    loaded = [load_receipt(path) for path in receipts]
+    loaded = [load_any_receipt(path) for path in receipts]
     out_path = out or receipts[0].with_suffix(".html")
     if any(out_path.resolve() == path.resolve() for path in receipts):
         raise UsageError(f"--out {out_path} is one of the receipts — pick another --out")
@@ -237,6 +241,9 @@ def report(
     for path, receipt in zip(receipts, loaded, strict=True):
         if len(receipts) > 1:
             console.print(f"[bold]{escape(str(path))}[/]", highlight=False)
+        if isinstance(receipt, CheckReceipt):
+            console.print(check_table(receipt))
+            continue
         console.print(bench_table(receipt))
         if (acceptance := spec_table(receipt)) is not None:
             console.print(acceptance)

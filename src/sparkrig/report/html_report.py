@@ -1,4 +1,5 @@
-"""One self-contained HTML page for bench receipts: header, warnings, every point, SVG charts.
+"""One self-contained HTML page for bench and check receipts: header, warnings, every point,
+SVG charts; every guard's verdict.
 
 Inline CSS and SVG only (no script, font or URL), so the file opens offline and travels as one
 attachment. A point whose output degenerated shows the word "invalid", never its number.
@@ -15,6 +16,8 @@ from pathlib import Path
 from sparkrig.bench.point import PointResult
 from sparkrig.bench.receipt import BenchReceipt
 from sparkrig.bench.suites import per_stream_mean
+from sparkrig.guards.receipt import CheckReceipt
+from sparkrig.report.check_html import CHECK_CSS, check_section
 from sparkrig.report.svg_charts import (
     Bar,
     Cell,
@@ -74,21 +77,28 @@ figcaption { color: #666; font-size: 12px; max-width: 640px; }
 """
 
 
-def render_report(receipts: list[BenchReceipt], names: Sequence[str] | None = None) -> str:
+Receipt = BenchReceipt | CheckReceipt
+
+
+def render_report(receipts: Sequence[Receipt], names: Sequence[str] | None = None) -> str:
     """The whole page; `names` label the receipts (their file names), in the same order."""
     labels = (
         list(names) if names is not None else [f"receipt {i + 1}" for i in range(len(receipts))]
     )
-    sections = [_section(receipt, label) for receipt, label in zip(receipts, labels, strict=True)]
+    sections = [
+        check_section(receipt, label) if isinstance(receipt, CheckReceipt)
+        else _section(receipt, label)
+        for receipt, label in zip(receipts, labels, strict=True)
+    ]  # fmt: skip
     models = ", ".join(dict.fromkeys(receipt.model for receipt in receipts))
     return "\n".join(
         [
             "<!DOCTYPE html>",
             '<html lang="en">',
             '<head>\n<meta charset="utf-8">',
-            f"<title>sparkrig bench report · {escape(models)}</title>",
-            f"<style>{_CSS}</style>\n</head>\n<body>",
-            f'<h1>sparkrig bench report</h1>\n<p class="muted">{escape(", ".join(labels))}</p>',
+            f"<title>sparkrig report · {escape(models)}</title>",
+            f"<style>{_CSS}{CHECK_CSS}</style>\n</head>\n<body>",
+            f'<h1>sparkrig report</h1>\n<p class="muted">{escape(", ".join(labels))}</p>',
             *sections,
             "</body>\n</html>\n",
         ]
@@ -131,6 +141,7 @@ def _header(receipt: BenchReceipt) -> str:
             f"{settings.max_samples} · warm-up {settings.warmup_requests} · "
             f"{settings.decode_tokens} tokens per request · concurrency "
             f"{', '.join(map(str, settings.concurrency))}"
+            + (f" · {settings.rounds} rounds" if settings.rounds > 1 else "")
         ),
     }
     items = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in rows.items())
@@ -306,8 +317,13 @@ def _charts(receipt: BenchReceipt) -> str:
     return "\n".join(figures) or '<p class="muted">no points to chart</p>'
 
 
-def write_report(receipt_path: Path, receipt: BenchReceipt) -> Path:
-    """Write the report for one receipt beside it (same name, .html) and return its path."""
+def write_report(
+    receipt_path: Path, receipt: Receipt, also: Sequence[tuple[Path, Receipt]] = ()
+) -> Path:
+    """Write the report for a receipt (and `also` these, after it) beside it, same name with
+    .html; return the page's path."""
     page_path = receipt_path.with_suffix(".html")
-    page_path.write_text(render_report([receipt], names=[receipt_path.name]), encoding="utf-8")
+    pairs = [(receipt_path, receipt), *also]
+    page = render_report([r for _, r in pairs], names=[path.name for path, _ in pairs])
+    page_path.write_text(page, encoding="utf-8")
     return page_path
