@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -60,3 +61,30 @@ async def test_a_fail_exits_1_and_json_names_the_guard(
     stored = json.loads((tmp_path / "check.json").read_text())
     assert stored["complete"]
     assert stored["results"] == report["results"]
+
+
+@pytest.mark.engine
+async def test_ctrl_c_keeps_every_finished_guard(
+    llama_server: InstanceRecord, tmp_path: Path
+) -> None:
+    out = tmp_path / "check.json"
+    process = await asyncio.create_subprocess_exec(
+        SPARKRIG, "check", llama_server.base_url, "--out", str(out),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        for _ in range(600):  # until the first guard is written, at most 60 s
+            await asyncio.sleep(0.1)
+            if out.exists() and json.loads(out.read_text())["results"]:
+                break
+        process.send_signal(signal.SIGINT)
+        _, stderr = await asyncio.wait_for(process.communicate(), 60)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert process.returncode == 130, stderr.decode()
+    assert "the receipt keeps every finished guard" in stderr.decode()
+    kept = json.loads(out.read_text())
+    assert not kept["complete"]
+    assert kept["results"][0]["guard"] == "exact"
