@@ -32,6 +32,7 @@ kind = "llamacpp"
 api_host = "127.0.0.1"
 port = {free_port("127.0.0.1")}
 rpc_port = {free_port("127.0.0.2")}
+rpc_network = "control"  # one machine: the cable's addresses are not configured here
 threads = 1
 stall_window_s = 60
 [model]

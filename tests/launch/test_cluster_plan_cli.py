@@ -38,8 +38,20 @@ def test_llamacpp_plan_points_the_head_at_every_worker() -> None:
     names = [(p["node"], p["name"]) for p in plan["processes"]]
     assert names == [("b", "rpc"), ("c", "rpc"), ("a", "llama-server")]
     head = plan["processes"][-1]["argv"]
-    assert head[head.index("--rpc") + 1] == "192.168.1.12:50052,192.168.1.13:50052"
+    # the tensors take the cables to the head (a-b: 10.20.0.0/24, c-a: 10.20.4.0/24), not the
+    # management LAN the API and the control traffic use
+    assert head[head.index("--rpc") + 1] == "10.20.0.2:50052,10.20.4.2:50052"
+    worker_b = plan["processes"][0]["argv"]
+    assert worker_b[worker_b.index("--host") + 1] == "10.20.0.2"
     assert plan["api_url"] == "http://192.168.1.11:8080"
+
+
+def test_rpc_network_control_puts_workers_on_their_control_addresses(tmp_path: Path) -> None:
+    text = (EXAMPLES / "triangle-llamacpp.toml").read_text()
+    cluster = tmp_path / "c.toml"
+    cluster.write_text(text.replace("port = 8080\n", 'port = 8080\nrpc_network = "control"\n'))
+    head = json.loads(_up(str(cluster), "--json"))["processes"][-1]["argv"]
+    assert head[head.index("--rpc") + 1] == "192.168.1.12:50052,192.168.1.13:50052"
 
 
 def test_ring_plan_carries_the_ring_env_and_a_node_override() -> None:

@@ -78,6 +78,12 @@ class EngineSettings(_Strict):
     rpc_port: int = Field(
         default=defaults.LAUNCH_RPC_PORT, ge=1, le=65535, description="ggml-rpc-server port"
     )
+    rpc_network: Literal["fabric", "control"] = Field(
+        default="fabric",
+        description="where llama.cpp RPC workers listen: 'fabric', their address on the cable to "
+        "the head (the tensors take the direct link), or 'control', their control address (the "
+        "management LAN when there is one; for clusters whose cables are not configured)",
+    )
     threads: int = Field(
         default=1, ge=1, description="llama.cpp CPU threads per process (head and RPC workers)"
     )

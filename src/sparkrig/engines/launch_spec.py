@@ -39,7 +39,8 @@ class ProcessSpec(BaseModel):
     def shell_line(self) -> str:
         """The command as a person would type it on the node."""
         assignments = [f"{var.name}={shlex.quote(var.value)}" for var in self.env]
-        return " ".join(["env", *assignments, shlex.join(self.argv)])
+        prefix = ["env", *assignments] if assignments else []
+        return " ".join([*prefix, shlex.join(self.argv)])
 
 
 def merge_env(*layers: list[EnvVar]) -> list[EnvVar]:
@@ -59,6 +60,11 @@ class LaunchNode(BaseModel):
     name: str
     rank: int
     control_address: str = Field(description="address every other node reaches this one at")
+    head_facing_address: str | None = Field(
+        default=None,
+        description="this node's address on a cable to the head (the port's first function), "
+        "where a star-shaped data path from the head should go; None without such a cable",
+    )
     fabric_env: list[EnvVar] = Field(description="from the fabric plan (NCCL, Gloo, host IP)")
     user_env: list[EnvVar] = Field(
         description="the file's [env], then the node's own env; wins over everything else"

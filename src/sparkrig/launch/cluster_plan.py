@@ -181,10 +181,13 @@ def _launch_node(cluster: Cluster, fabric: FabricPlan, name: str, rank: int) -> 
         EnvVar(name=k, value=v, reason="[env] of the cluster file") for k, v in cluster.env.items()
     ]
     user += [EnvVar(name=k, value=v, reason=f"env of node {name}") for k, v in own.items()]
+    head = fabric.rank_order[0] if fabric.rank_order else None
+    facing = [i for i in node_plan.interfaces if i.peer == head and i.root == 0]
     return LaunchNode(
         name=name,
         rank=rank,
         control_address=str(node_plan.control_address),
+        head_facing_address=str(facing[0].address.ip) if facing else None,
         fabric_env=list(node_plan.env),
         user_env=user,
     )

@@ -3,18 +3,29 @@
 The head loads the model and offloads its layers to the RPC devices (`--n-gpu-layers` all), so
 the weights and the KV cache are split across the workers; the head's own CPU keeps only what
 llama.cpp leaves on the host.
+
+The RPC connections carry the tensors, so a worker listens on its address on the cable to the
+head when it has one (the direct fabric link), not on a management LAN; a worker with no cable
+to the head (the opposite node of a 4-ring) listens on its control address, reached by relay.
+`engine.rpc_network = "control"` puts every worker on its control address instead.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from sparkrig.engines.launch_spec import LaunchContext, ProcessSpec
+from sparkrig.engines.launch_spec import LaunchContext, LaunchNode, ProcessSpec
 from sparkrig.engines.llamacpp.server import LlamaServerSpec, llama_server_argv
 from sparkrig.engines.vllm_launch import order_processes
 
 # More layers than any model has: every layer goes to the RPC devices.
 ALL_LAYERS = "999"
+
+
+def rpc_address(node: LaunchNode, network: str) -> str:
+    if network == "fabric" and node.head_facing_address is not None:
+        return node.head_facing_address
+    return node.control_address
 
 
 def render_llamacpp(context: LaunchContext) -> list[ProcessSpec]:
@@ -28,7 +39,7 @@ def render_llamacpp(context: LaunchContext) -> list[ProcessSpec]:
             argv=[
                 rpc_binary,
                 "--host",
-                node.control_address,
+                rpc_address(node, context.engine.rpc_network),
                 "--port",
                 str(port),
                 "--threads",
@@ -40,7 +51,9 @@ def render_llamacpp(context: LaunchContext) -> list[ProcessSpec]:
         )
         for node in context.workers
     ]
-    servers = ",".join(f"{node.control_address}:{port}" for node in context.workers)
+    servers = ",".join(
+        f"{rpc_address(node, context.engine.rpc_network)}:{port}" for node in context.workers
+    )
     rpc_args = ["--rpc", servers, "--n-gpu-layers", ALL_LAYERS] if servers else []
     spec = LlamaServerSpec(
         binary=Path(context.engine_binary),
