@@ -13,7 +13,7 @@ from sparkrig.guards.battery import choose_guards
 from sparkrig.guards.divergence import first_difference, first_divergence
 from sparkrig.guards.empty_content import classify_empty_content
 from sparkrig.guards.exact import contains_answer, counts_correctly
-from sparkrig.guards.kv_integrity import block_size_in_metrics
+from sparkrig.guards.kv_integrity import block_size_in_metrics, fact, item_code, item_name
 from sparkrig.guards.needle import ladder, where_found
 from sparkrig.guards.stop_in_reasoning import stop_word_from
 from sparkrig.guards.structured import PERSON_SCHEMA, schema_problems
@@ -128,3 +128,9 @@ def test_unknown_guards_and_foreign_baselines_are_refused(tmp_path: Path) -> Non
     with pytest.raises(UsageError, match="not a sparkrig check baseline"):
         load_baseline(path, "a")
     assert load_baseline(tmp_path / "none.json", "a").scores == {}
+
+
+def test_kv_fact_names_are_distinct() -> None:
+    names = [item_name(d, b) for d in range(12) for b in range(13)]
+    assert len(set(names)) == len(names)
+    assert fact(0, 0) == f"The code of the {item_name(0, 0)} is {item_code(0, 0)}."
