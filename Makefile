@@ -10,6 +10,7 @@ demo: $(VENV)/.runtime
 	$(BIN)/sparkrig demo
 
 test: $(VENV)/.dev
+	bash scripts/ensure-test-tools
 	$(BIN)/sparkrig engine install
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks

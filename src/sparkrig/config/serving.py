@@ -42,6 +42,11 @@ class ExecutorSettings(_Strict):
         le=120,
         description="ssh ConnectTimeout: an unreachable node fails in this many seconds",
     )
+    ssh_config: str | None = Field(
+        default=None,
+        description="an ssh_config file for this cluster's nodes (`ssh -F`): host aliases, "
+        "users, keys and jump hosts without touching ~/.ssh/config",
+    )
 
 
 class EngineSettings(_Strict):

@@ -52,3 +52,5 @@ class ExecutorSpec(BaseModel):
     """namespace name (netns) or ssh destination (ssh)"""
     connect_timeout_s: float | None = None
     """ssh ConnectTimeout (default: `defaults.SSH_CONNECT_TIMEOUT_S`)"""
+    ssh_config: str | None = None
+    """an ssh_config file passed as `ssh -F`"""

@@ -65,6 +65,7 @@ def executor_spec(cluster: Cluster, node: Node) -> ExecutorSpec:
         kind=settings.kind,
         target=_target(node, settings),
         connect_timeout_s=settings.connect_timeout_s if settings.kind == "ssh" else None,
+        ssh_config=settings.ssh_config if settings.kind == "ssh" else None,
     )
 
 

@@ -64,9 +64,15 @@ class SshExecutor:
     """The `ssh` binary in batch mode (keys, no password prompts); argv is quoted for the
     remote shell."""
 
-    def __init__(self, destination: str, connect_timeout_s: float | None = None) -> None:
+    def __init__(
+        self,
+        destination: str,
+        connect_timeout_s: float | None = None,
+        config_file: str | None = None,
+    ) -> None:
         self.destination = destination
         self.connect_timeout_s = connect_timeout_s or defaults.SSH_CONNECT_TIMEOUT_S
+        self.config_file = config_file
 
     @property
     def description(self) -> str:
@@ -74,8 +80,10 @@ class SshExecutor:
 
     def run(self, argv: Sequence[str], *, timeout: float | None = None) -> CommandResult:
         # a bounded connect: an unreachable node fails in seconds instead of hanging `up`
+        config = ["-F", self.config_file] if self.config_file else []
         command = [
-            "ssh", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={self.connect_timeout_s:g}",
+            "ssh", *config, "-o", "BatchMode=yes",
+            "-o", f"ConnectTimeout={self.connect_timeout_s:g}",
             self.destination, "--", shlex.join(argv),
         ]  # fmt: skip
         result = _run(command, argv, timeout)
@@ -94,4 +102,4 @@ def executor_for(spec: ExecutorSpec) -> CommandRunner:
         raise ExecutorError(f"the {spec.kind} executor needs a target — name it")
     if spec.kind == "netns":
         return NetnsExecutor(spec.target)
-    return SshExecutor(spec.target, spec.connect_timeout_s)
+    return SshExecutor(spec.target, spec.connect_timeout_s, spec.ssh_config)
