@@ -79,6 +79,9 @@ def bench(
     concurrency: Annotated[str, typer.Option(help="concurrency ladder")] = ",".join(
         map(str, defaults.BENCH_CONCURRENCY_LADDER)
     ),
+    prefill_depths: Annotated[
+        str, typer.Option(help="prompt lengths in tokens for the prefill suite")
+    ] = ",".join(map(str, defaults.BENCH_PREFILL_DEPTHS)),
     precision: Annotated[
         float,
         typer.Option(help="stop a point when the 95% half-width is within this share of the mean"),
@@ -137,6 +140,7 @@ def bench(
     settings = BenchSettings(
         precision=precision, max_samples=max_samples, decode_tokens=tokens,
         concurrency=_ladder(concurrency), rounds=rounds,
+        prefill_depths=_ladder(prefill_depths, "--prefill-depths"),
     )  # fmt: skip
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out_path = out or Path("sparkrig-runs") / f"bench-{stamp}.json"

@@ -73,13 +73,13 @@ def _speculative(
     )
 
 
-def _ladder(text: str) -> list[int]:
+def _ladder(text: str, option: str = "--concurrency") -> list[int]:
     try:
         values = [int(part) for part in text.split(",") if part.strip()]
     except ValueError as exc:
         raise UsageError(
-            f"--concurrency {text!r} is not a list of whole numbers — e.g. 1,2,4,8"
+            f"{option} {text!r} is not a list of whole numbers — e.g. 1,2,4,8"
         ) from exc
     if not values or any(value <= 0 for value in values):
-        raise UsageError(f"--concurrency {text!r} needs values of 1 or more — e.g. 1,2,4,8")
+        raise UsageError(f"{option} {text!r} needs values of 1 or more — e.g. 1,2,4,8")
     return values
