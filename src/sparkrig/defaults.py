@@ -91,11 +91,14 @@ CHECK_REPLY_TOKENS: Final = 48
 # the gap between staggered arrivals.
 CHECK_CONCURRENCY: Final = 4
 CHECK_STAGGER_S: Final = 0.1
-# A flip at the first divergence counts as a near-tie when the reference's chosen token led the
-# runner-up by at most this many nats. 0.5 is the lenient bound of the research notes
-# (quality-guards.md, "Near-tie tolerance": each run ranks the other's token within 0.5 nats);
-# a CPU engine's batched kernels reorder float sums, so the strict 0.125 would call noise a defect.
-CHECK_NEAR_TIE_NATS: Final = 0.5
+# A flip at the first divergence is a near-tie when the two replies swapped the reference's top
+# two tokens there (each chose the other's runner-up, vLLM's check_logprobs_close rule) and the
+# reference led by at most this many nats. Measured on an H200 with llama.cpp's CUDA build and
+# the bundled Q4_1 model: 28 of 30 comparisons flipped at such a swap, at margins 0.07-0.54 nats
+# (cache state and batch shape pick other kernels, some quantise activations); the research
+# notes' lenient 0.5 would have called the 0.54 one a defect. A token from another request is
+# no swap, so the bound can be loose without hiding cross-talk.
+CHECK_NEAR_TIE_NATS: Final = 1.0
 # KV block integrity. Seed 000 finding 12: corruption needed 3 or more documents prefilling
 # together (2 stayed clean), and one 256-token block answered wrong. vLLM exports its block size
 # in /metrics (cache_config_info); llama.cpp has no paged blocks, so the fallback is seed 000's 256.

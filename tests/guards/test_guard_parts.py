@@ -21,14 +21,20 @@ from sparkrig.guards.structured import PERSON_SCHEMA, schema_problems
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 
-def record(tokens: list[tuple[str, float, float]]) -> RequestRecord:
-    """A reply from (token, its logprob, the runner-up's logprob) triples."""
+def record(tokens: list[tuple[str, float, float]], runner_up: str = "~") -> RequestRecord:
+    """A reply from (token, its logprob, the runner-up's logprob) triples; the runner-up is
+    `runner_up`, or the word itself spelt with a leading "~" when that is the chosen token."""
+
+    def other(token: str) -> str:
+        return runner_up if token != runner_up else "~" + token
+
     return RequestRecord(
         url="http://x", api="chat", stream=True, model="m", send_ns=0,
         content="".join(token for token, _, _ in tokens),
         logprobs=[
             TokenLogprob(token=token, logprob=lp, top=[TopLogprob(token=token, logprob=lp),
-                                                       TopLogprob(token="~", logprob=runner)])
+                                                       TopLogprob(token=other(token),
+                                                                  logprob=runner)])
             for token, lp, runner in tokens
         ],
     )  # fmt: skip
@@ -50,10 +56,18 @@ def test_a_flip_where_the_reference_was_sure_is_a_defect() -> None:
 
 
 def test_a_flip_at_a_near_tie_is_not_a_defect() -> None:
-    reference = record([("The", -0.01, -6.0), (" cat", -0.7, -0.9)])
-    candidate = record([("The", -0.01, -6.0), (" cap", -0.7, -0.9)])
+    """The two replies swapped the reference's top two where it led by 0.2 nats."""
+    reference = record([("The", -0.01, -6.0), (" cat", -0.7, -0.9)], runner_up=" cap")
+    candidate = record([("The", -0.01, -6.0), (" cap", -0.7, -0.9)], runner_up=" cat")
     assert first_divergence(reference, candidate).kind == "near_tie"
     assert first_divergence(reference, reference).kind == "identical"
+
+
+def test_a_close_flip_to_a_token_neither_considered_is_a_defect() -> None:
+    """Cross-talk: another request's text lands where the model was unsure: still no swap."""
+    reference = record([("The", -0.01, -6.0), (" cat", -0.7, -0.9)], runner_up=" cap")
+    spliced = record([("The", -0.01, -6.0), (" invoice", 0.0, -9.0)], runner_up=" bill")
+    assert first_divergence(reference, spliced).kind == "defect"
 
 
 def test_counting_and_answers_are_scored_leniently_but_not_blindly() -> None:

@@ -1,8 +1,11 @@
 """Guard 2, determinism matrix: temperature-0 replies must not change with how they are served.
 
-Alone and sequential is the reference; concurrent, staggered, beside a long prompt, cached and
-again must give the same text. At a difference, the reference's margin tells a near-tie flip
-(the arithmetic of a different batch) from a defect (research notes, quality-guards.md §2).
+Alone and sequential, with the prompt already in the prefix cache, is the reference; the first
+(cold) run, concurrent, staggered, beside a long prompt, and again after the churn must give the
+same text. At a difference, the logprobs tell a near-tie flip (the top two swapped where they
+were close: the arithmetic of another batch shape or cache state) from a defect (research notes,
+quality-guards.md §2). On a GPU engine cold and cached runs differ by such flips (the cached
+prompt's last tokens go through other kernels), so the reference is the cached one.
 """
 
 from __future__ import annotations
@@ -64,7 +67,6 @@ SCENARIOS: Final[dict[str, Scenario]] = {
     "concurrent": _concurrent,
     "staggered": _staggered,
     "beside a long prompt": _beside_long,
-    "cached": _alone,  # right after the reference: the prefix cache holds every prompt
 }
 QUICK_SCENARIOS: Final = ("concurrent",)
 
@@ -74,11 +76,14 @@ async def determinism_guard(context: GuardContext) -> GuardResult:
     prompts = PROMPTS[:QUICK_PROMPTS] if quick else PROMPTS
     tokens = QUICK_REPLY_TOKENS if quick else defaults.CHECK_REPLY_TOKENS
     requests = [context.chat(p, max_tokens=tokens, logprobs=2) for p in prompts]
+    cold = await _alone(context, requests)  # fills the prefix cache
     reference = await _alone(context, requests)
-    if errors := [r.error for r in reference if r.error is not None]:
+    if errors := [r.error for r in cold + reference if r.error is not None]:
         return failed(NAME, f"a reference request failed: {errors[0].message}")
     names = QUICK_SCENARIOS if quick else tuple(SCENARIOS)
-    outcomes: dict[str, list[Divergence]] = {}
+    outcomes: dict[str, list[Divergence]] = {
+        "cold (first run)": [first_divergence(r, c) for r, c in zip(reference, cold, strict=True)]
+    }
     for name in names:
         records = await SCENARIOS[name](context, requests)
         outcomes[name] = [first_divergence(r, c) for r, c in zip(reference, records, strict=True)]

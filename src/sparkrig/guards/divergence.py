@@ -52,25 +52,44 @@ def margin_at(record: RequestRecord, token_index: int) -> float | None:
     return token.logprob - max(others)
 
 
+def leading_pair_swapped(reference: RequestRecord, candidate: RequestRecord, index: int) -> bool:
+    """At token `index`, each reply chose a token the other had among its alternatives: the two
+    candidates traded places, as a change of arithmetic does. A token from nowhere (another
+    request's text, a corrupted block) is in neither list."""
+    if index >= len(reference.logprobs) or index >= len(candidate.logprobs):
+        return False
+    ours, theirs = reference.logprobs[index], candidate.logprobs[index]
+    if ours.token == theirs.token:
+        return False
+    return theirs.token in {t.token for t in ours.top} and ours.token in {
+        t.token for t in theirs.top
+    }
+
+
 def first_divergence(
     reference: RequestRecord,
     candidate: RequestRecord,
     near_tie_nats: float = defaults.CHECK_NEAR_TIE_NATS,
 ) -> Divergence:
-    """Compare content exactly; at the first difference, classify by the reference's margin.
+    """Compare content exactly; at the first difference, classify it.
 
-    A flip where the reference's top two were within `near_tie_nats` is arithmetic noise of a
-    batched kernel; a flip where the reference was sure is a defect. With no logprobs to tell,
-    it is a defect.
+    A near-tie flip: the two replies swapped the reference's top two tokens there, and the
+    reference led by at most `near_tie_nats` — the arithmetic of another batch shape or cache
+    state. Anything else is a defect: a confident token replaced, or a token neither reply
+    considered. With no logprobs to tell, it is a defect.
     """
     offset = first_difference(reference.content, candidate.content)
     if offset is None:
         return Divergence(kind="identical")
     index = token_at(reference, offset)
     margin = margin_at(reference, index) if index is not None else None
-    kind: DivergenceKind = (
-        "near_tie" if margin is not None and margin <= near_tie_nats else "defect"
+    near_tie = (
+        margin is not None
+        and margin <= near_tie_nats
+        and index is not None
+        and leading_pair_swapped(reference, candidate, index)
     )
+    kind: DivergenceKind = "near_tie" if near_tie else "defect"
     start = max(0, offset - 20)
     return Divergence(
         kind=kind, char_offset=offset, token_index=index, margin_nats=margin,
