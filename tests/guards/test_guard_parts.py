@@ -148,3 +148,13 @@ def test_kv_fact_names_are_distinct() -> None:
     names = [item_name(d, b) for d in range(12) for b in range(13)]
     assert len(set(names)) == len(names)
     assert fact(0, 0) == f"The code of the {item_name(0, 0)} is {item_code(0, 0)}."
+
+
+def test_a_swap_is_found_where_the_same_text_came_as_other_tokens() -> None:
+    """The candidate spelt "copper" as two tokens before the flip; the swap is matched by where
+    the differing tokens start in the text, not by their index."""
+    reference = record([("cop", -0.1, -5.0), ("per", -0.1, -5.0), (" is", -0.1, -5.0),
+                        (" made", -0.6, -0.7)], runner_up=" used")  # fmt: skip
+    candidate = record([("copper", -0.1, -5.0), (" is", -0.1, -5.0), (" used", -0.6, -0.7)],
+                       runner_up=" made")  # fmt: skip
+    assert first_divergence(reference, candidate).kind == "near_tie"

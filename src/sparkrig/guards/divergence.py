@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from sparkrig import defaults
 from sparkrig.client import RequestRecord
@@ -19,6 +19,12 @@ class Divergence(BaseModel):
     margin_nats: float | None = None  # reference: chosen minus runner-up logprob at the flip
     reference_excerpt: str = ""
     candidate_excerpt: str = ""
+    reference_top: list[tuple[str, float]] = Field(
+        default_factory=list, description="the reference's candidates where the texts part"
+    )
+    candidate_top: list[tuple[str, float]] = Field(
+        default_factory=list, description="the candidate's candidates there"
+    )
 
 
 def first_difference(a: str, b: str) -> int | None:
@@ -52,13 +58,27 @@ def margin_at(record: RequestRecord, token_index: int) -> float | None:
     return token.logprob - max(others)
 
 
-def leading_pair_swapped(reference: RequestRecord, candidate: RequestRecord, index: int) -> bool:
-    """At token `index`, each reply chose a token the other had among its alternatives: the two
-    candidates traded places, as a change of arithmetic does. A token from nowhere (another
-    request's text, a corrupted block) is in neither list."""
-    if index >= len(reference.logprobs) or index >= len(candidate.logprobs):
+def token_start(record: RequestRecord, char_offset: int) -> tuple[int, int] | None:
+    """(index, first character) of the logprob token that covers `char_offset`."""
+    position = 0
+    for index, token in enumerate(record.logprobs):
+        if position + len(token.token) > char_offset:
+            return index, position
+        position += len(token.token)
+    return None
+
+
+def leading_pair_swapped(
+    reference: RequestRecord, candidate: RequestRecord, char_offset: int
+) -> bool:
+    """Where the texts part, each reply chose a token the other had among its alternatives: the
+    two candidates traded places, as a change of arithmetic does. Tokens are matched by where
+    they start in the text, since the same text can come as different tokens. A token from
+    nowhere (another request's text, a corrupted block) is in neither list."""
+    ours_at, theirs_at = token_start(reference, char_offset), token_start(candidate, char_offset)
+    if ours_at is None or theirs_at is None or ours_at[1] != theirs_at[1]:
         return False
-    ours, theirs = reference.logprobs[index], candidate.logprobs[index]
+    ours, theirs = reference.logprobs[ours_at[0]], candidate.logprobs[theirs_at[0]]
     if ours.token == theirs.token:
         return False
     return theirs.token in {t.token for t in ours.top} and ours.token in {
@@ -86,13 +106,20 @@ def first_divergence(
     near_tie = (
         margin is not None
         and margin <= near_tie_nats
-        and index is not None
-        and leading_pair_swapped(reference, candidate, index)
+        and leading_pair_swapped(reference, candidate, offset)
     )
     kind: DivergenceKind = "near_tie" if near_tie else "defect"
     start = max(0, offset - 20)
     return Divergence(
+        reference_top=_top_at(reference, offset), candidate_top=_top_at(candidate, offset),
         kind=kind, char_offset=offset, token_index=index, margin_nats=margin,
         reference_excerpt=reference.content[start : offset + 40],
         candidate_excerpt=candidate.content[start : offset + 40],
     )  # fmt: skip
+
+
+def _top_at(record: RequestRecord, char_offset: int) -> list[tuple[str, float]]:
+    found = token_start(record, char_offset)
+    if found is None:
+        return []
+    return [(top.token, round(top.logprob, 4)) for top in record.logprobs[found[0]].top]
