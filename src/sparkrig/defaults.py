@@ -99,6 +99,11 @@ CHECK_STAGGER_S: Final = 0.1
 # notes' lenient 0.5 would have called the 0.54 one a defect. A token from another request is
 # no swap, so the bound can be loose without hiding cross-talk.
 CHECK_NEAR_TIE_NATS: Final = 1.0
+# Alternatives asked for per token. Two are enough for the margin, not for the swap: on the H200
+# a three-way tie (' prepared' -1.736, ' yourself' -1.763, ' Yourself' -1.695 on the other side)
+# left the reference's token out of the candidate's top two. Five is vLLM's check_logprobs_close
+# habit.
+CHECK_TOP_LOGPROBS: Final = 5
 # KV block integrity. Seed 000 finding 12: corruption needed 3 or more documents prefilling
 # together (2 stayed clean), and one 256-token block answered wrong. vLLM exports its block size
 # in /metrics (cache_config_info); llama.cpp has no paged blocks, so the fallback is seed 000's 256.

@@ -158,3 +158,15 @@ def test_a_swap_is_found_where_the_same_text_came_as_other_tokens() -> None:
     candidate = record([("copper", -0.1, -5.0), (" is", -0.1, -5.0), (" used", -0.6, -0.7)],
                        runner_up=" made")  # fmt: skip
     assert first_divergence(reference, candidate).kind == "near_tie"
+
+
+def test_stopping_where_the_other_went_on_is_a_near_tie_when_ending_was_an_alternative() -> None:
+    """Seen on an H200: the reference went on with "\\n" (-1.67) where ending (-1.86) was its
+    runner-up, and the candidate ended there."""
+    went_on = record([("Done", -0.1, -5.0), (".", -0.1, -5.0), ("\n", -1.67, -1.86)],
+                     runner_up="")  # fmt: skip
+    stopped = record([("Done", -0.1, -5.0), (".", -0.1, -5.0)])
+    assert first_divergence(went_on, stopped).kind == "near_tie"
+    assert first_divergence(stopped, went_on).kind == "near_tie"
+    cut = record([("Done", -0.1, -5.0), (".", -0.1, -5.0), (" More", -0.2, -4.0)])
+    assert first_divergence(cut, stopped).kind == "defect"  # ending was never in view

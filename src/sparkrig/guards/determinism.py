@@ -75,7 +75,9 @@ async def determinism_guard(context: GuardContext) -> GuardResult:
     quick = context.settings.quick
     prompts = PROMPTS[:QUICK_PROMPTS] if quick else PROMPTS
     tokens = QUICK_REPLY_TOKENS if quick else defaults.CHECK_REPLY_TOKENS
-    requests = [context.chat(p, max_tokens=tokens, logprobs=2) for p in prompts]
+    requests = [
+        context.chat(p, max_tokens=tokens, logprobs=defaults.CHECK_TOP_LOGPROBS) for p in prompts
+    ]
     cold = await _alone(context, requests)  # fills the prefix cache
     reference = await _alone(context, requests)
     if errors := [r.error for r in cold + reference if r.error is not None]:

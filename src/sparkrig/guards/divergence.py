@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, Field
 
@@ -76,7 +76,9 @@ def leading_pair_swapped(
     they start in the text, since the same text can come as different tokens. A token from
     nowhere (another request's text, a corrupted block) is in neither list."""
     ours_at, theirs_at = token_start(reference, char_offset), token_start(candidate, char_offset)
-    if ours_at is None or theirs_at is None or ours_at[1] != theirs_at[1]:
+    if ours_at is None or theirs_at is None:
+        return _stopped_at_a_tie(reference, candidate, char_offset)
+    if ours_at[1] != theirs_at[1]:
         return False
     ours, theirs = reference.logprobs[ours_at[0]], candidate.logprobs[theirs_at[0]]
     if ours.token == theirs.token:
@@ -84,6 +86,21 @@ def leading_pair_swapped(
     return theirs.token in {t.token for t in ours.top} and ours.token in {
         t.token for t in theirs.top
     }
+
+
+END_OF_TEXT: Final = ""  # how llama.cpp and vLLM print the end-of-generation token
+
+
+def _stopped_at_a_tie(reference: RequestRecord, candidate: RequestRecord, char_offset: int) -> bool:
+    """One reply ended where the other went on: a near-tie when the one that went on had ending
+    there among its alternatives."""
+    for record in (reference, candidate):
+        found = token_start(record, char_offset)
+        if found is None or found[1] != char_offset:
+            continue
+        token = record.logprobs[found[0]]
+        return any(top.token == END_OF_TEXT for top in token.top)
+    return False
 
 
 def first_divergence(
@@ -103,6 +120,9 @@ def first_divergence(
         return Divergence(kind="identical")
     index = token_at(reference, offset)
     margin = margin_at(reference, index) if index is not None else None
+    if margin is None and index is None:  # the reference ended here: judge from the other
+        found = token_start(candidate, offset)
+        margin = margin_at(candidate, found[0]) if found is not None else None
     near_tie = (
         margin is not None
         and margin <= near_tie_nats

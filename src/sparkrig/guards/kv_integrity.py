@@ -78,7 +78,11 @@ async def build_documents(context: GuardContext, block_tokens: int) -> tuple[lis
 
 def question(context: GuardContext, documents: list[str], document: int, block: int) -> ChatRequest:
     ask = f"What is the code of the {item_name(document, block)}? Answer with the number only."
-    return context.chat(f"{documents[document]}\n\n{ask}", max_tokens=ANSWER_TOKENS, logprobs=2)
+    return context.chat(
+        f"{documents[document]}\n\n{ask}",
+        max_tokens=ANSWER_TOKENS,
+        logprobs=defaults.CHECK_TOP_LOGPROBS,
+    )
 
 
 _VLLM_BLOCK_SIZE: Final = re.compile(r'cache_config_info\{[^}]*\bblock_size="(\d+)"')

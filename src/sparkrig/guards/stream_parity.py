@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from sparkrig import defaults
 from sparkrig.client import RequestRecord
 from sparkrig.guards.context import GuardContext
 from sparkrig.guards.divergence import first_difference, first_divergence
@@ -37,8 +38,12 @@ async def stream_parity_guard(context: GuardContext) -> GuardResult:
     flips = 0
     for prompt in PROMPTS:
         await context.send(context.chat(prompt, stream=True))  # the prefix cache, for both
-        streamed = await context.send(context.chat(prompt, stream=True, logprobs=2))
-        whole = await context.send(context.chat(prompt, stream=False, logprobs=2))
+        streamed = await context.send(
+            context.chat(prompt, stream=True, logprobs=defaults.CHECK_TOP_LOGPROBS)
+        )
+        whole = await context.send(
+            context.chat(prompt, stream=False, logprobs=defaults.CHECK_TOP_LOGPROBS)
+        )
         for mode, record in (("streamed", streamed), ("non-streamed", whole)):
             if record.error is not None:
                 return failed(NAME, f"the {mode} request failed: {record.error.message}")
