@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import socket
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from sparkrig import __version__
 from sparkrig.bench.point import BenchSettings, PointResult
-from sparkrig.errors import UsageError
+from sparkrig.json_files import read_receipt, write_atomically
 
 RECEIPT_KIND = "sparkrig-bench"
 RECEIPT_SCHEMA_VERSION = 1
@@ -36,31 +35,11 @@ class BenchReceipt(BaseModel):
 
 def save_receipt(receipt: BenchReceipt, path: Path) -> None:
     """Atomic rewrite: an interrupted run leaves the last complete sample on disk."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    scratch = path.with_name(path.name + ".tmp")
-    scratch.write_text(receipt.model_dump_json(indent=2))
-    scratch.replace(path)
+    write_atomically(receipt, path)
 
 
 def load_receipt(path: Path) -> BenchReceipt:
-    try:
-        raw = json.loads(path.read_text())
-    except FileNotFoundError as exc:
-        raise UsageError(f"receipt {path} does not exist — check the path") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UsageError(
-            f"{path} is not JSON — pass a receipt written by `sparkrig bench`"
-        ) from exc
-    if not isinstance(raw, dict) or raw.get("kind") != RECEIPT_KIND:
-        raise UsageError(f"{path} is not a sparkrig bench receipt — pass one from `sparkrig bench`")
-    if raw.get("schema_version") != RECEIPT_SCHEMA_VERSION:
-        raise UsageError(
-            f"{path} has receipt schema {raw.get('schema_version')}, this sparkrig reads "
-            f"{RECEIPT_SCHEMA_VERSION} — use the sparkrig version that wrote it, or rerun the bench"
-        )
-    try:
-        return BenchReceipt.model_validate(raw)
-    except ValidationError as exc:
-        raise UsageError(
-            f"{path} is a damaged receipt ({exc.error_count()} invalid fields) — rerun the bench"
-        ) from exc
+    return read_receipt(
+        path, BenchReceipt, kind=RECEIPT_KIND, schema_version=RECEIPT_SCHEMA_VERSION,
+        written_by="sparkrig bench",
+    )  # fmt: skip

@@ -8,7 +8,6 @@ what to undo.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +19,7 @@ from sparkrig.errors import FabricError, StateError
 from sparkrig.fabric.plan_model import FabricPlan
 from sparkrig.fabric.runner import CommandRunner, ExecutorSpec
 from sparkrig.fabric.steps import Step, node_steps
+from sparkrig.json_files import write_atomically
 from sparkrig.paths import state_dir
 
 ALREADY_THERE = "File exists"
@@ -49,10 +49,7 @@ def journal_path(cluster: str) -> Path:
 
 
 def save_journal(journal: FabricJournal, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_suffix(".tmp")
-    temporary.write_text(journal.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
+    write_atomically(journal, path)
 
 
 def load_journal(path: Path) -> FabricJournal:

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from sparkrig.errors import UsageError
+from sparkrig.json_files import write_atomically
 from sparkrig.paths import state_dir
 
 
@@ -53,7 +54,4 @@ def load_baseline(path: Path, model: str) -> Baseline:
 
 
 def save_baseline(baseline: Baseline, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    scratch = path.with_name(path.name + ".tmp")
-    scratch.write_text(baseline.model_dump_json(indent=2))
-    scratch.replace(path)
+    write_atomically(baseline, path)

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 from sparkrig.engines.launch_spec import ProcessSpec
 from sparkrig.errors import StateError
 from sparkrig.fabric.runner import ExecutorSpec
+from sparkrig.json_files import write_atomically
 from sparkrig.paths import state_dir
 
 CLUSTER_STATE_VERSION = 1
@@ -43,11 +44,7 @@ def state_path(cluster: str) -> Path:
 
 
 def save_state(state: ClusterState) -> None:
-    path = state_path(state.cluster)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    scratch = path.with_suffix(".tmp")
-    scratch.write_text(state.model_dump_json(indent=2))
-    scratch.replace(path)
+    write_atomically(state, state_path(state.cluster))
 
 
 def load_state(cluster: str) -> ClusterState | None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from sparkrig.errors import StateError
+from sparkrig.json_files import write_atomically
 from sparkrig.paths import state_dir
 
 RECORD_SCHEMA_VERSION = 1
@@ -55,12 +56,7 @@ def record_path(name: str) -> Path:
 
 
 def save_record(record: InstanceRecord) -> Path:
-    path = record_path(record.name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    scratch = path.with_suffix(".tmp")
-    scratch.write_text(record.model_dump_json(indent=2))
-    scratch.replace(path)
-    return path
+    return write_atomically(record, record_path(record.name))
 
 
 def load_records() -> list[InstanceRecord]:
