@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import shlex
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -120,7 +121,8 @@ def up(
         console.print(
             f"[bold]plan[/]: start {plan.name} on {server.host}:{server.port}, log {plan.log_path}"
         )
-        console.print("  " + " ".join(plan.argv))
+        # one line however narrow the terminal, so the command can be copied as it is
+        console.print("  " + shlex.join(plan.argv), soft_wrap=True, highlight=False, markup=False)
         console.print("nothing started — add --apply to start it")
         return
     record = asyncio.run(start_local(plan, answer_one_completion, ready_timeout))
