@@ -5,6 +5,7 @@ from __future__ import annotations
 from html import escape
 
 from sparkrig.guards.receipt import CheckReceipt
+from sparkrig.report.html_identity import identity_block
 
 _VERDICT_CLASS = {"PASS": "pass", "FAIL": "bad", "SKIP": "warn"}
 CHECK_CSS = """
@@ -15,24 +16,17 @@ td.evidence { max-width: 720px; overflow-wrap: anywhere; }
 
 def check_section(receipt: CheckReceipt, label: str) -> str:
     verdicts = [result.verdict for result in receipt.results]
-    status = (
-        '<span class="status complete">complete</span>'
-        if receipt.complete
-        else '<span class="status interrupted">interrupted or still running: incomplete</span>'
-    )
-    rows = {
-        "model": receipt.model,
-        "URL": receipt.base_url,
-        "engine": receipt.engine or "not recognised",
-        "host": receipt.host,
-        "sparkrig": receipt.sparkrig_version,
-        "created": receipt.created_at.strftime("%Y-%m-%d %H:%M:%S %Z"),
-        "verdicts": f"{verdicts.count('PASS')} pass, {verdicts.count('FAIL')} fail, "
-        f"{verdicts.count('SKIP')} skip",
-        "baseline": receipt.baseline_path
-        + (" (recorded by this run)" if receipt.recorded_baseline else ""),
-    }
-    meta = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in rows.items())
+    identity = identity_block(
+        model=receipt.model, base_url=receipt.base_url, engine=receipt.engine, host=receipt.host,
+        sparkrig_version=receipt.sparkrig_version, created_at=receipt.created_at,
+        complete=receipt.complete,
+        extra={
+            "verdicts": f"{verdicts.count('PASS')} pass, {verdicts.count('FAIL')} fail, "
+            f"{verdicts.count('SKIP')} skip",
+            "baseline": receipt.baseline_path
+            + (" (recorded by this run)" if receipt.recorded_baseline else ""),
+        },
+    )  # fmt: skip
     body = "".join(
         f'<tr><td>{escape(result.guard)}</td><td class="{_VERDICT_CLASS[result.verdict]}">'
         f'{result.verdict}</td><td class="evidence">{escape(result.evidence)}</td>'
@@ -42,7 +36,7 @@ def check_section(receipt: CheckReceipt, label: str) -> str:
     return "\n".join(
         [
             f"<section>\n<h2>{escape(label)} · guards</h2>",
-            f'<dl class="meta">{meta}<dt>status</dt><dd>{status}</dd></dl>',
+            identity,
             "<h3>guards</h3>",
             "<table><tr><th>guard</th><th>verdict</th><th>evidence</th><th>s</th></tr>"
             f"{body}</table>",

@@ -18,6 +18,7 @@ from sparkrig.bench.receipt import BenchReceipt
 from sparkrig.bench.suites import per_stream_mean
 from sparkrig.guards.receipt import CheckReceipt
 from sparkrig.report.check_html import CHECK_CSS, check_section
+from sparkrig.report.html_identity import identity_block
 from sparkrig.report.svg_charts import (
     Bar,
     Cell,
@@ -123,29 +124,21 @@ def _section(receipt: BenchReceipt, label: str) -> str:
 
 def _header(receipt: BenchReceipt) -> str:
     settings = receipt.settings
-    status = (
-        '<span class="status complete">complete</span>'
-        if receipt.complete
-        else '<span class="status interrupted">interrupted or still running: incomplete</span>'
-    )
-    rows = {
-        "model": receipt.model,
-        "URL": receipt.base_url,
-        "engine": receipt.engine or "not recognised",
-        "host": receipt.host,
-        "sparkrig": receipt.sparkrig_version,
-        "created": receipt.created_at.strftime("%Y-%m-%d %H:%M:%S %Z"),
-        "suites": ", ".join(receipt.suites),
-        "settings": (
-            f"precision ±{settings.precision:.1%} · samples {settings.min_samples}–"
-            f"{settings.max_samples} · warm-up {settings.warmup_requests} · "
-            f"{settings.decode_tokens} tokens per request · concurrency "
-            f"{', '.join(map(str, settings.concurrency))}"
-            + (f" · {settings.rounds} rounds" if settings.rounds > 1 else "")
-        ),
-    }
-    items = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in rows.items())
-    return f'<dl class="meta">{items}<dt>status</dt><dd>{status}</dd></dl>'
+    return identity_block(
+        model=receipt.model, base_url=receipt.base_url, engine=receipt.engine, host=receipt.host,
+        sparkrig_version=receipt.sparkrig_version, created_at=receipt.created_at,
+        complete=receipt.complete,
+        extra={
+            "suites": ", ".join(receipt.suites),
+            "settings": (
+                f"precision ±{settings.precision:.1%} · samples {settings.min_samples}–"
+                f"{settings.max_samples} · warm-up {settings.warmup_requests} · "
+                f"{settings.decode_tokens} tokens per request · concurrency "
+                f"{', '.join(map(str, settings.concurrency))}"
+                + (f" · {settings.rounds} rounds" if settings.rounds > 1 else "")
+            ),
+        },
+    )  # fmt: skip
 
 
 def _warnings(receipt: BenchReceipt) -> str:
