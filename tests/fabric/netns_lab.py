@@ -97,6 +97,20 @@ class NetnsLab:
                     "netns", self.namespace(node_b),
                 )  # fmt: skip
 
+    def link_from_here(self, node: str, network: int) -> str:
+        """A veth from this namespace into `node` on a random /30 of 10.`network`.X.0 (a stand-in
+        for a management LAN); returns the node's address on it. Removing the node's namespace
+        removes both ends."""
+        outside, octet = f"srm{secrets.token_hex(3)}", 1 + secrets.randbelow(250)
+        _ip("link", "add", outside, "type", "veth", "peer", "name", "mgmt0",
+            "netns", self.namespace(node))  # fmt: skip
+        _ip("address", "add", f"10.{network}.{octet}.1/30", "dev", outside)
+        _ip("link", "set", outside, "up")
+        _ip("-n", self.namespace(node), "address", "add", f"10.{network}.{octet}.2/30",
+            "dev", "mgmt0")  # fmt: skip
+        _ip("-n", self.namespace(node), "link", "set", "mgmt0", "up")
+        return f"10.{network}.{octet}.2"
+
     def destroy(self) -> None:
         for name in self.names:
             _ip("netns", "del", self.namespace(name), check=False)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import subprocess
 import time
 from collections.abc import Iterator
@@ -72,24 +71,6 @@ def sparkrig(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[st
     )
 
 
-def _ip(*args: str) -> None:
-    subprocess.run(["ip", *args], check=True, capture_output=True)
-
-
-def management_link(lab: NetnsLab, head: str) -> str:
-    """A veth from this namespace into the head: the head's API is reachable at the address
-    returned. Removing the head's namespace removes both ends."""
-    outside = f"srm{secrets.token_hex(3)}"
-    octet = 1 + secrets.randbelow(250)
-    _ip("link", "add", outside, "type", "veth", "peer", "name", "mgmt0",
-        "netns", lab.namespace(head))  # fmt: skip
-    _ip("address", "add", f"10.251.{octet}.1/30", "dev", outside)
-    _ip("link", "set", outside, "up")
-    _ip("-n", lab.namespace(head), "address", "add", f"10.251.{octet}.2/30", "dev", "mgmt0")
-    _ip("-n", lab.namespace(head), "link", "set", "mgmt0", "up")
-    return f"10.251.{octet}.2"
-
-
 def _alive(pid: int, ticks: int) -> bool:
     return process_start_ticks(pid) == ticks
 
@@ -98,7 +79,7 @@ def _alive(pid: int, ticks: int) -> bool:
 def _rpc_cluster(engine: Any, tmp_path: Path) -> Iterator[tuple[Path, str, NetnsLab]]:
     with netns_lab(NAMES, WIRING) as lab:
         name = f"{lab.prefix}rpc".replace("-", "")
-        api_address = management_link(lab, "a")
+        api_address = lab.link_from_here("a", 251)  # the head's API, from here
         cluster_file = tmp_path / "cluster.toml"
         cluster_file.write_text(cluster_file_text(lab, name, api_address))
         applied = sparkrig("fabric", "apply", str(cluster_file), "--apply", "--executor",

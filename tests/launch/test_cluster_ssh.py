@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import shutil
 import signal
 import subprocess
@@ -40,25 +39,6 @@ pytestmark = [
 NAMES = ["a", "b"]
 WIRING = [("a", "p0", "b", "p1")]
 API_PORT = 18081
-
-
-def _ip(*args: str) -> None:
-    subprocess.run(["ip", *args], check=True, capture_output=True)
-
-
-def management_links(lab: NetnsLab) -> dict[str, str]:
-    """A /30 from this namespace into every node; returns each node's address on it."""
-    addresses = {}
-    for node in NAMES:
-        outside, octet = f"srs{secrets.token_hex(3)}", 1 + secrets.randbelow(250)
-        _ip("link", "add", outside, "type", "veth", "peer", "name", "mgmt0",
-            "netns", lab.namespace(node))  # fmt: skip
-        _ip("address", "add", f"10.252.{octet}.1/30", "dev", outside)
-        _ip("link", "set", outside, "up")
-        _ip("-n", lab.namespace(node), "address", "add", f"10.252.{octet}.2/30", "dev", "mgmt0")
-        _ip("-n", lab.namespace(node), "link", "set", "mgmt0", "up")
-        addresses[node] = f"10.252.{octet}.2"
-    return addresses
 
 
 def keygen(path: Path) -> None:
@@ -125,7 +105,7 @@ def _ssh_pair(engine: Any, tmp_path: Path) -> Iterator[tuple[Path, str, NetnsLab
     pid_files: list[Path] = []
     with netns_lab(NAMES, WIRING) as lab:
         try:
-            addresses = management_links(lab)
+            addresses = {node: lab.link_from_here(node, 252) for node in NAMES}  # ssh
             keygen(tmp_path / "id")
             (tmp_path / "authorized_keys").write_text((tmp_path / "id.pub").read_text())
             pid_files = [start_sshd(lab, n, a, tmp_path) for n, a in addresses.items()]
