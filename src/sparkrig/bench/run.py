@@ -15,6 +15,7 @@ from sparkrig.client.tokenize import server_tokenize
 from sparkrig.engines.metric_map import Quantity
 from sparkrig.errors import EndpointError, UsageError
 from sparkrig.guards.detectors import degeneration_findings
+from sparkrig.launch.process_record import recorded_engine_build
 
 
 def check_suites(names: list[str]) -> list[str]:
@@ -85,6 +86,7 @@ async def run_bench(
             base_url=client.base_url, model=model_id, suites=suites, settings=settings
         )
         receipt.complete = False
+        receipt.engine_build = receipt.engine_build or recorded_engine_build(client.base_url)
         receipt.suites += [name for name in suites if name not in receipt.suites]
         snapshot = await try_scrape_metrics(client)
         if snapshot is not None:

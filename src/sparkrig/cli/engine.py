@@ -20,13 +20,28 @@ app.add_typer(engine_app, name="engine")
 
 @engine_app.command("install")
 def engine_install(
-    force: Annotated[bool, typer.Option("--force", help="rebuild even if a build exists")] = False,
+    rebuild: Annotated[
+        bool, typer.Option("--rebuild", "--force", help="rebuild even if a proven build exists")
+    ] = False,
+    portable: Annotated[
+        bool,
+        typer.Option(
+            "--portable",
+            help="build for the architecture's baseline instead of this CPU's extras (no "
+            "AVX-512, no AMX): the build to use when the native one dies by SIGILL",
+        ),
+    ] = False,
 ) -> None:
-    """Build llama-server and ggml-rpc-server from llama.cpp source (once per version)."""
+    """Build llama-server and ggml-rpc-server from llama.cpp source (once per version and CPU).
+
+    Every build is self-tested on the bundled model (one real completion) before it is recorded.
+    If the native build cannot run here, sparkrig retries it without weight repacking, then
+    builds the portable variant, and says which one passed."""
+    from sparkrig.engines.llamacpp.build import install
     from sparkrig.report.build_progress import install_engine_with_progress
 
-    found = install_engine_with_progress(console, force=force)
-    console.print(f"llama-server ready: {found.server_binary}")
+    found = install_engine_with_progress(console, install, force=rebuild, portable=portable)
+    console.print(f"llama-server ready: {found.server_binary} ({found.label})")
 
 
 @engine_app.command("info")
@@ -43,6 +58,7 @@ def engine_info(as_json: JsonFlag = False) -> None:
         info["server_binary"] = str(found.server_binary)
         info["rpc_binary"] = str(found.rpc_binary) if found.rpc_binary.exists() else None
         info["version"] = server_version(found.server_binary)
+        info["label"] = found.label
     if as_json:
         _print_json(info)
         return
@@ -52,7 +68,11 @@ def engine_info(as_json: JsonFlag = False) -> None:
         )
         raise typer.Exit(1)
     table = Table(show_header=False)
-    for key in ("version", "server_binary", "rpc_binary", "source", "built_at", "build_seconds"):
+    info["build"] = found.label if found is not None else None
+    for key in ("version", "build", "server_binary", "rpc_binary", "source", "cpu"):
+        table.add_row(key, str(info.get(key)))
+    table.add_row("self-test", str(info.get("note") or "not run yet"))
+    for key in ("built_at", "build_seconds"):
         table.add_row(key, str(info.get(key)))
     table.add_row("flags", " ".join(info.get("flags") or []) or "—")
     console.print(table)

@@ -101,8 +101,9 @@ def up(
         )
     speculative = _speculative(spec_type, draft_model, spec_draft_max, spec_synth_rates)
     model_path = resolve_model(model)
+    engine = require_installed()
     server = LlamaServerSpec(
-        binary=require_installed().server_binary,
+        binary=engine.server_binary,
         model=model_path,
         alias=defaults.BUNDLED_MODEL_ALIAS if model is None else model_path.stem,
         port=port if port is not None else free_port(defaults.LOCAL_HOST),
@@ -110,8 +111,9 @@ def up(
         context_tokens=ctx,
         threads=threads,
         speculative=speculative,
+        extra_args=engine.server_args,
     )
-    plan = plan_local(server, port_was_chosen=port is None)
+    plan = plan_local(server, port_was_chosen=port is None, engine_build=engine.label)
     if not apply:
         if as_json:
             _print_json(

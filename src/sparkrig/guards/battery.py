@@ -27,6 +27,7 @@ from sparkrig.guards.stop_in_reasoning import stop_in_reasoning_guard
 from sparkrig.guards.stream_parity import stream_parity_guard
 from sparkrig.guards.structured import structured_guard
 from sparkrig.guards.verdict import GuardResult
+from sparkrig.launch.process_record import recorded_engine_build
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,7 @@ async def run_battery(
             base_url=client.base_url, model=model_id, settings=settings,
             engine=snapshot.engine if snapshot else None, baseline_path=str(path),
             guards=[entry.name for entry in chosen], recorded_baseline=record_baseline,
+            engine_build=recorded_engine_build(client.base_url),
         )  # fmt: skip
         save_check_receipt(receipt, out_path)
         context = GuardContext(client, model_id, settings, baseline, record_baseline)

@@ -24,6 +24,11 @@ class CheckReceipt(BaseModel):
     base_url: str
     model: str
     engine: str | None = None
+    engine_build: str | None = Field(
+        default=None,
+        description="the engine build that served (variant, repack on or off) when sparkrig "
+        "started it; None for a server started elsewhere",
+    )
     settings: CheckSettings
     guards: list[str] = Field(description="the guards chosen, in run order")
     baseline_path: str

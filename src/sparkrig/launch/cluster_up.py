@@ -16,6 +16,7 @@ import aiohttp
 from pydantic import BaseModel
 
 from sparkrig import defaults
+from sparkrig.engines.launch_spec import ProcessSpec
 from sparkrig.errors import (
     EndpointError,
     EngineNotFoundError,
@@ -28,6 +29,7 @@ from sparkrig.launch.cluster_plan import LaunchPlan
 from sparkrig.launch.cluster_state import ClusterState, StartedRecord, remove_state, save_state
 from sparkrig.launch.executors import executor_for
 from sparkrig.launch.node_commands import (
+    ProcessObservation,
     observe_script,
     parse_observation,
     parse_started,
@@ -165,6 +167,24 @@ async def bring_up(
     return state
 
 
+_EXIT_STATUS_GRACE_S = 0.5
+
+
+def _died_message(
+    process: ProcessSpec, reason: str, seen: ProcessObservation, record: StartedRecord
+) -> str:
+    """`node b: ggml-rpc-server killed by SIGILL (…) before the cluster was ready; … — fix`."""
+    tail = " | ".join(seen.tail) or "(empty log)"
+    ended = seen.ended if reason == "exited" else None
+    how = ended.describe() if ended is not None else reason
+    fix = (ended.fix() if ended is not None else None) or "fix the cause"
+    return (
+        f"node {process.node}: {process.name} {how} before the cluster was ready; last log "
+        f"lines: {tail} — {fix}, then `sparkrig up` again (full log: {record.log_path} on that "
+        "node)"
+    )
+
+
 async def _wait(
     plan: LaunchPlan,
     state: ClusterState,
@@ -191,12 +211,12 @@ async def _wait(
             return
         if verdict.state == "failed" and verdict.process is not None:
             index = [r.process.key for r in state.started].index(verdict.process.key)
-            tail = " | ".join(sightings[index].observation.tail) or "(empty log)"
-            raise LaunchError(
-                f"node {verdict.process.node}: {verdict.process.name} {verdict.reason} before "
-                f"the cluster was ready; last log lines: {tail} — fix the cause, then "
-                f"`sparkrig up` again (full log: {state.started[index].log_path} on that node)"
-            )
+            record = state.started[index]
+            seen = sightings[index].observation
+            if verdict.reason == "exited" and seen.exit_status is None:
+                await asyncio.sleep(_EXIT_STATUS_GRACE_S)  # the wrapper writes $? just after
+                seen = (await look(record, runners[record.process.node], session, "")).observation
+            raise LaunchError(_died_message(verdict.process, verdict.reason, seen, record))
         if now > deadline:
             raise LaunchError(
                 f"not ready after {plan.ready_timeout_s:g} s although every node advanced; "

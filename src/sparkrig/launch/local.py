@@ -26,6 +26,7 @@ from sparkrig.launch.process_record import (
     save_record,
     stop_process,
 )
+from sparkrig.process_exit import from_returncode
 
 ReadyProbe = Callable[[str, str], Awaitable[None]]
 """Given a base URL and model id, raise if the engine cannot answer one real completion."""
@@ -41,6 +42,7 @@ class LocalPlan(BaseModel):
     server: LlamaServerSpec
     log_path: Path
     port_was_chosen: bool
+    engine_build: str | None = None
 
     @property
     def argv(self) -> list[str]:
@@ -65,7 +67,9 @@ def check_port_free(host: str, port: int) -> None:
             ) from exc
 
 
-def plan_local(server: LlamaServerSpec, *, port_was_chosen: bool) -> LocalPlan:
+def plan_local(
+    server: LlamaServerSpec, *, port_was_chosen: bool, engine_build: str | None = None
+) -> LocalPlan:
     name = f"local-{server.port}"
     taken = {record.name for record in load_records()}
     if name in taken:
@@ -80,6 +84,7 @@ def plan_local(server: LlamaServerSpec, *, port_was_chosen: bool) -> LocalPlan:
         server=server,
         log_path=records_dir() / f"{name}.log",
         port_was_chosen=port_was_chosen,
+        engine_build=engine_build,
     )
 
 
@@ -119,6 +124,7 @@ async def start_local(
         speculative=plan.server.speculative.spec_type if plan.server.speculative else None,
         log_path=plan.log_path,
         started_at=datetime.now(UTC),
+        engine_build=plan.engine_build,
     )
     save_record(record)
     try:
@@ -146,10 +152,8 @@ async def _wait_healthy(
                         f"llama-server could not bind port {record.port}: {tail} — "
                         "pick another with --port"
                     )
-                raise LaunchError(
-                    f"llama-server exited with code {proc.returncode} before it was ready: "
-                    f"{tail} — see {record.log_path}"
-                )
+                raise LaunchError(died_before_ready("llama-server", proc.returncode, tail,
+                                                    record.log_path))  # fmt: skip
             try:
                 async with session.get(f"{record.base_url}/health") as response:
                     if response.status == 200:
@@ -161,6 +165,13 @@ async def _wait_healthy(
         f"llama-server did not answer /health within {timeout_s:.0f}s: {log_tail(record.log_path)}"
         " — a large model may need a longer --ready-timeout"
     )
+
+
+def died_before_ready(name: str, returncode: int, tail: str, log_path: Path) -> str:
+    """`llama-server killed by SIGILL (illegal instruction: …) before it was ready: … — fix`."""
+    ended = from_returncode(returncode)
+    fix = ended.fix() or "read the log for the cause"
+    return f"{name} {ended.describe()} before it was ready: {tail} — {fix} (log: {log_path})"
 
 
 def stop_instances(records: list[InstanceRecord]) -> list[tuple[InstanceRecord, str]]:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict
 
 from sparkrig.errors import LaunchError
+from sparkrig.process_exit import ProcessExit, from_shell_status
 
 # /proc/PID/stat after the command name: field 3 (state) is first, field 22 (starttime) is 20th.
 _STAT_AFTER_NAME = (
@@ -37,27 +38,51 @@ class ProcessObservation(BaseModel):
     log_bytes: int
     port_open: bool | None
     tail: list[str]
+    exit_status: int | None = None  # the shell's $? once the process ended: 128 + N for signal N
+
+    @property
+    def ended(self) -> ProcessExit | None:
+        return None if self.exit_status is None else from_shell_status(self.exit_status)
 
     @property
     def last_line(self) -> str:
         return self.tail[-1] if self.tail else ""
 
 
+def exit_status_path(log_path: str) -> str:
+    """Where the wrapper around a started process writes its `$?` when it ends."""
+    return f"{log_path}.exit"
+
+
+# Runs on the node as `sh -c WRAPPER sh LOG STATUS argv…`: starts argv in the background, writes
+# its pid, waits for it, and writes its exit status (128 + N when signal N killed it), so a crash
+# on any node is named by its signal, never a bare code.
+_WRAPPER = (
+    'log=$1; status=$2; shift 2; "$@" < /dev/null >> "$log" 2>&1 & '
+    'echo $! > "$status.pid"; wait $!; echo $? > "$status"'
+)
+_PID_WAIT_STEPS = 100  # x 0.05 s: the wrapper writes the pid at once
+
+
 def start_script(argv: Sequence[str], env: dict[str, str], log_path: str) -> list[str]:
-    """`sh -c` that starts argv detached (own session, stdin closed, output to the log) and
-    prints `pid ticks` of the started process itself (setsid and env exec into it)."""
+    """`sh -c` that starts argv detached (own session, stdin closed, output to the log) under a
+    small wrapper that records its exit status, and prints `pid ticks` of the started process
+    itself (env execs into it)."""
     folder = log_path.rsplit("/", 1)[0] if "/" in log_path else "."
-    assignments = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
-    command = (
-        f"setsid env {assignments} {shlex.join(argv)}" if env else f"setsid {shlex.join(argv)}"
-    )
+    assignments = [f"{k}={v}" for k, v in env.items()]
+    command = ["env", *assignments, *argv] if env else list(argv)
     log = shlex.quote(log_path)
+    status = shlex.quote(exit_status_path(log_path))
+    wrapped = shlex.join(["sh", "-c", _WRAPPER, "sh", log_path, exit_status_path(log_path)])
     script = (
         f"{_STAT_AFTER_NAME}\n"
         f"mkdir -p {shlex.quote(folder)} || exit 3\n"
         f": > {log} || exit 3\n"
-        f"{command} < /dev/null >> {log} 2>&1 &\n"
-        'pid=$!\necho "pid $pid"\necho "stat $(stat_of "$pid")"\n'
+        f"rm -f {status} {status}.pid\n"
+        f"setsid {wrapped} {shlex.join(command)} < /dev/null > /dev/null 2>&1 &\n"
+        f"i=0; while [ ! -s {status}.pid ] && [ $i -lt {_PID_WAIT_STEPS} ]; do "
+        "sleep 0.05; i=$((i+1)); done\n"
+        f'pid=$(cat {status}.pid 2>/dev/null)\necho "pid $pid"\necho "stat $(stat_of "$pid")"\n'
     )
     return ["sh", "-c", script]
 
@@ -94,6 +119,7 @@ def observe_script(
         f"{_STAT_AFTER_NAME}\n"
         f'echo "stat $(stat_of {pid})"\n'
         f'echo "size $(wc -c < {log} 2>/dev/null || echo -1)"\n'
+        f'echo "exit $(cat {shlex.quote(exit_status_path(log_path))} 2>/dev/null)"\n'
         f"{port_check}"
         "echo tail\n"
         f"tail -n {tail_lines} {log} 2>/dev/null\n"
@@ -107,7 +133,9 @@ def parse_observation(stdout: str, start_ticks: int, port: int | None) -> Proces
     ticks = _ticks(values.get("stat", ""))
     size = values.get("size", "-1").strip()
     listen = values.get("listen")
+    status = values.get("exit", "").strip()
     return ProcessObservation(
+        exit_status=int(status) if status.isdigit() else None,
         alive=ticks is not None and ticks == start_ticks,
         log_bytes=int(size) if size.lstrip("-").isdigit() else -1,
         port_open=None

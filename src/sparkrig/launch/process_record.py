@@ -38,6 +38,9 @@ class InstanceRecord(BaseModel):
     speculative: str | None = None
     log_path: Path
     started_at: datetime
+    engine_build: str | None = Field(
+        default=None, description="which build of the engine runs (variant, repack on or off)"
+    )
 
     @property
     def base_url(self) -> str:
@@ -73,6 +76,19 @@ def load_records() -> list[InstanceRecord]:
                 "process it names still runs, then delete the file"
             ) from exc
     return records
+
+
+def recorded_engine_build(base_url: str) -> str | None:
+    """The engine build behind `base_url` when sparkrig started it here; None otherwise."""
+    try:
+        records = load_records()
+    except StateError:
+        return None
+    wanted = base_url.rstrip("/")
+    for record in records:
+        if record.base_url == wanted and is_running(record):
+            return record.engine_build
+    return None
 
 
 def remove_record(name: str) -> None:

@@ -18,6 +18,7 @@ def check_section(receipt: CheckReceipt, label: str) -> str:
     verdicts = [result.verdict for result in receipt.results]
     identity = identity_block(
         model=receipt.model, base_url=receipt.base_url, engine=receipt.engine, host=receipt.host,
+        engine_build=receipt.engine_build,
         sparkrig_version=receipt.sparkrig_version, created_at=receipt.created_at,
         complete=receipt.complete,
         extra={

@@ -126,6 +126,7 @@ def _header(receipt: BenchReceipt) -> str:
     settings = receipt.settings
     return identity_block(
         model=receipt.model, base_url=receipt.base_url, engine=receipt.engine, host=receipt.host,
+        engine_build=receipt.engine_build,
         sparkrig_version=receipt.sparkrig_version, created_at=receipt.created_at,
         complete=receipt.complete,
         extra={

@@ -2,7 +2,8 @@
 
 No prebuilt binary can be downloaded on the machines sparkrig targets, but PyPI is reachable, and
 the `llama-cpp-python` sdist vendors a complete llama.cpp tree. The binaries are cached per sdist
-version and build flags; a second install finds them and does nothing.
+version, build flags and (for a native build) CPU; a second install finds them and does nothing.
+A build is recorded only after it answered a real completion here (`self_test.py`).
 """
 
 from __future__ import annotations
@@ -18,31 +19,72 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from enum import StrEnum
 from pathlib import Path
+from platform import machine
 
 from pydantic import BaseModel, Field
 
 from sparkrig import defaults
+from sparkrig.engines.llamacpp.cpu import (
+    cpu_model_name,
+    cpuinfo_text,
+    native_build_key,
+    notable_features,
+)
+from sparkrig.engines.llamacpp.gguf_model import resolve_model
+from sparkrig.engines.llamacpp.self_test import NO_REPACK_FLAG, SelfTestOutcome, self_test
 from sparkrig.errors import EngineBuildError, EngineNotFoundError
+from sparkrig.json_files import write_atomically
 from sparkrig.paths import cache_dir
+from sparkrig.process_exit import PORTABLE_REBUILD_COMMAND
 
 SERVER_BINARY_ENV = "SPARKRIG_LLAMA_SERVER"
 RECORD_NAME = "engine.json"
+RECORD_SCHEMA_VERSION = 2
 _VENDOR_PREFIX = "vendor/llama.cpp/"
 _NINJA_STEP = re.compile(r"^\[(\d+)/(\d+)\]")
 _MAKE_PERCENT = re.compile(r"^\[\s*(\d+)%\]")
 
 ProgressCallback = Callable[[str, float | None], None]
 """Called with a phase name and a fraction done in [0, 1] (None when unknown)."""
+NoteCallback = Callable[[str], None]
+"""Called with one line that says what happened (which build passed its self-test)."""
+BinaryBuilder = Callable[["EngineVariant", Path, Path, ProgressCallback], Path]
+"""Builds one variant in a scratch folder (variant, scratch, log, progress) and returns the
+folder that holds llama-server and ggml-rpc-server."""
+
+
+class EngineVariant(StrEnum):
+    NATIVE = "native"  # compiled for every instruction this CPU advertises
+    PORTABLE = "portable"  # ggml's baseline for the architecture, no CPU-specific extras
+    EXTERNAL = "external"  # a binary the user named with $SPARKRIG_LLAMA_SERVER
+
+
+VARIANT_FLAGS: dict[EngineVariant, tuple[str, ...]] = {
+    EngineVariant.NATIVE: defaults.LLAMA_CPP_NATIVE_FLAGS,
+    EngineVariant.PORTABLE: defaults.LLAMA_CPP_PORTABLE_FLAGS,
+}
 
 
 class EngineInstall(BaseModel):
-    """Where an embedded llama.cpp build lives and how it was made."""
+    """Where an embedded llama.cpp build lives, how it was made, and how it proved it runs."""
 
-    schema_version: int = 1
+    schema_version: int = RECORD_SCHEMA_VERSION
     source: str = Field(description="where the llama.cpp source came from")
     flags: list[str] = Field(description="CMake flags the binaries were configured with")
     bin_dir: Path = Field(description="folder holding llama-server and ggml-rpc-server")
+    variant: EngineVariant = Field(default=EngineVariant.NATIVE, description="which build")
+    repack: bool = Field(
+        default=True,
+        description="llama.cpp's CPU weight repacking; off (--no-repack) when the self-test "
+        "only passed without it",
+    )
+    cpu: str = Field(default="", description="the CPU the build was proven on, and its features")
+    self_tests: list[SelfTestOutcome] = Field(
+        default_factory=list, description="every self-test tried, in order; the last passed"
+    )
+    note: str | None = Field(default=None, description="what fell back, in one line")
     built_at: str | None = Field(default=None, description="UTC time the build finished")
     build_seconds: float | None = Field(default=None, description="wall time of the build")
 
@@ -54,20 +96,33 @@ class EngineInstall(BaseModel):
     def rpc_binary(self) -> Path:
         return self.bin_dir / "ggml-rpc-server"
 
+    @property
+    def server_args(self) -> list[str]:
+        """Arguments every llama-server started from this build needs to run here."""
+        return [] if self.repack else [NO_REPACK_FLAG]
+
+    @property
+    def label(self) -> str:
+        """What receipts and reports show: the build that produced the figures."""
+        return f"llama.cpp {self.variant.value} build, repack {'on' if self.repack else 'off'}"
+
 
 def _flags_id(flags: tuple[str, ...]) -> str:
     return hashlib.sha256("\n".join(flags).encode()).hexdigest()[:10]
 
 
-def build_log_path() -> Path:
+def build_log_path(variant: EngineVariant = EngineVariant.NATIVE) -> Path:
     """The log of the latest build, kept beside the cache so a failed build can be read."""
-    folder = install_dir()
+    folder = install_dir(variant)
     return folder.parent / f"{folder.name}.build.log"
 
 
-def install_dir() -> Path:
-    """Folder of the cached build for the pinned sdist version and flags."""
-    tag = f"{defaults.LLAMA_CPP_SDIST_VERSION}-{_flags_id(defaults.LLAMA_CPP_CMAKE_FLAGS)}"
+def install_dir(variant: EngineVariant = EngineVariant.NATIVE) -> Path:
+    """Folder of the cached build for the pinned sdist version, flags and, for a native build,
+    this CPU: a cache shared between machines with other CPUs rebuilds instead of crashing."""
+    flags = (*defaults.LLAMA_CPP_CMAKE_FLAGS, *VARIANT_FLAGS[variant])
+    cpu = native_build_key(cpuinfo_text()) if variant == EngineVariant.NATIVE else machine()
+    tag = f"{defaults.LLAMA_CPP_SDIST_VERSION}-{_flags_id(flags)}-{variant.value}-{cpu}"
     return cache_dir() / "engines" / "llama.cpp" / tag
 
 
@@ -75,25 +130,46 @@ def _is_executable(path: Path) -> bool:
     return path.is_file() and os.access(path, os.X_OK)
 
 
-def find_installed() -> EngineInstall | None:
-    """The usable engine: `$SPARKRIG_LLAMA_SERVER` if set, else the cached build, else None."""
-    override = os.environ.get(SERVER_BINARY_ENV)
-    if override:
-        binary = Path(override).expanduser()
-        if not _is_executable(binary):
-            raise EngineNotFoundError(
-                f"{SERVER_BINARY_ENV}={override} is not an executable file — point it at a "
-                f"llama-server binary or unset it to use `sparkrig engine install`"
-            )
-        return EngineInstall(source=f"${SERVER_BINARY_ENV}", flags=[], bin_dir=binary.parent)
-    record = install_dir() / RECORD_NAME
-    if not record.is_file():
+def _read_record(path: Path) -> EngineInstall | None:
+    """A cached record, or None when absent, from an older sparkrig, or damaged (rebuilt)."""
+    try:
+        found = EngineInstall.model_validate_json(path.read_bytes())
+    except (OSError, ValueError):
         return None
-    found = EngineInstall.model_validate_json(record.read_text())
-    return found if _is_executable(found.server_binary) else None
+    if found.schema_version != RECORD_SCHEMA_VERSION or not _is_executable(found.server_binary):
+        return None
+    return found
+
+
+def _override_binary() -> Path | None:
+    override = os.environ.get(SERVER_BINARY_ENV)
+    if not override:
+        return None
+    binary = Path(override).expanduser()
+    if not _is_executable(binary):
+        raise EngineNotFoundError(
+            f"{SERVER_BINARY_ENV}={override} is not an executable file — point it at a "
+            f"llama-server binary or unset it to use `sparkrig engine install`"
+        )
+    return binary
+
+
+def find_installed() -> EngineInstall | None:
+    """The engine to use, without running anything: `$SPARKRIG_LLAMA_SERVER` if set (with its
+    self-test result when one is cached), else the native build for this CPU, else the portable
+    build, else None."""
+    if (binary := _override_binary()) is not None:
+        return _read_record(_external_record_path(binary)) or _external_install(binary)
+    for variant in (EngineVariant.NATIVE, EngineVariant.PORTABLE):
+        if (found := _read_record(install_dir(variant) / RECORD_NAME)) is not None:
+            return found
+    return None
 
 
 def require_installed() -> EngineInstall:
+    """The engine to use, proven to run here (a named binary is self-tested once)."""
+    if (binary := _override_binary()) is not None:
+        return prove_external(binary)
     found = find_installed()
     if found is None:
         raise EngineNotFoundError(
@@ -103,36 +179,158 @@ def require_installed() -> EngineInstall:
     return found
 
 
-def install(progress: ProgressCallback, *, force: bool = False) -> EngineInstall:
-    """Build and cache the engine unless a usable build is already there."""
-    if not force and (found := find_installed()) is not None:
-        return found
-    target = install_dir()
+def install(
+    progress: ProgressCallback,
+    *,
+    force: bool = False,
+    portable: bool = False,
+    note: NoteCallback = lambda _: None,
+    builder: BinaryBuilder | None = None,
+) -> EngineInstall:
+    """Build, self-test and cache the engine unless a proven build is already there.
+
+    The native build comes first; if it cannot run here (killed by a signal such as SIGILL), the
+    same binary is tried without weight repacking, then a portable build, each self-tested. Only
+    a build that answered a completion is recorded. `portable` skips the native build;
+    `builder` replaces the source build (tests give one that writes fake binaries)."""
+    if (binary := _override_binary()) is not None:
+        return prove_external(binary, note=note)
+    if not force:
+        found = (
+            _read_record(install_dir(EngineVariant.PORTABLE) / RECORD_NAME)
+            if portable
+            else (find_installed())
+        )
+        if found is not None:
+            return found
+    variants = [EngineVariant.PORTABLE] if portable else [*VARIANT_FLAGS]
+    tried: list[str] = []
+    for variant in variants:
+        record, outcomes = _build_and_prove(variant, progress, tried, builder or _build_from_source)
+        if record is not None:
+            note(f"engine self-test: {record.note}")
+            return record
+        if not any(outcome.crashed for outcome in outcomes):
+            break  # an exit or a hang: a build with other CPU code would not fix it
+        if variant != variants[-1]:
+            note(f"engine self-test: {tried[-1]}; building the portable variant next")
+    log = outcomes[-1].log_path if outcomes else build_log_path()
+    raise EngineBuildError(
+        f"no llama-server build runs on this machine: {'; '.join(tried)} — see {log}, and "
+        f"report it with `sparkrig engine info --json`"
+    )
+
+
+def _build_from_source(
+    variant: EngineVariant, work: Path, log: Path, progress: ProgressCallback
+) -> Path:
+    """Download the sdist, configure and compile; the folder holding the built binaries."""
+    flags = [*defaults.LLAMA_CPP_CMAKE_FLAGS, *VARIANT_FLAGS[variant]]
+    sdist = _download_sdist(work, log, progress)
+    source = _extract_vendored_tree(sdist, work / "llama.cpp", progress)
+    build = _cmake_build(source, work / "build", log, progress, flags=flags, variant=variant)
+    return build / "bin"
+
+
+def _build_and_prove(
+    variant: EngineVariant, progress: ProgressCallback, tried: list[str], builder: BinaryBuilder
+) -> tuple[EngineInstall | None, list[SelfTestOutcome]]:
+    target = install_dir(variant)
     target.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    log = build_log_path()
+    log = build_log_path(variant)
     log.write_text("")
+    flags = [*defaults.LLAMA_CPP_CMAKE_FLAGS, *VARIANT_FLAGS[variant]]
     with tempfile.TemporaryDirectory(prefix="llama-build-", dir=target.parent) as scratch:
         work = Path(scratch)
-        sdist = _download_sdist(work, log, progress)
-        source = _extract_vendored_tree(sdist, work / "llama.cpp", progress)
-        build = _cmake_build(source, work / "build", log, progress)
+        built = builder(variant, work, log, progress)
         staged = work / "stage"
         (staged / "bin").mkdir(parents=True)
         for name in defaults.LLAMA_CPP_TARGETS:
-            shutil.copy2(build / "bin" / name, staged / "bin" / name)
+            shutil.copy2(built / name, staged / "bin" / name)
+        progress(f"self-testing the {variant.value} build on the bundled model", None)
+        seconds = round(time.monotonic() - started, 1)
+        outcomes = _prove(staged / "bin" / "llama-server", target.parent / f"{target.name}")
+        tried.append(f"{variant.value} build: " + ", then ".join(o.summary() for o in outcomes))
+        if not outcomes[-1].passed:
+            return None, outcomes
         record = EngineInstall(
             source=f"{defaults.LLAMA_CPP_SDIST}=={defaults.LLAMA_CPP_SDIST_VERSION} (sdist)",
-            flags=list(defaults.LLAMA_CPP_CMAKE_FLAGS),
-            bin_dir=target / "bin",
-            built_at=datetime.now(UTC).isoformat(timespec="seconds"),
-            build_seconds=round(time.monotonic() - started, 1),
-        )
+            flags=flags, bin_dir=target / "bin", variant=variant, repack=outcomes[-1].repack,
+            cpu=_cpu_description(), self_tests=outcomes, note="; ".join(tried),
+            built_at=datetime.now(UTC).isoformat(timespec="seconds"), build_seconds=seconds,
+        )  # fmt: skip
+        for outcome in record.self_tests:  # the binary moves with the folder below
+            outcome.binary = str(record.server_binary)
         (staged / RECORD_NAME).write_text(record.model_dump_json(indent=2))
         if target.exists():
             shutil.rmtree(target)
         staged.rename(target)  # atomic on one filesystem: a half build is never found
     progress("done", 1.0)
+    return record, outcomes
+
+
+def _prove(binary: Path, log_stem: Path) -> list[SelfTestOutcome]:
+    """Self-test with repacking; if that fails, the same binary without it."""
+    model = resolve_model(None)
+    outcomes = []
+    for repack in (True, False):
+        log = log_stem.with_name(
+            f"{log_stem.name}.self-test-repack-{'on' if repack else 'off'}.log"
+        )
+        outcomes.append(self_test(binary, model, log, repack=repack))
+        if outcomes[-1].passed:
+            break
+    return outcomes
+
+
+def _cpu_description() -> str:
+    text = cpuinfo_text()
+    features = " ".join(notable_features(text)) or "no notable features listed"
+    return f"{cpu_model_name(text)} ({machine()}: {features})"
+
+
+def _external_record_path(binary: Path) -> Path:
+    try:
+        stat = binary.stat()
+        stamp = f"{binary.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+    except OSError:
+        stamp = str(binary)
+    digest = hashlib.sha256(stamp.encode()).hexdigest()[:16]
+    return cache_dir() / "engines" / "external" / f"{digest}.json"
+
+
+def _external_install(binary: Path) -> EngineInstall:
+    return EngineInstall(
+        source=f"${SERVER_BINARY_ENV}", flags=[], bin_dir=binary.parent,
+        variant=EngineVariant.EXTERNAL, cpu=_cpu_description(),
+    )  # fmt: skip
+
+
+def prove_external(binary: Path, *, note: NoteCallback = lambda _: None) -> EngineInstall:
+    """Self-test a binary the user named (once per file version); never rebuild it."""
+    record_path = _external_record_path(binary)
+    if (found := _read_record(record_path)) is not None and found.self_tests:
+        return found
+    outcomes = _prove(binary, record_path.with_suffix(""))
+    if not outcomes[-1].passed:
+        first = outcomes[0].process_exit
+        fix = (
+            f"unset {SERVER_BINARY_ENV} and build a portable engine: `{PORTABLE_REBUILD_COMMAND}`"
+            if first is not None and first.illegal_instruction
+            else f"fix that binary or unset {SERVER_BINARY_ENV} to use `sparkrig engine install`"
+        )
+        raise EngineNotFoundError(
+            f"{SERVER_BINARY_ENV}={binary} does not run here: "
+            f"{', then '.join(o.summary() for o in outcomes)} — {fix} "
+            f"(log: {outcomes[-1].log_path})"
+        )
+    record = _external_install(binary)
+    record.repack = outcomes[-1].repack
+    record.self_tests = outcomes
+    record.note = ", then ".join(o.summary() for o in outcomes)
+    note(f"engine self-test of {binary}: {record.note}")
+    write_atomically(record, record_path)
     return record
 
 
@@ -191,7 +389,15 @@ def _extract_vendored_tree(sdist: Path, dest: Path, progress: ProgressCallback) 
     return dest
 
 
-def _cmake_build(source: Path, build: Path, log: Path, progress: ProgressCallback) -> Path:
+def _cmake_build(
+    source: Path,
+    build: Path,
+    log: Path,
+    progress: ProgressCallback,
+    *,
+    flags: list[str],
+    variant: EngineVariant,
+) -> Path:
     generator = ["-G", "Ninja"] if shutil.which("ninja") else []
     if shutil.which("cmake") is None:
         raise EngineBuildError(
@@ -199,15 +405,15 @@ def _cmake_build(source: Path, build: Path, log: Path, progress: ProgressCallbac
         )
     progress("configuring (cmake)", None)
     configure = ["cmake", "-S", str(source), "-B", str(build), *generator]
-    for _ in _run_logged([*configure, *defaults.LLAMA_CPP_CMAKE_FLAGS], log):
+    for _ in _run_logged([*configure, *flags], log):
         pass
     jobs = str(os.cpu_count() or 2)
     argv = ["cmake", "--build", str(build), "-j", jobs, "--target", *defaults.LLAMA_CPP_TARGETS]
-    progress("compiling llama-server and ggml-rpc-server", 0.0)
+    phase = f"compiling llama-server and ggml-rpc-server ({variant.value})"
+    progress(phase, 0.0)
     for line in _run_logged(argv, log):
         if step := _NINJA_STEP.match(line):
-            progress("compiling llama-server and ggml-rpc-server",
-                     int(step[1]) / int(step[2]))  # fmt: skip
+            progress(phase, int(step[1]) / int(step[2]))
         elif percent := _MAKE_PERCENT.match(line):
-            progress("compiling llama-server and ggml-rpc-server", int(percent[1]) / 100)
+            progress(phase, int(percent[1]) / 100)
     return build
