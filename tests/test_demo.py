@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from sparkrig import defaults
 from sparkrig.bench.receipt import load_receipt
 from sparkrig.bench.smoke import SmokeReceipt
 from sparkrig.engines.llamacpp.build import EngineInstall
@@ -51,9 +53,25 @@ def test_demo_prints_the_table_writes_the_record_and_stops(
         assert result.record.error is None
         assert result.record.token_source == "per_event_timings"
         assert result.record.decode_tps is not None
-    count_reply = receipt.results[0].record.content
-    assert "1" in count_reply
-    assert "5" in count_reply
+    # The count request: the prompt asks for numbers only, counted up from 1; SmolLM2-135M
+    # counts "123456789…" without the commas at temperature 0. The reply must be that (digits,
+    # in order from 1), and the server's count must be the whole reply: the full budget when it
+    # ran out, fewer tokens when it stopped.
+    count = receipt.results[0].record
+    digits = "".join(ch for ch in count.content if ch.isdigit())
+    assert re.fullmatch(r"[\d,\s]+", count.content), count.content
+    assert digits.startswith("123456789"), count.content
+    if count.finish_reason == "length":
+        assert count.completion_tokens == defaults.DEMO_MAX_TOKENS
+    else:
+        assert count.finish_reason == "stop"
+        assert 0 < (count.completion_tokens or 0) < defaults.DEMO_MAX_TOKENS
+    assert re.search(r"llama\.cpp \w+ build, repack (on|off)", done.stdout)  # what served
+    assert bench.engine_build is not None
+    assert bench.engine_build.startswith("llama.cpp ")
+    assert check["engine_build"] == bench.engine_build
+    page = out.with_name("demo.bench.html").read_text()
+    assert f"<dt>engine build</dt><dd>{bench.engine_build}</dd>" in page
     assert receipt.metrics_delta is not None
     assert not list((tmp_path / "state" / "local").glob("*.json"))  # engine stopped, forgotten
 

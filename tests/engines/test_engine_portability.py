@@ -7,7 +7,10 @@ passing paths run the real llama-server behind them.
 
 from __future__ import annotations
 
+import json
+import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -30,6 +33,7 @@ from sparkrig.engines.llamacpp.self_test import self_test
 from sparkrig.errors import EngineBuildError, EngineNotFoundError
 from sparkrig.paths import CACHE_ENV
 from sparkrig.process_exit import from_returncode, from_shell_status
+from tests.conftest import SPARKRIG
 from tests.engines.fake_engines import write_fake
 
 PORTABLE_FIX = "sparkrig engine install --portable"
@@ -201,3 +205,30 @@ def test_self_test_stops_what_it_started(tmp_path: Path, bundled_model: Path) ->
 
 def test_defaults_bound_the_self_test() -> None:
     assert 10 <= defaults.ENGINE_SELF_TEST_TIMEOUT_S <= 300
+
+
+@pytest.mark.engine
+def test_engine_info_shows_the_build_that_runs(
+    tmp_path: Path, empty_cache: Path, engine: EngineInstall, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = write_fake(tmp_path / "vm", "amx_vm", engine.server_binary)
+    monkeypatch.setenv(SERVER_BINARY_ENV, str(fake))
+    require_installed()
+    env = {**os.environ, "COLUMNS": "200"}
+    shown = subprocess.run([SPARKRIG, "engine", "info", "--json"], env=env, capture_output=True,
+                           text=True, check=True)  # fmt: skip
+    info = json.loads(shown.stdout)
+    assert info["label"] == "llama.cpp external build, repack off"
+    assert info["repack"] is False
+    assert info["self_tests"][0]["signal_name"] == "SIGILL"
+    table = subprocess.run([SPARKRIG, "engine", "info"], env=env, capture_output=True,
+                           text=True, check=True).stdout  # fmt: skip
+    assert "llama.cpp external build, repack off" in table
+    assert "killed by SIGILL" in table
+
+
+def test_engine_install_help_names_portable_and_rebuild() -> None:
+    shown = subprocess.run([SPARKRIG, "engine", "install", "--help"], capture_output=True,
+                           text=True, check=True, env={**os.environ, "COLUMNS": "200"})  # fmt: skip
+    assert "--portable" in shown.stdout
+    assert "--rebuild" in shown.stdout

@@ -30,7 +30,8 @@ def _median_ttft_ms(point: PointResult) -> str:
 
 def bench_table(receipt: BenchReceipt) -> Table:
     table = Table(
-        title=f"bench · {receipt.model} · {receipt.base_url}",
+        title=f"bench · {receipt.model} · {receipt.base_url}"
+        + (f" · {receipt.engine_build}" if receipt.engine_build else ""),
         title_justify="left",
         caption="tok/s: median, from server token counts (prefill: prompt tokens ÷ TTFT; "
         "concurrency: all streams over their union window); ±: 95% Student-t half-width",

@@ -141,6 +141,11 @@ def _read_record(path: Path) -> EngineInstall | None:
     return found
 
 
+def recorded_build(variant: EngineVariant) -> EngineInstall | None:
+    """The proven build of `variant` for this machine, if one is cached."""
+    return _read_record(install_dir(variant) / RECORD_NAME)
+
+
 def _override_binary() -> Path | None:
     override = os.environ.get(SERVER_BINARY_ENV)
     if not override:
@@ -161,7 +166,7 @@ def find_installed() -> EngineInstall | None:
     if (binary := _override_binary()) is not None:
         return _read_record(_external_record_path(binary)) or _external_install(binary)
     for variant in (EngineVariant.NATIVE, EngineVariant.PORTABLE):
-        if (found := _read_record(install_dir(variant) / RECORD_NAME)) is not None:
+        if (found := recorded_build(variant)) is not None:
             return found
     return None
 
@@ -196,11 +201,7 @@ def install(
     if (binary := _override_binary()) is not None:
         return prove_external(binary, note=note)
     if not force:
-        found = (
-            _read_record(install_dir(EngineVariant.PORTABLE) / RECORD_NAME)
-            if portable
-            else (find_installed())
-        )
+        found = recorded_build(EngineVariant.PORTABLE) if portable else find_installed()
         if found is not None:
             return found
     variants = [EngineVariant.PORTABLE] if portable else [*VARIANT_FLAGS]
