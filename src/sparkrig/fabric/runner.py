@@ -11,6 +11,8 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from sparkrig.process_exit import from_returncode
+
 
 class CommandResult(BaseModel):
     model_config = ConfigDict(frozen=True)
@@ -27,7 +29,7 @@ class CommandResult(BaseModel):
     @property
     def error_line(self) -> str:
         text = (self.stderr or self.stdout).strip()
-        return text.splitlines()[-1] if text else f"exit status {self.returncode}"
+        return text.splitlines()[-1] if text else from_returncode(self.returncode).describe()
 
 
 class CommandRunner(Protocol):

@@ -37,7 +37,7 @@ from sparkrig.engines.llamacpp.self_test import NO_REPACK_FLAG, SelfTestOutcome,
 from sparkrig.errors import EngineBuildError, EngineNotFoundError
 from sparkrig.json_files import write_atomically
 from sparkrig.paths import cache_dir
-from sparkrig.process_exit import PORTABLE_REBUILD_COMMAND
+from sparkrig.process_exit import PORTABLE_REBUILD_COMMAND, from_returncode
 
 SERVER_BINARY_ENV = "SPARKRIG_LLAMA_SERVER"
 RECORD_NAME = "engine.json"
@@ -351,7 +351,7 @@ def _run_logged(argv: list[str], log: Path, cwd: Path | None = None) -> Iterator
         if proc.wait() != 0:
             tail = log.read_text().strip().splitlines()[-3:]
             raise EngineBuildError(
-                f"`{' '.join(argv[:3])} …` failed (exit {proc.returncode}): "
+                f"`{' '.join(argv[:3])} …` {from_returncode(proc.returncode).describe()}: "
                 f"{' | '.join(tail)} — see {log} for the whole log"
             )
 
