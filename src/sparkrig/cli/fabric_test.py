@@ -187,5 +187,7 @@ def _run(
     save_receipt(receipt, out_path)
     if not receipt.checks and settings.checks:
         raise UsageError("the workers reported no checks — rerun with --debug")
-    console.print(f"receipt written to {out_path}", highlight=False)
+    from sparkrig.cli.common import err_console
+
+    err_console.print(f"receipt written to {out_path}", highlight=False)
     return receipt

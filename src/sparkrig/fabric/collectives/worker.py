@@ -82,13 +82,14 @@ def _fault(node: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # alive from the first moment: importing torch on a busy node takes seconds
+    threading.Thread(target=_heartbeat, args=(args.heartbeat,), daemon=True).start()
     # torch only here: the probe must run, and say so, where torch is missing
     import torch  # noqa: PLC0415
     import torch.distributed as dist  # noqa: PLC0415
 
     from sparkrig.fabric.collectives import measure  # noqa: PLC0415
 
-    threading.Thread(target=_heartbeat, args=(args.heartbeat,), daemon=True).start()
     torch.set_num_threads(max(1, args.threads))
     device = "cpu"
     if args.backend == "nccl":
