@@ -109,6 +109,15 @@ def test_a_ring_of_four_passes_every_check_and_keeps_a_receipt(tmp_path: Path) -
     assert len(measured) == 4 * 2 * 2
     assert all(p["busbw_gbps"] and p["busbw_gbps"] > 0 for p in kept["points"])
     assert not _workers_running(port)
+    page = out.with_suffix(".html").read_text()
+    assert "receipt.json · fabric test" in page
+    assert page.count("<tr><td>all_to_all</td>") == 2  # one row per size
+    again = subprocess.run(
+        [SPARKRIG, "report", str(out), "--out", str(tmp_path / "again.html")],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert "correctness per rank" in (tmp_path / "again.html").read_text()
 
 
 def test_a_line_is_refused_with_the_cable_that_closes_it(tmp_path: Path) -> None:

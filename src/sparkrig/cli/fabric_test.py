@@ -5,11 +5,12 @@ writes the receipt after every result."""
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -25,7 +26,14 @@ from sparkrig.cli.fabric import (
     console,
     fabric_app,
 )
-from sparkrig.errors import FabricError, UsageError
+from sparkrig.errors import FabricError
+
+if TYPE_CHECKING:
+    from sparkrig.fabric.collectives.fabric_test import TestSettings
+    from sparkrig.fabric.collectives.results import FabricTestReceipt
+    from sparkrig.fabric.plan_model import FabricPlan
+    from sparkrig.fabric.runner import ExecutorSpec
+    from sparkrig.launch.executors import Executor
 
 
 @fabric_app.command("test")
@@ -109,36 +117,16 @@ def fabric_test_command(
         raise FabricError(f"{failed} correctness check(s) failed — see the table; receipt kept")
 
 
-def _run(
-    plan: Any, specs: dict[str, Any], settings: Any, python: str, executor: str,
-    out: Path | None,
-) -> Any:  # fmt: skip
-    import json
+def _probe_nodes(
+    plan: FabricPlan, runners: dict[str, Executor], settings: TestSettings, python: str
+) -> dict[str, dict[str, Any]]:
+    """What each node has (torch, GPUs; on rank 0 whether the master port is free)."""
+    from sparkrig.fabric.collectives.fabric_test import master_address, probe_argv
 
-    from rich.progress import Progress
-
-    from sparkrig.fabric.collectives.fabric_test import (
-        decide_backend,
-        probe_argv,
-        receipt_update,
-        worker_argv,
-    )
-    from sparkrig.fabric.collectives.results import (
-        FabricTestReceipt,
-        default_ladder,
-        save_receipt,
-    )
-    from sparkrig.launch.executors import LocalExecutor, executor_for
-    from sparkrig.launch.fabric_test_run import Worker, run_workers
-
-    order: list[str] = list(plan.rank_order)
-    runners = {n: executor_for(specs[n]) if specs else LocalExecutor() for n in order}
-    master = order[0]
-    from sparkrig.fabric.collectives.fabric_test import master_address
-
+    master = plan.rank_order[0]
     bind = f"{master_address(plan, settings.loopback)}:{settings.port}"
     probes: dict[str, dict[str, Any]] = {}
-    for node in order:
+    for node in plan.rank_order:
         result = runners[node].run(probe_argv(python, bind if node == master else None))
         if not result.ok:
             raise FabricError(
@@ -146,25 +134,49 @@ def _run(
                 f"sparkrig there ({defaults.COLLECTIVES_INSTALL_HINT})"
             )
         probes[node] = json.loads(result.stdout.strip().splitlines()[-1])
-    backend = decide_backend(probes, settings.backend, master, settings.port)
+    return probes
+
+
+def _run(
+    plan: FabricPlan, specs: dict[str, ExecutorSpec], settings: TestSettings, python: str,
+    executor: str, out: Path | None,
+) -> FabricTestReceipt:  # fmt: skip
+    from rich.progress import Progress
+
+    from sparkrig.cli.common import err_console
+    from sparkrig.fabric.collectives.fabric_test import decide_backend, receipt_update, worker_argv
+    from sparkrig.fabric.collectives.results import (
+        FabricTestReceipt,
+        default_ladder,
+        save_receipt,
+    )
+    from sparkrig.launch.executors import LocalExecutor, executor_for
+    from sparkrig.launch.fabric_test_run import Worker, run_workers
+    from sparkrig.report.html_report import write_report
+
+    order = list(plan.rank_order)
+    runners: dict[str, Executor] = {
+        n: executor_for(specs[n]) if specs else LocalExecutor() for n in order
+    }
+    probes = _probe_nodes(plan, runners, settings, python)
+    backend = decide_backend(probes, settings.backend, order[0], settings.port)
     sizes = settings.sizes or default_ladder(gpu=backend == "nccl")
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out_path = out or Path("sparkrig-runs") / f"fabric-test-{stamp}.json"
     receipt = FabricTestReceipt(
         cluster=plan.cluster, topology=plan.topology, rank_order=order, executor=executor,
-        backend=backend, torch_version=probes[master]["torch"], iterations=settings.iterations,
+        backend=backend, torch_version=probes[order[0]]["torch"], iterations=settings.iterations,
     )  # fmt: skip
     save_receipt(receipt, out_path)
-    workers = []
-    for rank, node in enumerate(order):
-        argv = worker_argv(
-            plan, node, python=python, settings=settings, backend=backend, sizes=sizes
-        )
-        workers.append(Worker(node, rank, runners[node].argv_for(argv)))
+    workers = [
+        Worker(node, rank, runners[node].argv_for(worker_argv(
+            plan, node, python=python, settings=settings, backend=backend, sizes=sizes)))
+        for rank, node in enumerate(order)
+    ]  # fmt: skip
     events: dict[str, list[dict[str, Any]]] = {}
     total = len(sizes) * 8 * len(order) + len(order)
 
-    with Progress(console=console, transient=True, disable=not sys.stderr.isatty()) as bar:
+    with Progress(console=err_console, transient=True) as bar:
         task = bar.add_task("fabric test", total=total)
 
         def on_event(worker: Worker, event: dict[str, Any]) -> None:
@@ -185,9 +197,6 @@ def _run(
     receipt = receipt_update(receipt, plan, {w.node: w.events for w in workers})
     receipt = receipt.model_copy(update={"complete": True})
     save_receipt(receipt, out_path)
-    if not receipt.checks and settings.checks:
-        raise UsageError("the workers reported no checks — rerun with --debug")
-    from sparkrig.cli.common import err_console
-
-    err_console.print(f"receipt written to {out_path}", highlight=False)
+    page = write_report(out_path, receipt)
+    err_console.print(f"receipt written to {out_path}; report {page}", highlight=False)
     return receipt
