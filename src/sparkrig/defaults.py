@@ -248,6 +248,10 @@ FABRIC_TEST_WARMUP: Final = 1
 # blocks) in these dtypes, per collective and implementation.
 FABRIC_TEST_CHECK_COUNTS: Final = (1, 7, 1000, 65_537)
 FABRIC_TEST_CHECK_DTYPES: Final = ("float32", "bfloat16", "int32")
+# Interface counters are read around this many runs of each collective and the least bytes per
+# interface kept: on a loaded host one run of the namespace test once sent 13% more than the
+# schedule on one cable direction (TCP retransmits); relaying a far block would add 50% or more.
+FABRIC_TEST_COUNTER_RUNS: Final = 3
 # A worker that sends no heartbeat for this long is named as hung; a peer that does not answer
 # for this long makes torch.distributed give up (its own timeout).
 FABRIC_TEST_LIVENESS_S: Final = 20.0

@@ -1,9 +1,10 @@
 """Run the schedules on torch tensors over point-to-point sends and receives.
 
-Each round of a schedule becomes one batch (`torch.distributed.batch_isend_irecv`) with at most
-one message to and one from each neighbour: the pieces for a peer are packed in schedule order,
-which both ends know. So the same code runs on Gloo (CPU) and NCCL (GPU), and a transport that
-refuses non-neighbours (`NeighbourOnlyTransport`) never sees one.
+Each round of a schedule becomes one batch (`torch.distributed.batch_isend_irecv`) of one
+message per piece, tagged by its position among the messages between the same two ranks, so
+pieces land straight where they belong without packing copies. The same code runs on Gloo (CPU)
+and NCCL (GPU), and a transport that refuses non-neighbours (`NeighbourOnlyTransport`) never
+sees one.
 
 Needs the optional dependency: `pip install 'sparkrig[collectives]'`.
 """
@@ -45,7 +46,8 @@ class Transport(Protocol):
         self, sends: Sequence[tuple[int, torch.Tensor]], recvs: Sequence[tuple[int, torch.Tensor]]
     ) -> None:
         """Send each tensor to its peer and fill each receive buffer from its peer; return when
-        all are done."""
+        all are done. Several messages to one peer pair up in order: the k-th send to a peer
+        fills that peer's k-th receive from this rank."""
         ...
 
 
@@ -59,12 +61,24 @@ class TorchTransport:
     def exchange(
         self, sends: Sequence[tuple[int, torch.Tensor]], recvs: Sequence[tuple[int, torch.Tensor]]
     ) -> None:
-        ops = [dist.P2POp(dist.isend, tensor, peer) for peer, tensor in sends]
-        ops += [dist.P2POp(dist.irecv, tensor, peer) for peer, tensor in recvs]
+        # the k-th message between two ranks carries tag k (Gloo matches by tag; NCCL by order)
+        ops = [dist.P2POp(dist.isend, t, peer, tag=tag) for peer, t, tag in _tagged(sends)]
+        ops += [dist.P2POp(dist.irecv, t, peer, tag=tag) for peer, t, tag in _tagged(recvs)]
         if not ops:
             return
         for request in dist.batch_isend_irecv(ops):
             request.wait()
+
+
+def _tagged(
+    messages: Sequence[tuple[int, torch.Tensor]],
+) -> list[tuple[int, torch.Tensor, int]]:
+    count: dict[int, int] = defaultdict(int)
+    out = []
+    for peer, tensor in messages:
+        out.append((peer, tensor, count[peer]))
+        count[peer] += 1
+    return out
 
 
 class NeighbourOnlyTransport:
@@ -91,54 +105,34 @@ class NeighbourOnlyTransport:
 
 
 Source = Callable[[Transfer], torch.Tensor]
-Sink = Callable[[Transfer, torch.Tensor], None]
-SizeOf = Callable[[Transfer], int]
+"""the tensor this rank sends for a transfer"""
+Landing = Callable[[Transfer], torch.Tensor]
+"""the buffer a transfer is received into: where it belongs (copies) or scratch (reductions,
+relays); its size follows from the layout alone, so both ends agree"""
+Landed = Callable[[Transfer, torch.Tensor], None]
+"""what to do once it arrived: add own data, keep it for forwarding, or nothing"""
 
 
 def run_schedule(
-    transport: Transport,
-    schedule: Schedule,
-    like: torch.Tensor,
-    pieces: tuple[Source, Sink, SizeOf],
+    transport: Transport, schedule: Schedule, pieces: tuple[Source, Landing, Landed]
 ) -> None:
-    """Every round: pack this rank's outgoing pieces per peer, exchange, unpack into the sink.
-    `like` gives dtype and device of the receive buffers; `size_of` a piece's element count,
-    which the receiver knows from the layout alone."""
-    source, sink, size_of = pieces
+    """Every round: one batch with a message per piece to or from this rank (empty pieces
+    skipped on both ends), received straight where it lands."""
+    source, landing, landed = pieces
     rank = transport.rank
     for moves in schedule:
-        outgoing: dict[int, list[torch.Tensor]] = defaultdict(list)
-        incoming: dict[int, list[Transfer]] = defaultdict(list)
-        for move in moves:
-            if move.src == rank:
-                outgoing[move.dst].append(source(move))
-            elif move.dst == rank:
-                incoming[move.src].append(move)
-        sends = [(peer, _packed(pieces)) for peer, pieces in sorted(outgoing.items())]
-        sizes = {peer: [size_of(m) for m in got] for peer, got in incoming.items()}
-        buffers = {
-            peer: torch.empty(sum(counts), dtype=like.dtype, device=like.device)
-            for peer, counts in sizes.items()
-        }
+        sends = [(move.dst, source(move)) for move in moves if move.src == rank]
+        arriving = [(move, landing(move)) for move in moves if move.dst == rank]
         transport.exchange(
             [(peer, tensor) for peer, tensor in sends if tensor.numel()],
-            [(peer, buffer) for peer, buffer in sorted(buffers.items()) if buffer.numel()],
+            [(move.src, buffer) for move, buffer in arriving if buffer.numel()],
         )
-        for peer, got in incoming.items():
-            for move, piece in zip(got, _split(buffers[peer], sizes[peer]), strict=True):
-                sink(move, piece)
+        for move, buffer in arriving:
+            landed(move, buffer)
 
 
-def _split(buffer: torch.Tensor, counts: list[int]) -> list[torch.Tensor]:
-    pieces, start = [], 0
-    for count in counts:
-        pieces.append(buffer[start : start + count])
-        start += count
-    return pieces
-
-
-def _packed(pieces: list[torch.Tensor]) -> torch.Tensor:
-    return pieces[0] if len(pieces) == 1 else torch.cat(pieces)
+def _nothing(move: Transfer, buffer: torch.Tensor) -> None:
+    del move, buffer
 
 
 class _Pieces:
@@ -151,9 +145,12 @@ class _Pieces:
     def bounds(self, move: Transfer) -> tuple[int, int]:
         return piece_bounds(self.numel, self.size, move.block, move.part)
 
-    def size_of(self, move: Transfer) -> int:
-        start, stop = self.bounds(move)
-        return stop - start
+    def scratch(self, like: torch.Tensor) -> Landing:
+        def landing(move: Transfer) -> torch.Tensor:
+            start, stop = self.bounds(move)
+            return like.new_empty(stop - start)
+
+        return landing
 
 
 def _flat(tensor: torch.Tensor) -> torch.Tensor:
@@ -172,12 +169,12 @@ def reduce_scatter(tensor: torch.Tensor, transport: Transport) -> torch.Tensor:
         start, stop = layout.bounds(move)
         return partial.get((move.block, move.part), own[start:stop])
 
-    def sink(move: Transfer, received: torch.Tensor) -> None:
+    def landed(move: Transfer, received: torch.Tensor) -> None:
         start, stop = layout.bounds(move)
         partial[move.block, move.part] = received + own[start:stop]
 
-    pieces = (source, sink, layout.size_of)
-    run_schedule(transport, reduce_scatter_schedule(transport.size), own, pieces)
+    pieces = (source, layout.scratch(own), landed)
+    run_schedule(transport, reduce_scatter_schedule(transport.size), pieces)
     rank = transport.rank
     return torch.cat([partial[rank, part] for part in range(PARTS)])
 
@@ -199,12 +196,8 @@ def all_gather(block: torch.Tensor, numel: int, transport: Transport) -> torch.T
         first, last = layout.bounds(move)
         return out[first:last]
 
-    def sink(move: Transfer, received: torch.Tensor) -> None:
-        first, last = layout.bounds(move)
-        out[first:last] = received
-
-    pieces = (source, sink, layout.size_of)
-    run_schedule(transport, all_gather_schedule(transport.size), out, pieces)
+    # a piece lands where it belongs, and is forwarded from there
+    run_schedule(transport, all_gather_schedule(transport.size), (source, source, _nothing))
     return out
 
 
@@ -246,18 +239,17 @@ def all_to_all(chunks: Sequence[torch.Tensor], transport: Transport) -> list[tor
             return flats[move.block][start:stop]
         return relayed.pop((move.origin, move.block, move.part))
 
-    def sink(move: Transfer, received: torch.Tensor) -> None:
-        if move.block == rank:
-            start, stop = part_bounds(0, count, move.part)
-            out[move.origin][start:stop] = received
-        else:
+    def landing(move: Transfer) -> torch.Tensor:
+        start, stop = part_bounds(0, count, move.part)
+        if move.block == rank:  # straight into the output
+            return out[move.origin][start:stop]
+        return flats[0].new_empty(stop - start)
+
+    def landed(move: Transfer, received: torch.Tensor) -> None:
+        if move.block != rank:
             relayed[move.origin, move.block, move.part] = received
 
-    def size_of(move: Transfer) -> int:
-        start, stop = part_bounds(0, count, move.part)
-        return stop - start
-
-    run_schedule(transport, all_to_all_schedule(size), flats[0], (source, sink, size_of))
+    run_schedule(transport, all_to_all_schedule(size), (source, landing, landed))
     return [chunk.view(chunks[0].shape) for chunk in out]
 
 
