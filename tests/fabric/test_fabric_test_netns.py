@@ -59,6 +59,19 @@ def _tested(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[st
             _sparkrig("fabric", "apply", str(cluster), "--restore", cwd=tmp_path)
 
 
+def test_a_fabric_not_applied_is_named_before_anything_starts(tmp_path: Path) -> None:
+    names, cables = TOPOLOGIES["pair"]
+    with netns_lab(names, _wiring(cables)) as lab:
+        cluster = tmp_path / "cluster.toml"
+        cluster.write_text(cluster_toml(f"{lab.prefix}pair", names, cables))
+        result = _sparkrig("fabric", "test", str(cluster), "--apply", "--executor", "netns",
+                           "--netns-prefix", lab.prefix, cwd=tmp_path)  # fmt: skip
+    assert result.returncode != 0
+    assert "does not hold its control address — apply the fabric first" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not _workers_running(defaults.FABRIC_TEST_PORT)
+
+
 def _loads(receipt: dict, collective: str, implementation: str) -> dict[tuple[str, str], tuple]:  # type: ignore[type-arg]
     return {
         (load["src"], load["dst"]): (load["tx_bytes"], load["rx_bytes_at_dst"])

@@ -98,6 +98,11 @@ def decide_backend(
             f"torch differs across nodes ({listed}) — install one version on every node, e.g. "
             f"pip install torch=={next(iter(versions.values())).split('+')[0]}"
         )
+    if probes[master_node].get("port_error") == "EADDRNOTAVAIL":
+        raise FabricError(
+            f"{master_node} (rank 0, the master) does not hold its control address — apply the "
+            "fabric first: sparkrig fabric apply CLUSTER.toml --apply"
+        )
     if probes[master_node].get("port_free") is False:
         raise PortInUseError(
             f"port {port} on {master_node} (rank 0, the master) is in use — pass --port with "

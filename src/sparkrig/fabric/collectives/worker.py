@@ -9,6 +9,7 @@ this rank visibly alive), correctness counts, timings per size and interface byt
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib.util
 import json
 import os
@@ -43,7 +44,7 @@ def probe(bind: str | None) -> dict[str, Any]:
                 found["port_free"] = True
             except OSError as exc:
                 found["port_free"] = False
-                found["port_error"] = exc.strerror
+                found["port_error"] = errno.errorcode.get(exc.errno or 0, str(exc))
     if importlib.util.find_spec("torch") is None:
         return found
     import torch  # noqa: PLC0415 - only once the probe knows it is there
