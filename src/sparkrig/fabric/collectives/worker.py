@@ -94,7 +94,9 @@ def run(args: argparse.Namespace) -> int:
     torch.set_num_threads(max(1, args.threads))
     device = "cpu"
     if args.backend == "nccl":
-        device = f"cuda:{torch.cuda.current_device()}"
+        # one worker per node: its first GPU; NCCL's point-to-point needs the device set first
+        torch.cuda.set_device(0)
+        device = "cuda:0"
     try:
         dist.init_process_group(
             args.backend, init_method=f"tcp://{args.master}:{args.port}", rank=args.rank,
