@@ -241,3 +241,38 @@ LAUNCH_LOG_TAIL_LINES: Final = 12
 SSH_CONNECT_TIMEOUT_S: Final = 5.0
 # One HTTP probe of the head (health, models) gives up after this long.
 LAUNCH_HTTP_PROBE_TIMEOUT_S: Final = 3.0
+
+# --- collectives and the fabric test (sparkrig.fabric.collectives) ----------------------------
+# All-reduces up to this size take the latency path (every rank's tensor gathered by the
+# shortest way round, floor(N/2) rounds, then added in rank order) instead of reduce-scatter +
+# all-gather (N-1 + floor(N/2) rounds). Field report 000's small all-reduce latencies (15.5 µs
+# at 8 KB, 27.0 µs at 64 KB, 97.4 µs at 512 KB) grow faster than linearly past 64 KB, where
+# bandwidth starts to matter more than the round count.
+COLLECTIVES_SMALL_ALL_REDUCE_BYTES: Final = 64 * 1024
+# The optional dependency and the line that installs it.
+COLLECTIVES_INSTALL_HINT: Final = "pip install 'sparkrig[collectives]'"
+# The master port of the fabric test's process group; one above torch.distributed's usual 29501
+# so a fabric test can run beside a launched engine.
+FABRIC_TEST_PORT: Final = 29511
+# Size ladder of `fabric test`: 8 KiB (field report 000's smallest all-reduce) doubling by 8 to
+# 64 MiB on CPU (Gloo over TCP: larger sizes take seconds per iteration on a shared CPU) and to
+# 256 MiB on GPUs (field report 000 ran NCCL's ring to 256 MiB).
+FABRIC_TEST_LADDER_MIN_BYTES: Final = 8 * 1024
+FABRIC_TEST_LADDER_MAX_CPU_BYTES: Final = 64 * 1024 * 1024
+FABRIC_TEST_LADDER_MAX_GPU_BYTES: Final = 256 * 1024 * 1024
+FABRIC_TEST_LADDER_FACTOR: Final = 8
+# Timed iterations per size after one warm-up; field report 000 averaged its latencies too.
+FABRIC_TEST_ITERATIONS: Final = 5
+FABRIC_TEST_WARMUP: Final = 1
+# Correctness checks: these element counts (odd and ragged on purpose: short and empty last
+# blocks) in these dtypes, per collective and implementation.
+FABRIC_TEST_CHECK_COUNTS: Final = (1, 7, 1000, 65_537)
+FABRIC_TEST_CHECK_DTYPES: Final = ("float32", "bfloat16", "int32")
+# Interface counters are read around this many runs of each collective and the least bytes per
+# interface kept: on a loaded host one run of the namespace test once sent 13% more than the
+# schedule on one cable direction (TCP retransmits); relaying a far block would add 50% or more.
+FABRIC_TEST_COUNTER_RUNS: Final = 3
+# A worker that sends no heartbeat for this long is named as hung; a peer that does not answer
+# for this long makes torch.distributed give up (its own timeout).
+FABRIC_TEST_LIVENESS_S: Final = 20.0
+FABRIC_TEST_HEARTBEAT_S: Final = 1.0

@@ -210,7 +210,10 @@ def compare(
 def report(
     receipts: Annotated[
         list[Path],
-        typer.Argument(help="bench or check receipts (JSON from `sparkrig bench` or `check`)"),
+        typer.Argument(
+            help="bench, check or fabric-test receipts (JSON from `sparkrig bench`, `check` or "
+            "`fabric test`)"
+        ),
     ],
     out: Annotated[
         Path | None,
@@ -224,9 +227,11 @@ def report(
     warnings; every point with median, 95% interval and flags; and inline SVG charts (decode by
     content type, concurrency aggregate vs per stream, speculative acceptance per draft position).
     It opens without a network. A point with degenerate output reads "invalid", never a number."""
+    from sparkrig.fabric.collectives.results import FabricTestReceipt
     from sparkrig.guards.receipt import CheckReceipt
     from sparkrig.report.bench_table import bench_table, spec_table
     from sparkrig.report.check_table import check_table
+    from sparkrig.report.fabric_test_table import fabric_test_view
     from sparkrig.report.html_report import render_report
     from sparkrig.report.receipts import load_any_receipt
 
@@ -247,6 +252,9 @@ def report(
             console.print(f"[bold]{escape(str(path))}[/]", highlight=False)
         if isinstance(receipt, CheckReceipt):
             console.print(check_table(receipt))
+            continue
+        if isinstance(receipt, FabricTestReceipt):
+            console.print(fabric_test_view(receipt))
             continue
         console.print(bench_table(receipt))
         if (acceptance := spec_table(receipt)) is not None:

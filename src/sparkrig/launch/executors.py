@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from sparkrig import defaults
 from sparkrig.errors import ExecutorError
-from sparkrig.fabric.runner import CommandResult, CommandRunner, ExecutorSpec
+from sparkrig.fabric.runner import CommandResult, ExecutorSpec
 
 
 def _run(argv: list[str], shown: Sequence[str], timeout: float | None) -> CommandResult:
@@ -36,6 +36,10 @@ def _run(argv: list[str], shown: Sequence[str], timeout: float | None) -> Comman
 class LocalExecutor:
     description = "local"
 
+    def argv_for(self, argv: Sequence[str]) -> list[str]:
+        """The command line that runs argv on the node from here (for long-lived processes)."""
+        return list(argv)
+
     def run(self, argv: Sequence[str], *, timeout: float | None = None) -> CommandResult:
         return _run(list(argv), argv, timeout)
 
@@ -50,8 +54,11 @@ class NetnsExecutor:
     def description(self) -> str:
         return f"netns {self.namespace}"
 
+    def argv_for(self, argv: Sequence[str]) -> list[str]:
+        return ["ip", "netns", "exec", self.namespace, *argv]
+
     def run(self, argv: Sequence[str], *, timeout: float | None = None) -> CommandResult:
-        result = _run(["ip", "netns", "exec", self.namespace, *argv], argv, timeout)
+        result = _run(self.argv_for(argv), argv, timeout)
         if result.returncode != 0 and "Cannot open network namespace" in result.stderr:
             raise ExecutorError(
                 f"network namespace {self.namespace} does not exist — create it or map the "
@@ -78,15 +85,17 @@ class SshExecutor:
     def description(self) -> str:
         return f"ssh {self.destination}"
 
-    def run(self, argv: Sequence[str], *, timeout: float | None = None) -> CommandResult:
+    def argv_for(self, argv: Sequence[str]) -> list[str]:
         # a bounded connect: an unreachable node fails in seconds instead of hanging `up`
         config = ["-F", self.config_file] if self.config_file else []
-        command = [
+        return [
             "ssh", *config, "-o", "BatchMode=yes",
             "-o", f"ConnectTimeout={self.connect_timeout_s:g}",
             self.destination, "--", shlex.join(argv),
         ]  # fmt: skip
-        result = _run(command, argv, timeout)
+
+    def run(self, argv: Sequence[str], *, timeout: float | None = None) -> CommandResult:
+        result = _run(self.argv_for(argv), argv, timeout)
         if result.returncode == 255:
             raise ExecutorError(
                 f"ssh to {self.destination} failed: {result.error_line} — check the host, its "
@@ -95,7 +104,10 @@ class SshExecutor:
         return result
 
 
-def executor_for(spec: ExecutorSpec) -> CommandRunner:
+Executor = LocalExecutor | NetnsExecutor | SshExecutor
+
+
+def executor_for(spec: ExecutorSpec) -> Executor:
     if spec.kind == "local":
         return LocalExecutor()
     if not spec.target:

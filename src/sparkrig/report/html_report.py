@@ -1,5 +1,5 @@
-"""One self-contained HTML page for bench and check receipts: header, warnings, every point,
-SVG charts; every guard's verdict.
+"""One self-contained HTML page for bench, check and fabric-test receipts: header, warnings,
+every point, SVG charts; every guard's verdict; a fabric test's checks, ladder and cable loads.
 
 Inline CSS and SVG only (no script, font or URL), so the file opens offline and travels as one
 attachment. A point whose output degenerated shows the word "invalid", never its number.
@@ -16,8 +16,10 @@ from pathlib import Path
 from sparkrig.bench.point import PointResult
 from sparkrig.bench.receipt import BenchReceipt
 from sparkrig.bench.suites import per_stream_mean
+from sparkrig.fabric.collectives.results import FabricTestReceipt
 from sparkrig.guards.receipt import CheckReceipt
 from sparkrig.report.check_html import CHECK_CSS, check_section
+from sparkrig.report.fabric_test_html import fabric_test_section
 from sparkrig.report.html_identity import identity_block
 from sparkrig.report.svg_charts import (
     Bar,
@@ -78,7 +80,11 @@ figcaption { color: #666; font-size: 12px; max-width: 640px; }
 """
 
 
-Receipt = BenchReceipt | CheckReceipt
+Receipt = BenchReceipt | CheckReceipt | FabricTestReceipt
+
+
+def _subject(receipt: Receipt) -> str:
+    return receipt.cluster if isinstance(receipt, FabricTestReceipt) else receipt.model
 
 
 def render_report(receipts: Sequence[Receipt], names: Sequence[str] | None = None) -> str:
@@ -88,10 +94,11 @@ def render_report(receipts: Sequence[Receipt], names: Sequence[str] | None = Non
     )
     sections = [
         check_section(receipt, label) if isinstance(receipt, CheckReceipt)
+        else fabric_test_section(receipt, label) if isinstance(receipt, FabricTestReceipt)
         else _section(receipt, label)
         for receipt, label in zip(receipts, labels, strict=True)
     ]  # fmt: skip
-    models = ", ".join(dict.fromkeys(receipt.model for receipt in receipts))
+    models = ", ".join(dict.fromkeys(_subject(receipt) for receipt in receipts))
     return "\n".join(
         [
             "<!DOCTYPE html>",

@@ -1,0 +1,202 @@
+"""`sparkrig fabric test CLUSTER.toml`: prove the data plane with neighbour-only collectives.
+
+Plan first; `--apply` probes every node, starts one worker per node through the executors and
+writes the receipt after every result."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from sparkrig import defaults
+from sparkrig.cli.fabric import (
+    ClusterArg,
+    ExecutorOption,
+    JsonFlag,
+    NetnsOption,
+    NetnsPrefixOption,
+    _executor_specs,
+    _print_json,
+    console,
+    fabric_app,
+)
+from sparkrig.errors import FabricError
+
+if TYPE_CHECKING:
+    from sparkrig.fabric.collectives.fabric_test import TestSettings
+    from sparkrig.fabric.collectives.results import FabricTestReceipt
+    from sparkrig.fabric.plan_model import FabricPlan
+    from sparkrig.fabric.runner import ExecutorSpec
+    from sparkrig.launch.executors import Executor
+
+
+@fabric_app.command("test")
+def fabric_test_command(
+    cluster_file: ClusterArg,
+    apply: Annotated[bool, typer.Option("--apply", help="run; without it, print the plan")] = False,
+    executor: ExecutorOption = "local",
+    netns: NetnsOption = None,
+    netns_prefix: NetnsPrefixOption = None,
+    backend: Annotated[
+        str, typer.Option(help="auto (nccl when every node has a GPU), gloo or nccl")
+    ] = "auto",
+    sizes: Annotated[
+        str | None,
+        typer.Option(help="ladder, e.g. 8K,64K,1M (default: 8 KiB x8 to 64 MiB, 256 MiB on GPU)"),
+    ] = None,
+    iterations: Annotated[
+        int, typer.Option(min=1, help="timed iterations per size")
+    ] = defaults.FABRIC_TEST_ITERATIONS,
+    port: Annotated[int, typer.Option(help="master port on rank 0")] = defaults.FABRIC_TEST_PORT,
+    checks: Annotated[bool, typer.Option("--checks/--no-checks", help="correctness first")] = True,
+    liveness: Annotated[
+        float, typer.Option(help="seconds without a heartbeat before a node is named hung")
+    ] = defaults.FABRIC_TEST_LIVENESS_S,
+    python: Annotated[
+        str | None, typer.Option(help="python on the nodes (default: this one; python3 on ssh)")
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(help="receipt path (default: sparkrig-runs/fabric-test-<time>.json)"),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Correctness, latency and bus bandwidth of built-in vs sparkrig collectives on every node,
+    and bytes per cable direction. `--executor local` runs every node here on 127.0.0.1."""
+    from sparkrig.config import load_cluster
+    from sparkrig.fabric.collectives.fabric_test import TestSettings, master_address, worker_argv
+    from sparkrig.fabric.collectives.results import default_ladder, parse_sizes
+    from sparkrig.fabric.collectives.schedule import ring_of
+    from sparkrig.fabric.plan import plan_fabric
+
+    cluster = load_cluster(cluster_file)
+    plan = plan_fabric(cluster)
+    order = ring_of(plan)
+    ladder = parse_sizes(sizes) if sizes is not None else None
+    loopback = executor == "local"
+    specs = {} if loopback else _executor_specs(cluster, executor, netns, netns_prefix, None)
+    settings = TestSettings(
+        backend=backend, sizes=ladder, iterations=iterations, port=port, checks=checks,
+        liveness_s=liveness, loopback=loopback,
+    )  # fmt: skip
+    node_python = python or ("python3" if executor == "ssh" else sys.executable)
+    shown_sizes = ladder or default_ladder(gpu=backend == "nccl")
+    if not apply:
+        where = "this machine, 127.0.0.1" if loopback else executor
+        console.print(
+            f"{plan.cluster}: {plan.topology}, ranks {' → '.join(order)} → {order[0]}, "
+            f"master {master_address(plan, loopback)}:{port}, on {where}", highlight=False,
+        )  # fmt: skip
+        for node in order:
+            argv = worker_argv(
+                plan,
+                node,
+                python=node_python,
+                settings=settings,
+                backend=backend,
+                sizes=shown_sizes,
+            )
+            console.print(f"{node}: {shlex.join(argv)}", highlight=False, markup=False)
+        console.print("nothing started — add --apply to run the test")
+        return
+    receipt = _run(plan, specs, settings, node_python, executor, out)
+    if as_json:
+        _print_json(receipt.model_dump(mode="json"))
+    else:
+        from sparkrig.report.fabric_test_table import fabric_test_view
+
+        console.print(fabric_test_view(receipt))
+    failed = sum(len(c.failed) for c in receipt.checks)
+    if failed:
+        raise FabricError(f"{failed} correctness check(s) failed — see the table; receipt kept")
+
+
+def _probe_nodes(
+    plan: FabricPlan, runners: dict[str, Executor], settings: TestSettings, python: str
+) -> dict[str, dict[str, Any]]:
+    """What each node has (torch, GPUs; on rank 0 whether the master port is free)."""
+    from sparkrig.fabric.collectives.fabric_test import master_address, probe_argv
+
+    master = plan.rank_order[0]
+    bind = f"{master_address(plan, settings.loopback)}:{settings.port}"
+    probes: dict[str, dict[str, Any]] = {}
+    for node in plan.rank_order:
+        result = runners[node].run(probe_argv(python, bind if node == master else None))
+        if not result.ok:
+            raise FabricError(
+                f"node {node} cannot run the fabric-test worker: {result.error_line} — install "
+                f"sparkrig there ({defaults.COLLECTIVES_INSTALL_HINT})"
+            )
+        probes[node] = json.loads(result.stdout.strip().splitlines()[-1])
+    return probes
+
+
+def _run(
+    plan: FabricPlan, specs: dict[str, ExecutorSpec], settings: TestSettings, python: str,
+    executor: str, out: Path | None,
+) -> FabricTestReceipt:  # fmt: skip
+    from rich.progress import Progress
+
+    from sparkrig.cli.common import err_console
+    from sparkrig.fabric.collectives.fabric_test import decide_backend, receipt_update, worker_argv
+    from sparkrig.fabric.collectives.results import (
+        FabricTestReceipt,
+        default_ladder,
+        save_receipt,
+    )
+    from sparkrig.launch.executors import LocalExecutor, executor_for
+    from sparkrig.launch.fabric_test_run import Worker, run_workers
+    from sparkrig.report.html_report import write_report
+
+    order = list(plan.rank_order)
+    runners: dict[str, Executor] = {
+        n: executor_for(specs[n]) if specs else LocalExecutor() for n in order
+    }
+    probes = _probe_nodes(plan, runners, settings, python)
+    backend = decide_backend(probes, settings.backend, order[0], settings.port)
+    sizes = settings.sizes or default_ladder(gpu=backend == "nccl")
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    out_path = out or Path("sparkrig-runs") / f"fabric-test-{stamp}.json"
+    receipt = FabricTestReceipt(
+        cluster=plan.cluster, topology=plan.topology, rank_order=order, executor=executor,
+        backend=backend, torch_version=probes[order[0]]["torch"], iterations=settings.iterations,
+    )  # fmt: skip
+    save_receipt(receipt, out_path)
+    workers = [
+        Worker(node, rank, runners[node].argv_for(worker_argv(
+            plan, node, python=python, settings=settings, backend=backend, sizes=sizes)))
+        for rank, node in enumerate(order)
+    ]  # fmt: skip
+    events: dict[str, list[dict[str, Any]]] = {}
+    total = len(sizes) * 8 * len(order) + len(order)
+
+    with Progress(console=err_console, transient=True) as bar:
+        task = bar.add_task("fabric test", total=total)
+
+        def on_event(worker: Worker, event: dict[str, Any]) -> None:
+            nonlocal receipt
+            events[worker.node] = worker.events
+            if event["event"] in ("point", "checks"):
+                bar.advance(task)
+            if event["event"] in ("point", "checks", "counters"):
+                receipt = receipt_update(receipt, plan, events)
+                save_receipt(receipt, out_path)
+
+        try:
+            run_workers(workers, settings.liveness_s, on_event)
+        except FabricError as exc:
+            receipt = receipt.model_copy(update={"problems": [str(exc)]})
+            save_receipt(receipt, out_path)
+            raise
+    receipt = receipt_update(receipt, plan, {w.node: w.events for w in workers})
+    receipt = receipt.model_copy(update={"complete": True})
+    save_receipt(receipt, out_path)
+    page = write_report(out_path, receipt)
+    err_console.print(f"receipt written to {out_path}; report {page}", highlight=False)
+    return receipt

@@ -1,0 +1,161 @@
+"""What `sparkrig fabric test` measures and keeps: the size ladder, nccl-tests' bandwidth
+definitions, per cable direction bytes, and the receipt. Pure; no torch."""
+
+from __future__ import annotations
+
+import re
+import socket
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from sparkrig import __version__, defaults
+from sparkrig.errors import UsageError
+from sparkrig.json_files import read_receipt, write_atomically
+
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
+IMPLEMENTATIONS = ("builtin", "sparkrig")
+RECEIPT_KIND = "sparkrig-fabric-test"
+RECEIPT_SCHEMA_VERSION = 1
+_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
+_SIZE = re.compile(r"^\s*(-?\d+)\s*([KMG]?)(?:i?B)?\s*$", re.IGNORECASE)
+
+
+def parse_sizes(text: str) -> list[int]:
+    """`8K,64K,1M` (KiB, MiB, GiB; plain numbers are bytes) to bytes; each must be > 0."""
+    sizes = []
+    for item in text.split(","):
+        match = _SIZE.match(item)
+        if match is None:
+            raise UsageError(f"--sizes {text!r}: {item!r} is not a size — write e.g. 8K,64K,1M")
+        value = int(match.group(1)) * _UNITS[match.group(2).upper()]
+        if value <= 0:
+            raise UsageError(
+                f"--sizes {text!r}: {item.strip()} is not a positive size — every size must "
+                "be at least 1 byte, e.g. 8K,64K,1M"
+            )
+        sizes.append(value)
+    return sizes
+
+
+def default_ladder(gpu: bool) -> list[int]:
+    top = (
+        defaults.FABRIC_TEST_LADDER_MAX_GPU_BYTES
+        if gpu
+        else defaults.FABRIC_TEST_LADDER_MAX_CPU_BYTES
+    )
+    sizes, size = [], defaults.FABRIC_TEST_LADDER_MIN_BYTES
+    while size < top:
+        sizes.append(size)
+        size *= defaults.FABRIC_TEST_LADDER_FACTOR
+    return [*sizes, top]
+
+
+def bus_factor(collective: str, ranks: int) -> float:
+    """nccl-tests' busBw / algBw: 2(n-1)/n for all-reduce, (n-1)/n for the others."""
+    share = (ranks - 1) / ranks
+    return 2 * share if collective == "all_reduce" else share
+
+
+def elements_for(collective: str, size_bytes: int, ranks: int, itemsize: int) -> int:
+    """Per-rank input elements for a ladder size, as nccl-tests counts size: all-reduce's tensor;
+    all-gather's output; reduce-scatter's input; all-to-all's whole buffer. Rounded down so
+    every rank's share is whole (at least one element)."""
+    total = max(size_bytes // itemsize // ranks, 1) * ranks
+    if collective == "all_gather":
+        return total // ranks
+    return total
+
+
+class Point(BaseModel):
+    """One collective at one size by one implementation, over every rank."""
+
+    collective: str
+    implementation: str = Field(description="builtin (torch.distributed's own) or sparkrig")
+    size_bytes: int = Field(description="nccl-tests' size: the buffer the bandwidth counts")
+    seconds: float | None = Field(
+        description="mean per iteration on the slowest rank; None when the backend lacks it"
+    )
+    algbw_gbps: float | None = Field(description="size / time, GB/s (1e9 bytes)")
+    busbw_gbps: float | None = Field(description="algbw x bus factor (nccl-tests), GB/s")
+
+
+def make_point(
+    collective: str, implementation: str, size_bytes: int, ranks: int, seconds: float | None
+) -> Point:
+    if seconds is None or seconds <= 0:
+        return Point(
+            collective=collective, implementation=implementation, size_bytes=size_bytes,
+            seconds=seconds, algbw_gbps=None, busbw_gbps=None,
+        )  # fmt: skip
+    algbw = size_bytes / seconds / 1e9
+    return Point(
+        collective=collective, implementation=implementation, size_bytes=size_bytes,
+        seconds=seconds, algbw_gbps=algbw, busbw_gbps=algbw * bus_factor(collective, ranks),
+    )  # fmt: skip
+
+
+class CheckCount(BaseModel):
+    node: str
+    rank: int
+    passed: int
+    failed: list[str] = Field(default_factory=list, description="collective/impl/dtype/count")
+
+
+class CableLoad(BaseModel):
+    """Bytes one node sent towards one neighbour (both rails of the cable) during one
+    collective, from the interfaces' own counters."""
+
+    collective: str
+    implementation: str
+    size_bytes: int
+    src: str
+    dst: str
+    tx_bytes: int
+    rx_bytes_at_dst: int | None = Field(description="what the neighbour's counters received")
+
+
+class FabricTestReceipt(BaseModel):
+    kind: Literal["sparkrig-fabric-test"] = "sparkrig-fabric-test"
+    schema_version: Literal[1] = 1
+    sparkrig_version: str = __version__
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    host: str = Field(default_factory=socket.gethostname, description="where sparkrig ran")
+    cluster: str
+    topology: str
+    rank_order: list[str]
+    executor: str
+    backend: str
+    torch_version: str | None = None
+    iterations: int
+    checks: list[CheckCount] = Field(default_factory=list)
+    points: list[Point] = Field(default_factory=list)
+    cable_loads: list[CableLoad] = Field(default_factory=list)
+    problems: list[str] = Field(default_factory=list)
+    complete: bool = Field(default=False, description="False while running or if interrupted")
+
+
+def save_receipt(receipt: FabricTestReceipt, path: Path) -> None:
+    write_atomically(receipt, path)
+
+
+def load_receipt(path: Path) -> FabricTestReceipt:
+    return read_receipt(
+        path, FabricTestReceipt, kind=RECEIPT_KIND, schema_version=RECEIPT_SCHEMA_VERSION,
+        written_by="sparkrig fabric test",
+    )  # fmt: skip
+
+
+def ratio(points: list[Point], collective: str, size_bytes: int) -> float | None:
+    """sparkrig busbw / built-in busbw at one size; None when either is missing."""
+    by_impl = {
+        p.implementation: p.busbw_gbps
+        for p in points
+        if p.collective == collective and p.size_bytes == size_bytes
+    }
+    ours, theirs = by_impl.get("sparkrig"), by_impl.get("builtin")
+    if not ours or not theirs:
+        return None
+    return ours / theirs

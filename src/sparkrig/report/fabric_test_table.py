@@ -1,0 +1,81 @@
+"""Terminal tables of a fabric test: correctness per rank, the ladder with built-in and
+sparkrig side by side, and bytes per cable direction."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+
+from sparkrig.fabric.collectives.results import COLLECTIVES, FabricTestReceipt, ratio
+
+
+def _size(value: int) -> str:
+    for unit, scale in (("MiB", 1024**2), ("KiB", 1024)):
+        if value >= scale and value % scale == 0:
+            return f"{value // scale} {unit}"
+    return f"{value} B"
+
+
+def _number(value: float | None, digits: int = 3) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def checks_table(receipt: FabricTestReceipt) -> Table:
+    table = Table(title="correctness (built-in and sparkrig, every collective, dtype and size)")
+    for column in ("rank", "node", "passed", "failed"):
+        table.add_column(column)
+    for check in receipt.checks:
+        table.add_row(
+            str(check.rank), check.node, str(check.passed),
+            f"{len(check.failed)} {', '.join(check.failed[:3])}".strip(),
+        )  # fmt: skip
+    return table
+
+
+def ladder_table(receipt: FabricTestReceipt) -> Table:
+    table = Table(title=f"{receipt.backend}: latency and bandwidth (nccl-tests' algbw / busbw)")
+    for column in ("collective", "size", "built-in µs", "sparkrig µs", "built-in busbw GB/s",
+                   "sparkrig busbw GB/s", "ratio"):  # fmt: skip
+        table.add_column(column, justify="right" if column != "collective" else "left")
+    sizes = sorted({p.size_bytes for p in receipt.points})
+    for collective in COLLECTIVES:
+        for size in sizes:
+            found = {
+                p.implementation: p
+                for p in receipt.points
+                if p.collective == collective and p.size_bytes == size
+            }
+            if not found:
+                continue
+            builtin, ours = found.get("builtin"), found.get("sparkrig")
+            table.add_row(
+                collective, _size(size),
+                _number(builtin.seconds * 1e6 if builtin and builtin.seconds else None, 1),
+                _number(ours.seconds * 1e6 if ours and ours.seconds else None, 1),
+                _number(builtin.busbw_gbps if builtin else None),
+                _number(ours.busbw_gbps if ours else None),
+                _number(ratio(receipt.points, collective, size), 2),
+            )  # fmt: skip
+    return table
+
+
+def cables_table(receipt: FabricTestReceipt) -> Table | None:
+    if not receipt.cable_loads:
+        return None
+    table = Table(title="bytes per cable direction, from the interfaces' counters")
+    for column in ("collective", "impl", "from", "to", "sent", "received"):
+        table.add_column(column)
+    for load in receipt.cable_loads:
+        table.add_row(
+            load.collective, load.implementation, load.src, load.dst, str(load.tx_bytes),
+            "—" if load.rx_bytes_at_dst is None else str(load.rx_bytes_at_dst),
+        )  # fmt: skip
+    return table
+
+
+def fabric_test_view(receipt: FabricTestReceipt) -> Group:
+    parts: list[Table] = [checks_table(receipt), ladder_table(receipt)]
+    cables = cables_table(receipt)
+    if cables is not None:
+        parts.append(cables)
+    return Group(*parts)
