@@ -43,25 +43,39 @@ def doctor(
             "a directory, else the Hugging Face cache)",
         ),
     ] = None,
+    save: Annotated[
+        Path | None, typer.Option("--save", help="also write every raw output to DIR/NODE/")
+    ] = None,
+    load: Annotated[
+        Path | None,
+        typer.Option("--load", help="check outputs saved with --save instead of collecting"),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Collect each node's tool output once (ip, sysfs, nvidia-smi, dpkg, meminfo, vmstat,
     findmnt, chronyc, systemctl …) and run every check on it: each finding says what was seen,
     why it matters and the exact fix, which doctor prints and never runs. Exit 1 on any error."""
-    from sparkrig.doctor.session import local_node_name, run_doctor
+    from sparkrig.doctor.capture_files import load_captures, save_captures
+    from sparkrig.doctor.session import check_captures, collect_for, local_node_name
     from sparkrig.launch.executors import LocalExecutor, executor_for
     from sparkrig.report.doctor_table import doctor_view
 
     cluster = None
-    if cluster_file is None:
-        runners: dict[str, CommandRunner] = {node or local_node_name(): LocalExecutor()}
-    else:
+    if cluster_file is not None:
         from sparkrig.config import load_cluster
 
         cluster = load_cluster(cluster_file)
-        specs = _specs(cluster, executor, netns_prefix, node)
-        runners = {name: executor_for(spec) for name, spec in specs.items()}
-    report, no_plan = run_doctor(runners, cluster, model_dir=model_dir)
+    if load is not None:
+        captures = load_captures(load)
+    else:
+        runners: dict[str, CommandRunner] = {node or local_node_name(): LocalExecutor()}
+        if cluster is not None:
+            specs = _specs(cluster, executor, netns_prefix, node)
+            runners = {name: executor_for(spec) for name, spec in specs.items()}
+        captures = collect_for(runners, cluster, model_dir)
+    if save is not None:
+        save_captures(captures, save)
+    report, no_plan = check_captures(captures, cluster, model_dir)
     if live is not None:
         from sparkrig.doctor.live import live_findings
 

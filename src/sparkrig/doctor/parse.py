@@ -140,7 +140,7 @@ def dpkg_installed(text: str) -> dict[str, str]:
         parts = line.split("\t")
         if len(parts) != 3:
             raise Unreadable(f"line {line[:60]!r} is not package, version, status")
-        if parts[2].strip().startswith("ii"):
+        if parts[2][1:2] == "i":  # second letter: installed (ii, hi = held)
             packages[parts[0]] = parts[1]
     return packages
 

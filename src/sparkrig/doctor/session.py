@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from sparkrig import defaults
 from sparkrig.config.cluster import Cluster
 from sparkrig.doctor.collect import collect_all
-from sparkrig.doctor.model import DoctorReport
+from sparkrig.doctor.model import DoctorReport, NodeCapture
 from sparkrig.doctor.registry import NodeContext, run_checks
 from sparkrig.errors import CablingError
 from sparkrig.fabric.plan import plan_fabric
@@ -76,26 +76,31 @@ def local_node_name() -> str:
     return socket.gethostname() or "local"
 
 
-def run_doctor(
-    runners: Mapping[str, CommandRunner],
-    cluster: Cluster | None = None,
-    *,
-    model_dir: str | None = None,
-) -> tuple[DoctorReport, str | None]:
-    """The report, and the reason when the cluster's cables make no fabric plan (the checks
-    against the plan are then left out)."""
-    plan, no_plan = plan_of(cluster) if cluster is not None else (None, None)
-    directory = model_dir or model_dir_of(cluster)
+def collect_for(
+    runners: Mapping[str, CommandRunner], cluster: Cluster | None, model_dir: str | None = None
+) -> dict[str, NodeCapture]:
+    plan, _ = plan_of(cluster) if cluster is not None else (None, None)
     interfaces = (
         {n.node: [i.netdev for i in n.interfaces] for n in plan.nodes} if plan is not None else None
     )
-    captures = collect_all(
+    return collect_all(
         runners,
-        model_dir=directory,
+        model_dir=model_dir or model_dir_of(cluster),
         jit_dir=jit_dir_of(cluster),
         engine_version=engine_version_argv(cluster),
         interfaces=interfaces,
     )
-    contexts = contexts_for(cluster, plan, list(runners), directory)
+
+
+def check_captures(
+    captures: Mapping[str, NodeCapture],
+    cluster: Cluster | None,
+    model_dir: str | None = None,
+    only: list[str] | None = None,
+) -> tuple[DoctorReport, str | None]:
+    """The report, and the reason when the cluster's cables make no fabric plan (the checks
+    against the plan are then left out)."""
+    plan, no_plan = plan_of(cluster) if cluster is not None else (None, None)
+    contexts = contexts_for(cluster, plan, list(captures), model_dir or model_dir_of(cluster))
     name = (cluster.name or "cluster") if cluster is not None else None
-    return run_checks(captures, contexts, cluster=name), no_plan
+    return run_checks(captures, contexts, cluster=name, only=only), no_plan
