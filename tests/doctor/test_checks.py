@@ -31,7 +31,7 @@ CASES = {
     "driver-module-match": ("driver-mismatch", "h200"),
     "gpu-clock-throttle": ("gpu-throttle", "h200"),
     "nvidia-modules-package": ("modules-other-kernel", "modules-match"),
-    "page-cache-unified": ("page-cache", "h200"),
+    "page-cache-unified": ("page-cache", "page-cache-room"),
     "swap-activity": ("swapping", "vm"),
     "clock-sync": ("chrony-unsynced", "chrony-synced"),
     "engine-unit-restart": ("unit-restarts", "unit-no-restart"),

@@ -31,6 +31,17 @@ def nvidia_smi_log(text: str) -> ET.Element | None:
     return xml_root(text, "`nvidia-smi -q -x` output")
 
 
+def unified_memory(text: str) -> bool:
+    """A GB10 (DGX Spark), or any GPU whose framebuffer total is not a size: its memory is the
+    host's."""
+    root = nvidia_smi_log(text)
+    for gpu in [] if root is None else root.findall("gpu"):
+        total = gpu.findtext("fb_memory_usage/total") or ""
+        if "GB10" in (gpu.findtext("product_name") or "") or not re.match(r"^\d+ MiB$", total):
+            return True
+    return False
+
+
 def driver_version(text: str) -> str | None:
     root = nvidia_smi_log(text)
     return None if root is None else root.findtext("driver_version")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sparkrig import defaults
+from sparkrig.doctor.checks.gpu import unified_memory
 from sparkrig.doctor.model import NodeCapture
 from sparkrig.doctor.parse import colon_fields, meminfo_kib, systemd_show, vmstat_rows
 from sparkrig.doctor.registry import Hit, NodeContext, node_check
@@ -20,6 +21,8 @@ GIB = 1024**2  # KiB per GiB
     needs=("meminfo",),
 )
 def page_cache_unified(capture: NodeCapture, context: NodeContext) -> list[Hit]:
+    if not unified_memory(capture.text("nvidia_smi") or ""):
+        return []  # a GPU with its own memory: the page cache takes nothing from it
     info = meminfo_kib(capture.text("meminfo") or "")
     total, free = info["MemTotal"], info.get("MemFree", 0)
     cached = info.get("Cached", 0) + info.get("Buffers", 0)

@@ -32,7 +32,7 @@ def _planned(context: NodeContext) -> tuple[NodePlan, list[InterfacePlan]]:
     "interface-missing",
     summary="every interface the cluster file names exists on the node",
     why="the plan addresses and routes through it; NCCL_IB_HCA and NCCL_SOCKET_IFNAME name it",
-    source="docs/fabric.md (ports and functions)",
+    source="docs/fabric.md (Cluster file)",
     needs=("ip_link",),
     needs_plan=True,
 )
@@ -245,7 +245,7 @@ def link_speed(capture: NodeCapture, context: NodeContext) -> list[Hit]:
             "warning",
             f"{', '.join(slow)} (below {defaults.DOCTOR_FABRIC_MIN_SPEED_MBPS // 1000} Gb/s)",
             "shut the node down, seat the QSFP cables, boot with them in (`systemctl poweroff`); "
-            "then `sparkrig fabric test`",
+            "then measure the link again (`ib_write_bw` of perftest, one end each node)",
         )
     ]
 
@@ -278,7 +278,7 @@ def pcie_slot_power(capture: NodeCapture, context: NodeContext) -> list[Hit]:
         Hit(
             "info",
             f"kernel log: {lines[-1]!r}{more}",
-            "if `sparkrig fabric test` shows about 13 Gb/s: shut the node down, seat the QSFP "
+            "if the link measures about 13 Gb/s (`ib_write_bw`): shut the node down, seat the QSFP "
             "cables, boot with them in (`systemctl poweroff`)",
         )
     ]
