@@ -260,3 +260,6 @@ DOCTOR_JIT_MIN_FREE_BYTES: Final = 10 * 1024**3
 DOCTOR_SM_CLOCK_SPREAD: Final = 0.05
 # systemd units whose name holds one of these run an engine.
 DOCTOR_ENGINE_UNIT_PATTERNS: Final = ("vllm", "sparkrig", "llama", "sglang", "ray")
+# Telemetry during bench: one sample a second, the granularity of the field reports' own
+# `nvidia-smi … -l 1` and `vmstat 1` captures.
+TELEMETRY_INTERVAL_S: Final = 1.0

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -21,6 +22,9 @@ from sparkrig.cli.common import (
     err_console,
 )
 from sparkrig.errors import SparkrigError, UsageError
+
+if TYPE_CHECKING:
+    from sparkrig.doctor.telemetry import Sampler
 
 
 @app.command()
@@ -112,6 +116,13 @@ def bench(
     api_key_env: Annotated[
         str, typer.Option(help="env var holding the API key")
     ] = defaults.API_KEY_ENV,
+    telemetry: Annotated[
+        bool,
+        typer.Option(
+            help="sample this host every second (CPU, memory, swap, network; GPU through "
+            "nvidia-ml-py when installed) into RECEIPT.telemetry.json, drawn in the report"
+        ),
+    ] = True,
     as_json: JsonFlag = False,
 ) -> None:
     """Measure honest serving speed: decode, concurrency, prefill, speculative decoding.
@@ -162,12 +173,18 @@ def bench(
         key = api_key_from_env(api_key_env)
         return await run_bench(str(url), suites=suites, api_key=key, **kwargs)
 
+    from sparkrig.doctor.telemetry import Sampler
+
+    sampler = Sampler() if telemetry else None
     try:
-        with BenchProgress(err_console) as progress:
+        with BenchProgress(err_console) as progress, sampler or contextlib.nullcontext():
             receipt = asyncio.run(go(progress))
     except KeyboardInterrupt:
         err_console.print(f"interrupted — the receipt keeps every finished sample: {out_path}")
         raise
+    finally:
+        if sampler is not None and out_path.parent.is_dir():
+            _write_telemetry(sampler, out_path)
     if as_json:
         _print_json(receipt.model_dump(mode="json"))
         return
@@ -181,6 +198,15 @@ def bench(
             console.print(f"[yellow]{point.suite}/{point.name}:[/] {warning}", highlight=False)
     page = write_report(out_path, receipt)
     console.print(f"receipt written to {out_path}; report {page}", highlight=False)
+
+
+def _write_telemetry(sampler: Sampler, receipt_path: Path) -> None:
+    import socket
+
+    from sparkrig.doctor.telemetry import telemetry_path
+    from sparkrig.json_files import write_atomically
+
+    write_atomically(sampler.result(socket.gethostname()), telemetry_path(receipt_path))
 
 
 @app.command()
@@ -234,7 +260,13 @@ def report(
     out_path = out or receipts[0].with_suffix(".html")
     if any(out_path.resolve() == path.resolve() for path in receipts):
         raise UsageError(f"--out {out_path} is one of the receipts — pick another --out")
-    page = render_report(loaded, names=[path.name for path in receipts])
+    from sparkrig.doctor.telemetry import telemetry_beside
+
+    page = render_report(
+        loaded,
+        names=[path.name for path in receipts],
+        telemetry=[telemetry_beside(path) for path in receipts],
+    )
     try:
         out_path.parent.mkdir(parents=True, exist_ok=True)
         out_path.write_text(page, encoding="utf-8")

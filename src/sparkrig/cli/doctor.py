@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from sparkrig.cli.common import JsonFlag, _print_json, app, console
+from sparkrig.errors import UsageError
 
 if TYPE_CHECKING:
     from sparkrig.config.cluster import Cluster
@@ -101,5 +102,10 @@ def _specs(
     if executor is not None or netns_prefix is not None:
         return dict(_executor_specs(cluster, executor or "netns", None, netns_prefix, node))
     if all(cluster.executor_of(n) is None for n in cluster.nodes):
+        if node is None and len(cluster.nodes) > 1:
+            raise UsageError(
+                "the cluster file has no [executor] — give it one (ssh), pass --executor ssh or "
+                "netns, or check only this machine as one node with --node NAME"
+            )
         return dict(_executor_specs(cluster, "local", None, None, node))
     return {n.name: executor_spec(cluster, n) for n in cluster.nodes}

@@ -1,0 +1,231 @@
+"""A 1 s sampler of this host while a bench runs: CPU, memory, swap in/out, bytes per network
+interface and RDMA port, and from NVML (`nvidia-ml-py`, only where it is installed and a GPU
+answers) SM and memory clocks, power, temperature, utilisation and clock-event reasons.
+
+The readers of /proc and sysfs are pure (`cpu_times`, `meminfo_bytes`, `swap_pages`,
+`interface_bytes`); `Sampler` is the thin thread around them. The sampler measures its own CPU
+time (`time.thread_time` inside its thread), so the cost is stated in every record."""
+
+from __future__ import annotations
+
+import importlib
+import threading
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from sparkrig import defaults
+
+
+class GpuSample(BaseModel):
+    index: int
+    sm_clock_mhz: int | None = None
+    mem_clock_mhz: int | None = None
+    power_w: float | None = None
+    temperature_c: int | None = None
+    utilization_percent: int | None = None
+    clock_event_reasons: int | None = Field(default=None, description="NVML bit mask; 1 = idle")
+
+
+class TelemetrySample(BaseModel):
+    t_s: float = Field(description="seconds since the sampler started")
+    cpu_percent: float = Field(description="busy share of all CPUs since the previous sample")
+    memory_used_bytes: int = Field(description="MemTotal - MemAvailable")
+    swap_in_pages_s: float
+    swap_out_pages_s: float
+    net_rx_bytes_s: dict[str, float] = Field(description="per interface (lo left out)")
+    net_tx_bytes_s: dict[str, float]
+    gpus: list[GpuSample] = Field(default_factory=list)
+
+
+class Telemetry(BaseModel):
+    version: Literal[1] = 1
+    host: str
+    interval_s: float
+    started_at: float = Field(description="unix time of the first sample")
+    samples: list[TelemetrySample]
+    gpu_source: str = Field(description="`nvml`, or why there are no GPU figures")
+    sampler_cpu_s: float = Field(description="CPU time the sampler thread itself used")
+    sampler_wall_s: float
+
+    @property
+    def sampler_cpu_percent(self) -> float:
+        """The sampler's own cost, as a share of one CPU."""
+        return 100 * self.sampler_cpu_s / self.sampler_wall_s if self.sampler_wall_s else 0.0
+
+
+# --- pure readers -------------------------------------------------------------------------------
+
+
+def cpu_times(stat: str) -> tuple[int, int]:
+    """(busy, total) jiffies from /proc/stat's `cpu` line."""
+    for line in stat.splitlines():
+        if line.startswith("cpu "):
+            values = [int(v) for v in line.split()[1:]]
+            idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle + iowait
+            return sum(values) - idle, sum(values)
+    raise ValueError("no `cpu` line: not /proc/stat")
+
+
+def meminfo_bytes(meminfo: str) -> int:
+    values = {}
+    for line in meminfo.splitlines():
+        key, _, rest = line.partition(":")
+        if rest.strip().endswith("kB"):
+            values[key] = int(rest.split()[0]) * 1024
+    return values["MemTotal"] - values.get("MemAvailable", values.get("MemFree", 0))
+
+
+def swap_pages(vmstat: str) -> tuple[int, int]:
+    values = dict(line.split() for line in vmstat.splitlines() if line.count(" ") == 1)
+    return int(values.get("pswpin", 0)), int(values.get("pswpout", 0))
+
+
+def interface_bytes(net_dev: str) -> dict[str, tuple[int, int]]:
+    """{interface: (rx bytes, tx bytes)} from /proc/net/dev, loopback left out."""
+    found = {}
+    for line in net_dev.splitlines()[2:]:
+        name, _, rest = line.partition(":")
+        fields = rest.split()
+        if name.strip() != "lo" and len(fields) >= 9:
+            found[name.strip()] = (int(fields[0]), int(fields[8]))
+    return found
+
+
+# --- the sampler ----------------------------------------------------------------------------------
+
+
+class _Nvml:
+    """NVML through nvidia-ml-py when installed and a GPU answers; otherwise `why` says not."""
+
+    def __init__(self) -> None:
+        self.module: Any = None
+        self.handles: list[Any] = []
+        try:
+            module = importlib.import_module("pynvml")
+            module.nvmlInit()
+            count = module.nvmlDeviceGetCount()
+            self.handles = [module.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
+            self.module = module
+            self.why = "nvml" if count else "nvml: no GPU"
+        except ModuleNotFoundError:
+            self.why = "no GPU figures: nvidia-ml-py is not installed (pip install nvidia-ml-py)"
+        except Exception as exc:  # noqa: BLE001 - NVMLError and friends: no GPU to read
+            self.why = f"no GPU figures: NVML did not start ({exc.__class__.__name__})"
+
+    def read(self) -> list[GpuSample]:
+        nvml = self.module
+        if nvml is None:
+            return []
+        samples = []
+        for index, handle in enumerate(self.handles):
+            sample = GpuSample(index=index)
+            readers: dict[str, Any] = {
+                "sm_clock_mhz": lambda h: nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_SM),
+                "mem_clock_mhz": lambda h: nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_MEM),
+                "power_w": lambda h: nvml.nvmlDeviceGetPowerUsage(h) / 1000,
+                "temperature_c": lambda h: nvml.nvmlDeviceGetTemperature(
+                    h, nvml.NVML_TEMPERATURE_GPU
+                ),
+                "utilization_percent": lambda h: nvml.nvmlDeviceGetUtilizationRates(h).gpu,
+                "clock_event_reasons": nvml.nvmlDeviceGetCurrentClocksThrottleReasons,
+            }
+            for field, read in readers.items():
+                try:
+                    setattr(sample, field, read(handle))
+                except Exception:  # noqa: BLE001, S112 - GB10 answers Not Supported for some
+                    continue
+            samples.append(sample)
+        return samples
+
+    def close(self) -> None:
+        if self.module is not None:
+            self.module.nvmlShutdown()
+
+
+class Sampler:
+    """`with Sampler() as sampler: …` samples every `interval_s` in a daemon thread;
+    `sampler.result()` after the block."""
+
+    def __init__(
+        self, interval_s: float = defaults.TELEMETRY_INTERVAL_S, proc: Path = Path("/proc")
+    ):
+        self.interval_s = interval_s
+        self.proc = proc
+        self._stop = threading.Event()
+        self._samples: list[TelemetrySample] = []
+        self._thread = threading.Thread(target=self._run, name="sparkrig-telemetry", daemon=True)
+        self._cpu_s = 0.0
+        self._started = time.time()
+        self._wall_s = 0.0
+        self._gpu_source = ""
+
+    def __enter__(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5 * self.interval_s + 5)
+
+    def _read(self, name: str) -> str:
+        return (self.proc / name).read_text(encoding="ascii", errors="replace")
+
+    def _run(self) -> None:
+        begin, cpu_begin = time.monotonic(), time.thread_time()
+        nvml = _Nvml()
+        self._gpu_source = nvml.why
+        previous = None
+        try:
+            while True:
+                now = time.monotonic()
+                busy, total = cpu_times(self._read("stat"))
+                swap_in, swap_out = swap_pages(self._read("vmstat"))
+                net = interface_bytes(self._read("net/dev"))
+                current = (now, busy, total, swap_in, swap_out, net)
+                if previous is not None:
+                    self._samples.append(self._sample(begin, previous, current, nvml))
+                previous = current
+                if self._stop.wait(self.interval_s):
+                    break
+        finally:
+            nvml.close()
+            self._cpu_s = time.thread_time() - cpu_begin
+            self._wall_s = time.monotonic() - begin
+
+    def _sample(self, begin: float, before: tuple[Any, ...], after: tuple[Any, ...],
+                nvml: _Nvml) -> TelemetrySample:  # fmt: skip
+        elapsed = max(after[0] - before[0], 1e-6)
+        busy, total = after[1] - before[1], after[2] - before[2]
+        names = [n for n in after[5] if n in before[5]]
+        return TelemetrySample(
+            t_s=round(after[0] - begin, 3),
+            cpu_percent=round(100 * busy / total, 1) if total else 0.0,
+            memory_used_bytes=meminfo_bytes(self._read("meminfo")),
+            swap_in_pages_s=(after[3] - before[3]) / elapsed,
+            swap_out_pages_s=(after[4] - before[4]) / elapsed,
+            net_rx_bytes_s={n: (after[5][n][0] - before[5][n][0]) / elapsed for n in names},
+            net_tx_bytes_s={n: (after[5][n][1] - before[5][n][1]) / elapsed for n in names},
+            gpus=nvml.read(),
+        )
+
+    def result(self, host: str) -> Telemetry:
+        return Telemetry(
+            host=host, interval_s=self.interval_s, started_at=self._started,
+            samples=list(self._samples), gpu_source=self._gpu_source,
+            sampler_cpu_s=round(self._cpu_s, 4), sampler_wall_s=round(self._wall_s, 3),
+        )  # fmt: skip
+
+
+def telemetry_path(receipt_path: Path) -> Path:
+    """Telemetry sits beside its receipt: `bench-X.json` -> `bench-X.telemetry.json`."""
+    return receipt_path.with_suffix(".telemetry.json")
+
+
+def telemetry_beside(receipt_path: Path) -> Telemetry | None:
+    path = telemetry_path(receipt_path)
+    if not path.exists():
+        return None
+    return Telemetry.model_validate_json(path.read_text(encoding="utf-8"))

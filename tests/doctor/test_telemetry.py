@@ -1,0 +1,76 @@
+"""The bench telemetry sampler on this machine's real /proc: its readers, its own CPU cost, and a
+real bench run against the session's llama-server whose report draws the telemetry."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from sparkrig.doctor.telemetry import (
+    Sampler,
+    Telemetry,
+    cpu_times,
+    interface_bytes,
+    meminfo_bytes,
+    swap_pages,
+    telemetry_path,
+)
+from sparkrig.launch.process_record import InstanceRecord
+from tests.conftest import SPARKRIG
+
+PROC = Path("/proc")
+
+
+def test_readers_on_this_machine() -> None:
+    busy, total = cpu_times((PROC / "stat").read_text())
+    assert 0 < busy < total
+    assert meminfo_bytes((PROC / "meminfo").read_text()) > 0
+    swap_in, swap_out = swap_pages((PROC / "vmstat").read_text())
+    assert swap_in >= 0
+    assert swap_out >= 0
+    assert "lo" not in interface_bytes((PROC / "net" / "dev").read_text())
+    with pytest.raises(ValueError, match="not /proc/stat"):
+        cpu_times("<html>")
+
+
+def test_sampler_records_its_samples_and_its_own_cost() -> None:
+    with Sampler(interval_s=0.25) as sampler:
+        time.sleep(1.6)
+    telemetry = sampler.result("here")
+    assert len(telemetry.samples) >= 4
+    assert [s.t_s for s in telemetry.samples] == sorted(s.t_s for s in telemetry.samples)
+    assert all(0 <= s.cpu_percent <= 100 for s in telemetry.samples)
+    assert 0 < telemetry.sampler_cpu_s < telemetry.sampler_wall_s
+    # four /proc reads and a pydantic model per sample: a few ms, even on this shared machine
+    assert telemetry.sampler_cpu_s / len(telemetry.samples) < 0.05
+    assert "nvidia-ml-py" in telemetry.gpu_source or telemetry.gpu_source.startswith("nvml")
+
+
+@pytest.mark.engine
+def test_bench_writes_telemetry_beside_the_receipt_and_draws_it(
+    llama_server: InstanceRecord, tmp_path: Path
+) -> None:
+    out = tmp_path / "bench.json"
+    done = subprocess.run(
+        [SPARKRIG, "bench", llama_server.base_url, "--suite", "decode", "--max-samples", "2",
+         "--tokens", "16", "--precision", "0.5", "--out", str(out)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    telemetry = Telemetry.model_validate(json.loads(telemetry_path(out).read_text()))
+    assert telemetry.samples
+    page = out.with_suffix(".html").read_text()
+    assert "<h3>telemetry</h3>" in page
+    assert "the sampler itself used" in page
+    off = tmp_path / "off.json"
+    subprocess.run(
+        [SPARKRIG, "bench", llama_server.base_url, "--suite", "decode", "--max-samples", "2",
+         "--tokens", "16", "--precision", "0.5", "--out", str(off), "--no-telemetry"],
+        capture_output=True, text=True, timeout=300, check=True,
+    )  # fmt: skip
+    assert not telemetry_path(off).exists()
+    assert "<h3>telemetry</h3>" not in off.with_suffix(".html").read_text()
