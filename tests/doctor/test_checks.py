@@ -94,3 +94,10 @@ def test_each_ring_fault_is_named_with_its_fix() -> None:
         # the one other error allowed: the peer of a downed link loses carrier too
         assert all(f.check == check for f in errors), (fixture, errors)
     assert [f for f in report_of("ring4-clean").findings if f.severity == "error"] == []
+
+
+def test_link_speed_reads_ethtool_where_it_ran() -> None:
+    """pair-veth-ethtool holds only ethtool's real output of the veths (10000Mb/s), no sysfs."""
+    findings = report_of("pair-veth-ethtool", only=["link-speed"]).findings
+    assert [f.node for f in findings] == ["spark1", "spark2"]
+    assert "enp1s0f0np0 10 Gb/s" in findings[0].seen

@@ -5,6 +5,7 @@ would run."""
 from __future__ import annotations
 
 import ipaddress
+import re
 import shlex
 from typing import Any
 
@@ -221,23 +222,31 @@ def _fabric_netdevs(context: NodeContext) -> list[str]:
     return [netdev for functions in defaults.DGX_SPARK_PORTS.values() for netdev, _ in functions]
 
 
+def _ethtool_speed(text: str | None) -> int | None:
+    """`Speed: 100000Mb/s` from `ethtool NETDEV`; None for `Unknown!` or no output."""
+    match = re.search(r"^\s*Speed:\s*(\d+)Mb/s", text or "", flags=re.MULTILINE)
+    return int(match.group(1)) if match else None
+
+
 @node_check(
     "link-speed",
     summary="fabric links run at ConnectX-7 speed",
     why="a QSFP cable seated while the node was booted left the link at about 13 Gb/s, whatever "
     "the message size, until a reboot with the cable in",
     source=f"{NOTES} (hot-cabled links)",
-    needs=("net_sysfs",),
+    needs=(),
 )
 def link_speed(capture: NodeCapture, context: NodeContext) -> list[Hit]:
+    """ethtool's speed where it ran, else the same kernel value from sysfs."""
     values = sysfs_values(capture.text("net_sysfs") or "")
     slow = []
     for netdev in _fabric_netdevs(context):
-        speed = values.get(f"/sys/class/net/{netdev}/speed")
-        if speed is None or not speed.lstrip("-").isdigit() or int(speed) <= 0:
-            continue  # down links answer EINVAL or -1: link-down names those
-        if int(speed) < defaults.DOCTOR_FABRIC_MIN_SPEED_MBPS:
-            slow.append(f"{netdev} {int(speed) / 1000:g} Gb/s")
+        speed = _ethtool_speed(capture.text(f"ethtool:{netdev}"))
+        if speed is None:
+            text = values.get(f"/sys/class/net/{netdev}/speed", "")
+            speed = int(text) if text.isdigit() else None  # down links: EINVAL or -1
+        if speed is not None and 0 < speed < defaults.DOCTOR_FABRIC_MIN_SPEED_MBPS:
+            slow.append(f"{netdev} {speed / 1000:g} Gb/s")
     if not slow:
         return []
     return [
@@ -245,7 +254,7 @@ def link_speed(capture: NodeCapture, context: NodeContext) -> list[Hit]:
             "warning",
             f"{', '.join(slow)} (below {defaults.DOCTOR_FABRIC_MIN_SPEED_MBPS // 1000} Gb/s)",
             "shut the node down, seat the QSFP cables, boot with them in (`systemctl poweroff`); "
-            "then measure the link again (`ib_write_bw` of perftest, one end each node)",
+            "then measure the link again (`ib_write_bw` of perftest between the two ends)",
         )
     ]
 
