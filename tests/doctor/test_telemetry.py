@@ -74,3 +74,23 @@ def test_bench_writes_telemetry_beside_the_receipt_and_draws_it(
     )  # fmt: skip
     assert not telemetry_path(off).exists()
     assert "<h3>telemetry</h3>" not in off.with_suffix(".html").read_text()
+
+
+@pytest.mark.engine
+def test_check_writes_telemetry_and_report_draws_it(
+    llama_server: InstanceRecord, tmp_path: Path
+) -> None:
+    out = tmp_path / "check.json"
+    subprocess.run(
+        [SPARKRIG, "check", llama_server.base_url, "--guard", "stream_parity", "--out", str(out)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert out.exists()
+    assert Telemetry.model_validate_json(telemetry_path(out).read_text()).sampler_wall_s > 0
+    page = tmp_path / "page.html"
+    done = subprocess.run(
+        [SPARKRIG, "report", str(out), "--out", str(page)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "<h3>telemetry</h3>" in page.read_text()

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -22,9 +21,6 @@ from sparkrig.cli.common import (
     err_console,
 )
 from sparkrig.errors import SparkrigError, UsageError
-
-if TYPE_CHECKING:
-    from sparkrig.doctor.telemetry import Sampler
 
 
 @app.command()
@@ -173,18 +169,14 @@ def bench(
         key = api_key_from_env(api_key_env)
         return await run_bench(str(url), suites=suites, api_key=key, **kwargs)
 
-    from sparkrig.doctor.telemetry import Sampler
+    from sparkrig.doctor.telemetry import sampled_beside
 
-    sampler = Sampler() if telemetry else None
     try:
-        with BenchProgress(err_console) as progress, sampler or contextlib.nullcontext():
+        with BenchProgress(err_console) as progress, sampled_beside(out_path, enabled=telemetry):
             receipt = asyncio.run(go(progress))
     except KeyboardInterrupt:
         err_console.print(f"interrupted — the receipt keeps every finished sample: {out_path}")
         raise
-    finally:
-        if sampler is not None and out_path.parent.is_dir():
-            _write_telemetry(sampler, out_path)
     if as_json:
         _print_json(receipt.model_dump(mode="json"))
         return
@@ -198,15 +190,6 @@ def bench(
             console.print(f"[yellow]{point.suite}/{point.name}:[/] {warning}", highlight=False)
     page = write_report(out_path, receipt)
     console.print(f"receipt written to {out_path}; report {page}", highlight=False)
-
-
-def _write_telemetry(sampler: Sampler, receipt_path: Path) -> None:
-    import socket
-
-    from sparkrig.doctor.telemetry import telemetry_path
-    from sparkrig.json_files import write_atomically
-
-    write_atomically(sampler.result(socket.gethostname()), telemetry_path(receipt_path))
 
 
 @app.command()

@@ -72,6 +72,12 @@ def check(
     api_key_env: Annotated[
         str, typer.Option(help="env var holding the API key")
     ] = defaults.API_KEY_ENV,
+    telemetry: Annotated[
+        bool,
+        typer.Option(
+            help="sample this host every second into RECEIPT.telemetry.json (`report` draws it)"
+        ),
+    ] = True,
     as_json: JsonFlag = False,
 ) -> None:
     """Run the guards that catch silent serving corruption; exit 1 on any FAIL.
@@ -117,8 +123,11 @@ def check(
         kwargs["api_key"] = api_key_from_env(api_key_env)
         return await check_with_soak(str(url), repeat_every, **kwargs)
 
+    from sparkrig.doctor.telemetry import sampled_beside
+
     try:
-        receipt = asyncio.run(go())
+        with sampled_beside(out_path, enabled=telemetry):
+            receipt = asyncio.run(go())
     except KeyboardInterrupt:
         err_console.print(f"interrupted — the receipt keeps every finished guard: {out_path}")
         raise

@@ -9,14 +9,18 @@ time (`time.thread_time` inside its thread), so the cost is stated in every reco
 from __future__ import annotations
 
 import importlib
+import socket
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from sparkrig import defaults
+from sparkrig.json_files import write_atomically
 
 
 class GpuSample(BaseModel):
@@ -229,3 +233,19 @@ def telemetry_beside(receipt_path: Path) -> Telemetry | None:
     if not path.exists():
         return None
     return Telemetry.model_validate_json(path.read_text(encoding="utf-8"))
+
+
+@contextmanager
+def sampled_beside(receipt_path: Path, *, enabled: bool = True) -> Iterator[None]:
+    """Sample this host while the block runs and write the telemetry beside the receipt, also
+    when the block is interrupted (the receipt keeps what it measured; so does this)."""
+    if not enabled:
+        yield
+        return
+    sampler = Sampler()
+    try:
+        with sampler:
+            yield
+    finally:
+        if receipt_path.parent.is_dir():
+            write_atomically(sampler.result(socket.gethostname()), telemetry_path(receipt_path))
