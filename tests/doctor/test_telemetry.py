@@ -16,6 +16,7 @@ from sparkrig.doctor.telemetry import (
     cpu_times,
     interface_bytes,
     meminfo_bytes,
+    rdma_counters,
     swap_pages,
     telemetry_path,
 )
@@ -94,3 +95,33 @@ def test_check_writes_telemetry_and_report_draws_it(
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "<h3>telemetry</h3>" in page.read_text()
+
+
+def test_rdma_counters_from_the_pair_fixture() -> None:
+    from sparkrig.doctor.parse import sysfs_values
+    from tests.doctor.fixtures import FIXTURES
+
+    values = sysfs_values((FIXTURES / "pair-roce-retrans/spark1/ib_sysfs.out").read_text())
+    ports = rdma_counters(values)
+    assert ports["rocep1s0f0/1"] == (4 * 811203944, 4 * 810977520, 1843 + 12 + 57)
+    assert ports["roceP2p1s0f0/1"][2] == 0
+
+
+def test_sampler_reads_rdma_ports_where_sysfs_has_them(tmp_path: Path) -> None:
+    """No RDMA device here: a tree in sysfs's layout stands in, its counters rising meanwhile."""
+    port = tmp_path / "class/infiniband/rocep1s0f0/ports/1"
+    (port / "counters").mkdir(parents=True)
+    (port / "hw_counters").mkdir()
+    files = {"counters/port_rcv_data": 0, "counters/port_xmit_data": 0,
+             "hw_counters/roce_adp_retrans": 0}  # fmt: skip
+    for name, value in files.items():
+        (port / name).write_text(f"{value}\n")
+    with Sampler(interval_s=0.2, sysfs=tmp_path) as sampler:
+        for step in range(1, 9):
+            time.sleep(0.1)
+            (port / "counters/port_rcv_data").write_text(f"{step * 25_000}\n")  # 4-byte words
+            (port / "hw_counters/roce_adp_retrans").write_text(f"{step}\n")
+    telemetry = sampler.result("here")
+    assert any(s.rdma_rx_bytes_s.get("rocep1s0f0/1", 0) > 0 for s in telemetry.samples)
+    assert sum(s.roce_errors["rocep1s0f0/1"] for s in telemetry.samples) > 0
+    assert all(s.rdma_tx_bytes_s["rocep1s0f0/1"] == 0 for s in telemetry.samples)

@@ -41,6 +41,15 @@ class TelemetrySample(BaseModel):
     swap_out_pages_s: float
     net_rx_bytes_s: dict[str, float] = Field(description="per interface (lo left out)")
     net_tx_bytes_s: dict[str, float]
+    rdma_rx_bytes_s: dict[str, float] = Field(
+        default_factory=dict, description="per RDMA port (`device/port`), from port_rcv_data"
+    )
+    rdma_tx_bytes_s: dict[str, float] = Field(default_factory=dict)
+    roce_errors: dict[str, int] = Field(
+        default_factory=dict,
+        description="per RDMA port, the rise of roce_adp_retrans + packet_seq_err + "
+        "out_of_sequence since the previous sample (field notes: RoCE retransmits)",
+    )
     gpus: list[GpuSample] = Field(default_factory=list)
 
 
@@ -96,6 +105,25 @@ def interface_bytes(net_dev: str) -> dict[str, tuple[int, int]]:
         if name.strip() != "lo" and len(fields) >= 9:
             found[name.strip()] = (int(fields[0]), int(fields[8]))
     return found
+
+
+def rdma_counters(values: dict[str, str]) -> dict[str, tuple[int, int, int]]:
+    """{`device/port`: (rx bytes, tx bytes, RoCE error count)} from sysfs counter files
+    (`…/infiniband/DEV/ports/N/counters/port_rcv_data` counts 4-byte words)."""
+    ports: dict[str, list[int]] = {}
+    for path, text in values.items():
+        parts = path.split("/")
+        if len(parts) < 5 or not text.strip().isdigit():
+            continue
+        key, kind, name = f"{parts[-5]}/{parts[-3]}", parts[-2], parts[-1]
+        entry = ports.setdefault(key, [0, 0, 0])
+        if kind == "counters" and name == "port_rcv_data":
+            entry[0] = 4 * int(text)
+        elif kind == "counters" and name == "port_xmit_data":
+            entry[1] = 4 * int(text)
+        elif kind == "hw_counters" and name in defaults.DOCTOR_ROCE_ERROR_COUNTERS:
+            entry[2] += int(text)
+    return {key: (rx, tx, errors) for key, (rx, tx, errors) in ports.items()}
 
 
 # --- the sampler ----------------------------------------------------------------------------------
@@ -154,10 +182,14 @@ class Sampler:
     `sampler.result()` after the block."""
 
     def __init__(
-        self, interval_s: float = defaults.TELEMETRY_INTERVAL_S, proc: Path = Path("/proc")
+        self,
+        interval_s: float = defaults.TELEMETRY_INTERVAL_S,
+        proc: Path = Path("/proc"),
+        sysfs: Path = Path("/sys"),
     ):
         self.interval_s = interval_s
         self.proc = proc
+        self.sysfs = sysfs
         self._stop = threading.Event()
         self._samples: list[TelemetrySample] = []
         self._thread = threading.Thread(target=self._run, name="sparkrig-telemetry", daemon=True)
@@ -177,6 +209,20 @@ class Sampler:
     def _read(self, name: str) -> str:
         return (self.proc / name).read_text(encoding="ascii", errors="replace")
 
+    def _rdma(self) -> dict[str, tuple[int, int, int]]:
+        files = [
+            *self.sysfs.glob("class/infiniband/*/ports/*/counters/port_*_data"),
+            *(path for name in defaults.DOCTOR_ROCE_ERROR_COUNTERS
+              for path in self.sysfs.glob(f"class/infiniband/*/ports/*/hw_counters/{name}")),
+        ]  # fmt: skip
+        values = {}
+        for path in files:
+            try:
+                values[str(path)] = path.read_text(encoding="ascii")
+            except OSError:
+                continue
+        return rdma_counters(values)
+
     def _run(self) -> None:
         begin, cpu_begin = time.monotonic(), time.thread_time()
         nvml = _Nvml()
@@ -188,7 +234,7 @@ class Sampler:
                 busy, total = cpu_times(self._read("stat"))
                 swap_in, swap_out = swap_pages(self._read("vmstat"))
                 net = interface_bytes(self._read("net/dev"))
-                current = (now, busy, total, swap_in, swap_out, net)
+                current = (now, busy, total, swap_in, swap_out, net, self._rdma())
                 if previous is not None:
                     self._samples.append(self._sample(begin, previous, current, nvml))
                 previous = current
@@ -204,6 +250,7 @@ class Sampler:
         elapsed = max(after[0] - before[0], 1e-6)
         busy, total = after[1] - before[1], after[2] - before[2]
         names = [n for n in after[5] if n in before[5]]
+        ports = {p: v for p, v in after[6].items() if p in before[6]}
         return TelemetrySample(
             t_s=round(after[0] - begin, 3),
             cpu_percent=round(100 * busy / total, 1) if total else 0.0,
@@ -212,6 +259,9 @@ class Sampler:
             swap_out_pages_s=(after[4] - before[4]) / elapsed,
             net_rx_bytes_s={n: (after[5][n][0] - before[5][n][0]) / elapsed for n in names},
             net_tx_bytes_s={n: (after[5][n][1] - before[5][n][1]) / elapsed for n in names},
+            rdma_rx_bytes_s={p: (v[0] - before[6][p][0]) / elapsed for p, v in ports.items()},
+            rdma_tx_bytes_s={p: (v[1] - before[6][p][1]) / elapsed for p, v in ports.items()},
+            roce_errors={p: v[2] - before[6][p][2] for p, v in ports.items()},
             gpus=nvml.read(),
         )
 

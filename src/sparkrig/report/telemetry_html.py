@@ -82,6 +82,19 @@ def telemetry_section(telemetry: Telemetry) -> str:
             },
         ),
     ]
+    if any(s.rdma_rx_bytes_s for s in samples):
+        charts.append(
+            line_chart(
+                "RDMA, all ports",
+                "MiB/s",
+                times,
+                {
+                    "rx": [sum(s.rdma_rx_bytes_s.values()) / mib for s in samples],
+                    "tx": [sum(s.rdma_tx_bytes_s.values()) / mib for s in samples],
+                    "RoCE errors (count)": [float(sum(s.roce_errors.values())) for s in samples],
+                },
+            )
+        )
     gpus = sorted({g.index for s in samples for g in s.gpus})
     for index in gpus:
 
