@@ -1,7 +1,7 @@
 """Bad input to doctor, each one line while every other check still runs: a tool missing on the
 node (this machine has no nvidia-smi, chronyc or ibv_devinfo), truncated or garbage tool output,
 a cluster file naming interfaces the node lacks, a node ssh cannot reach, a --load folder that
-holds no capture."""
+holds no capture, a node that stops answering part way."""
 
 from __future__ import annotations
 
@@ -9,13 +9,18 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from sparkrig.cli import app
+from sparkrig.doctor.collect import collect_node
+from sparkrig.fabric.runner import CommandResult
 from tests.doctor.fixtures import FIXTURES
+from tests.fabric.netns_lab import netns_lab, why_netns_unavailable
 
 
 def _run(*args: str) -> tuple[int, str]:
@@ -101,3 +106,28 @@ def test_load_of_a_folder_without_captures_is_a_one_line_error(tmp_path: Path) -
     assert done.stderr.count("\n") == 1
     assert "holds no node folders" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_node_that_stops_answering_part_way_skips_the_rest_once_each() -> None:
+    """The namespace is really deleted after the fifth command; what ran is kept and checked."""
+    if why_netns_unavailable() is not None:
+        pytest.skip("no network namespaces here")
+    with netns_lab(["n"], []) as lab:
+        real = lab.runners["n"]
+
+        class DiesAfterFive:
+            description = real.description
+            calls = 0
+
+            def run(self, argv: Sequence[str], *, timeout: float | None = None) -> CommandResult:
+                self.calls += 1
+                if self.calls == 6:
+                    subprocess.run(["ip", "netns", "del", lab.namespace("n")], check=True)
+                return real.run(argv, timeout=timeout)
+
+        capture = collect_node("n", DiesAfterFive(), model_dir="/", jit_dir="/")
+    ran = [name for name, output in capture.outputs.items() if output.skipped is None]
+    stopped = [name for name, o in capture.outputs.items() if "stopped answering" in str(o.skipped)]
+    assert ran == ["uname", "pagesize", "clock", "ip_addr", "ip_route"]
+    assert stopped[0] == "ip_link"
+    assert "does not exist" in str(capture.outputs["ip_link"].skipped)

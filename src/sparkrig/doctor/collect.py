@@ -98,8 +98,9 @@ def collect_node(
 ) -> NodeCapture:
     """`interfaces`: netdevs to run ethtool on (default: every Ethernet device the node has)."""
     outputs: dict[str, ToolOutput] = {}
+    probes = node_probes(model_dir, jit_dir, engine_version)
     try:
-        for probe in node_probes(model_dir, jit_dir, engine_version):
+        for probe in probes:
             outputs[probe.name] = run_probe(runner, probe)
         ip_link = outputs["ip_link"]
         targets = interfaces if interfaces is not None else _netdevs(ip_link.stdout)
@@ -118,7 +119,13 @@ def collect_node(
     except ExecutorError as exc:
         if not outputs:
             return NodeCapture(node=node, reached_by=runner.description, unreachable=str(exc))
-        outputs["node"] = ToolOutput(command="", returncode=-1, skipped=str(exc))
+        # the node stopped answering part way: what did not run says why, once per probe
+        for probe in probes:
+            if probe.name not in outputs:
+                outputs[probe.name] = ToolOutput(
+                    command=shlex.join(probe.argv), returncode=-1,
+                    skipped=f"the node stopped answering: {exc}",
+                )  # fmt: skip
     return NodeCapture(node=node, reached_by=runner.description, outputs=outputs)
 
 

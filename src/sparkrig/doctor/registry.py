@@ -62,6 +62,8 @@ class Check:
 
 
 _CHECKS: dict[str, Check] = {}
+# output a check cannot read: `Unreadable` from the parsers, or a shape they let through
+_UNREADABLE = (Unreadable, ValueError, KeyError, IndexError, TypeError)
 
 
 def node_check(
@@ -156,7 +158,7 @@ def run_checks(
                     continue
                 try:
                     hits = check.node_function(capture, context)
-                except Unreadable as exc:
+                except _UNREADABLE as exc:
                     held.setdefault(
                         (name, f"output unreadable: {exc} — run the tool by hand on the node"), []
                     ).append(check.name)
@@ -173,7 +175,7 @@ def run_checks(
                 continue
             try:
                 hits = check.cluster_function(usable, contexts)
-            except Unreadable as exc:
+            except _UNREADABLE as exc:
                 held.setdefault(("cluster", f"output unreadable: {exc}"), []).append(check.name)
                 continue
             ran += 1
