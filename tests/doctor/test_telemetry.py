@@ -125,3 +125,22 @@ def test_sampler_reads_rdma_ports_where_sysfs_has_them(tmp_path: Path) -> None:
     assert any(s.rdma_rx_bytes_s.get("rocep1s0f0/1", 0) > 0 for s in telemetry.samples)
     assert sum(s.roce_errors["rocep1s0f0/1"] for s in telemetry.samples) > 0
     assert all(s.rdma_tx_bytes_s["rocep1s0f0/1"] == 0 for s in telemetry.samples)
+
+
+@pytest.mark.engine
+def test_report_of_a_glob_that_catches_the_telemetry_files(
+    llama_server: InstanceRecord, tmp_path: Path
+) -> None:
+    out = tmp_path / "check.json"
+    subprocess.run(
+        [SPARKRIG, "check", llama_server.base_url, "--guard", "stream_parity", "--out", str(out)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    everything = sorted(str(p) for p in tmp_path.glob("*.json"))  # what `runs/*.json` expands to
+    assert len(everything) == 2
+    done = subprocess.run(
+        [SPARKRIG, "report", *everything, "--out", str(tmp_path / "all.html")],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "all.html").read_text().count("<h3>telemetry</h3>") == 1

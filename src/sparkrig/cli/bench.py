@@ -233,18 +233,19 @@ def report(
     warnings; every point with median, 95% interval and flags; and inline SVG charts (decode by
     content type, concurrency aggregate vs per stream, speculative acceptance per draft position).
     It opens without a network. A point with degenerate output reads "invalid", never a number."""
+    from sparkrig.doctor.telemetry import is_telemetry_path, telemetry_beside
     from sparkrig.guards.receipt import CheckReceipt
     from sparkrig.report.bench_table import bench_table, spec_table
     from sparkrig.report.check_table import check_table
     from sparkrig.report.html_report import render_report
     from sparkrig.report.receipts import load_any_receipt
 
+    # `report runs/*.json` also matches the telemetry files: each is drawn with its receipt
+    receipts = [path for path in receipts if not is_telemetry_path(path)] or receipts
     loaded = [load_any_receipt(path) for path in receipts]
     out_path = out or receipts[0].with_suffix(".html")
     if any(out_path.resolve() == path.resolve() for path in receipts):
         raise UsageError(f"--out {out_path} is one of the receipts — pick another --out")
-    from sparkrig.doctor.telemetry import telemetry_beside
-
     page = render_report(
         loaded,
         names=[path.name for path in receipts],

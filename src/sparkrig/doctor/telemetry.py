@@ -278,6 +278,10 @@ def telemetry_path(receipt_path: Path) -> Path:
     return receipt_path.with_suffix(".telemetry.json")
 
 
+def is_telemetry_path(path: Path) -> bool:
+    return path.name.endswith(".telemetry.json")
+
+
 def telemetry_beside(receipt_path: Path) -> Telemetry | None:
     path = telemetry_path(receipt_path)
     if not path.exists():
