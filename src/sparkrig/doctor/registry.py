@@ -120,6 +120,67 @@ def _blocked(capture: NodeCapture, needs: tuple[str, ...]) -> str | None:
     return None
 
 
+def _unreachable(name: str, capture: NodeCapture) -> Finding:
+    return Finding(
+        check="node-reachable",
+        severity="error",
+        node=name,
+        seen=f"no command ran through {capture.reached_by}: {capture.unreachable}",
+        why="every other check of this node needs its tools' output",
+        source="docs/doctor.md",
+        fix="reach the node by hand the same way (ssh, netns) and fix what stops it",
+    )
+
+
+class _Run:
+    """One pass of the checks: findings, the skipped checks by (node, reason), checks run."""
+
+    def __init__(self) -> None:
+        self.findings: list[Finding] = []
+        self.held: dict[tuple[str, str], list[str]] = {}
+        self.ran = 0
+
+    def node(self, check: Check, name: str, capture: NodeCapture, context: NodeContext) -> None:
+        assert check.node_function is not None
+        if check.needs_plan and context.node_plan is None:
+            return
+        if any(probe not in capture.outputs for probe in check.needs):
+            return  # not collected here (a fixture that holds other tools only)
+        if (reason := _blocked(capture, check.needs)) is not None:
+            self.held.setdefault((name, reason), []).append(check.name)
+            return
+        try:
+            hits = check.node_function(capture, context)
+        except _UNREADABLE as exc:
+            reason = f"output unreadable: {exc} — run the tool by hand on the node"
+            self.held.setdefault((name, reason), []).append(check.name)
+            return
+        self.ran += 1
+        self.findings += [_finding(check, name, hit) for hit in hits]
+
+    def cluster(
+        self,
+        check: Check,
+        reachable: Mapping[str, NodeCapture],
+        contexts: Mapping[str, NodeContext],
+    ) -> None:
+        assert check.cluster_function is not None
+        usable = {
+            n: c
+            for n, c in reachable.items()
+            if all(p in c.outputs and c.outputs[p].skipped is None for p in check.needs)
+        }
+        if len(usable) < 2:
+            return
+        try:
+            hits = check.cluster_function(usable, contexts)
+        except _UNREADABLE as exc:
+            self.held.setdefault(("cluster", f"output unreadable: {exc}"), []).append(check.name)
+            return
+        self.ran += 1
+        self.findings += [_finding(check, "cluster", hit) for hit in hits]
+
+
 def run_checks(
     captures: Mapping[str, NodeCapture],
     contexts: Mapping[str, NodeContext],
@@ -127,62 +188,25 @@ def run_checks(
     cluster: str | None = None,
     only: list[str] | None = None,
 ) -> DoctorReport:
-    findings: list[Finding] = []
-    held: dict[tuple[str, str], list[str]] = {}
-    ran = 0
-    selected = [c for c in checks() if only is None or c.name in only]
+    run = _Run()
     reachable = {n: c for n, c in captures.items() if c.unreachable is None}
-    for name, capture in captures.items():
-        if capture.unreachable is not None:
-            findings.append(
-                Finding(
-                    check="node-reachable",
-                    severity="error",
-                    node=name,
-                    seen=f"no command ran through {capture.reached_by}: {capture.unreachable}",
-                    why="every other check of this node needs its tools' output",
-                    source="docs/doctor.md",
-                    fix="reach the node by hand the same way (ssh, netns) and fix what stops it",
-                )
-            )
-    for check in selected:
+    run.findings += [_unreachable(n, c) for n, c in captures.items() if c.unreachable is not None]
+    for check in checks():
+        if only is not None and check.name not in only:
+            continue
         if check.node_function is not None:
             for name, capture in reachable.items():
-                context = contexts[name]
-                if check.needs_plan and context.node_plan is None:
-                    continue
-                if any(probe not in capture.outputs for probe in check.needs):
-                    continue  # not collected here (a fixture that holds other tools only)
-                if (reason := _blocked(capture, check.needs)) is not None:
-                    held.setdefault((name, reason), []).append(check.name)
-                    continue
-                try:
-                    hits = check.node_function(capture, context)
-                except _UNREADABLE as exc:
-                    held.setdefault(
-                        (name, f"output unreadable: {exc} — run the tool by hand on the node"), []
-                    ).append(check.name)
-                    continue
-                ran += 1
-                findings += [_finding(check, name, hit) for hit in hits]
-        elif check.cluster_function is not None and len(reachable) > 1:
-            usable = {
-                n: c
-                for n, c in reachable.items()
-                if all(p in c.outputs and c.outputs[p].skipped is None for p in check.needs)
-            }
-            if len(usable) < 2:
-                continue
-            try:
-                hits = check.cluster_function(usable, contexts)
-            except _UNREADABLE as exc:
-                held.setdefault(("cluster", f"output unreadable: {exc}"), []).append(check.name)
-                continue
-            ran += 1
-            findings += [_finding(check, "cluster", hit) for hit in hits]
+                run.node(check, name, capture, contexts[name])
+        else:
+            run.cluster(check, reachable, contexts)
     skipped = [
-        Skipped(node=node, checks=names, reason=reason) for (node, reason), names in held.items()
+        Skipped(node=node, checks=names, reason=reason)
+        for (node, reason), names in run.held.items()
     ]
     return DoctorReport(
-        cluster=cluster, nodes=list(captures), findings=findings, skipped=skipped, checks_run=ran
+        cluster=cluster,
+        nodes=list(captures),
+        findings=run.findings,
+        skipped=skipped,
+        checks_run=run.ran,
     )
