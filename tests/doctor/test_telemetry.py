@@ -12,14 +12,13 @@ import pytest
 
 from sparkrig.doctor.telemetry import (
     Sampler,
-    Telemetry,
     cpu_times,
     interface_bytes,
     meminfo_bytes,
     rdma_counters,
     swap_pages,
-    telemetry_path,
 )
+from sparkrig.doctor.telemetry_record import TelemetryRecord, telemetry_path
 from sparkrig.launch.process_record import InstanceRecord
 from tests.conftest import SPARKRIG
 
@@ -62,8 +61,8 @@ def test_bench_writes_telemetry_beside_the_receipt_and_draws_it(
         capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    telemetry = Telemetry.model_validate(json.loads(telemetry_path(out).read_text()))
-    assert telemetry.samples
+    record = TelemetryRecord.model_validate(json.loads(telemetry_path(out).read_text()))
+    assert [host.samples != [] for host in record.hosts] == [True]
     page = out.with_suffix(".html").read_text()
     assert "<h3>telemetry</h3>" in page
     assert "the sampler itself used" in page
@@ -87,7 +86,8 @@ def test_check_writes_telemetry_and_report_draws_it(
         capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert out.exists()
-    assert Telemetry.model_validate_json(telemetry_path(out).read_text()).sampler_wall_s > 0
+    record = TelemetryRecord.model_validate_json(telemetry_path(out).read_text())
+    assert record.hosts[0].sampler_wall_s > 0
     page = tmp_path / "page.html"
     done = subprocess.run(
         [SPARKRIG, "report", str(out), "--out", str(page)],
@@ -116,15 +116,20 @@ def test_sampler_reads_rdma_ports_where_sysfs_has_them(tmp_path: Path) -> None:
              "hw_counters/roce_adp_retrans": 0}  # fmt: skip
     for name, value in files.items():
         (port / name).write_text(f"{value}\n")
+
+    def rise(name: str, value: int) -> None:  # whole files only, as sysfs answers
+        (port / f"{name}.new").write_text(f"{value}\n")
+        (port / f"{name}.new").rename(port / name)
+
     with Sampler(interval_s=0.2, sysfs=tmp_path) as sampler:
-        for step in range(1, 9):
+        for step in range(1, 21):  # 2 s: enough readings even on a loaded machine
             time.sleep(0.1)
-            (port / "counters/port_rcv_data").write_text(f"{step * 25_000}\n")  # 4-byte words
-            (port / "hw_counters/roce_adp_retrans").write_text(f"{step}\n")
-    telemetry = sampler.result("here")
-    assert any(s.rdma_rx_bytes_s.get("rocep1s0f0/1", 0) > 0 for s in telemetry.samples)
-    assert sum(s.roce_errors["rocep1s0f0/1"] for s in telemetry.samples) > 0
-    assert all(s.rdma_tx_bytes_s["rocep1s0f0/1"] == 0 for s in telemetry.samples)
+            rise("counters/port_rcv_data", step * 25_000)  # 4-byte words
+            rise("hw_counters/roce_adp_retrans", step)
+    samples = sampler.result("here").samples
+    assert any(s.rdma_rx_bytes_s.get("rocep1s0f0/1", 0) > 0 for s in samples)
+    assert sum(s.roce_errors.get("rocep1s0f0/1", 0) for s in samples) > 0
+    assert all(s.rdma_tx_bytes_s.get("rocep1s0f0/1", 0) == 0 for s in samples)
 
 
 @pytest.mark.engine

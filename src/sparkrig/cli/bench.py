@@ -119,6 +119,13 @@ def bench(
             "nvidia-ml-py when installed) into RECEIPT.telemetry.json, drawn in the report"
         ),
     ] = True,
+    telemetry_cluster: Annotated[
+        Path | None,
+        typer.Option(
+            "--telemetry-cluster",
+            help="also sample every node of this cluster file through its [executor]",
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Measure honest serving speed: decode, concurrency, prefill, speculative decoding.
@@ -169,10 +176,16 @@ def bench(
         key = api_key_from_env(api_key_env)
         return await run_bench(str(url), suites=suites, api_key=key, **kwargs)
 
-    from sparkrig.doctor.telemetry import sampled_beside
+    from sparkrig.cli.doctor import node_runners
+    from sparkrig.doctor.telemetry_record import sampled_beside
+
+    nodes = node_runners(telemetry_cluster) if telemetry and telemetry_cluster else None
 
     try:
-        with BenchProgress(err_console) as progress, sampled_beside(out_path, enabled=telemetry):
+        with (
+            BenchProgress(err_console) as progress,
+            sampled_beside(out_path, enabled=telemetry, nodes=nodes),
+        ):
             receipt = asyncio.run(go(progress))
     except KeyboardInterrupt:
         err_console.print(f"interrupted — the receipt keeps every finished sample: {out_path}")
@@ -233,7 +246,7 @@ def report(
     warnings; every point with median, 95% interval and flags; and inline SVG charts (decode by
     content type, concurrency aggregate vs per stream, speculative acceptance per draft position).
     It opens without a network. A point with degenerate output reads "invalid", never a number."""
-    from sparkrig.doctor.telemetry import is_telemetry_path, telemetry_beside
+    from sparkrig.doctor.telemetry_record import is_telemetry_path, telemetry_beside
     from sparkrig.guards.receipt import CheckReceipt
     from sparkrig.report.bench_table import bench_table, spec_table
     from sparkrig.report.check_table import check_table

@@ -78,6 +78,13 @@ def check(
             help="sample this host every second into RECEIPT.telemetry.json (`report` draws it)"
         ),
     ] = True,
+    telemetry_cluster: Annotated[
+        Path | None,
+        typer.Option(
+            "--telemetry-cluster",
+            help="also sample every node of this cluster file through its [executor]",
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Run the guards that catch silent serving corruption; exit 1 on any FAIL.
@@ -123,10 +130,13 @@ def check(
         kwargs["api_key"] = api_key_from_env(api_key_env)
         return await check_with_soak(str(url), repeat_every, **kwargs)
 
-    from sparkrig.doctor.telemetry import sampled_beside
+    from sparkrig.cli.doctor import node_runners
+    from sparkrig.doctor.telemetry_record import sampled_beside
+
+    nodes = node_runners(telemetry_cluster) if telemetry and telemetry_cluster else None
 
     try:
-        with sampled_beside(out_path, enabled=telemetry):
+        with sampled_beside(out_path, enabled=telemetry, nodes=nodes):
             receipt = asyncio.run(go())
     except KeyboardInterrupt:
         err_console.print(f"interrupted — the receipt keeps every finished guard: {out_path}")

@@ -109,3 +109,12 @@ def _specs(
             )
         return dict(_executor_specs(cluster, "local", None, None, node))
     return {n.name: executor_spec(cluster, n) for n in cluster.nodes}
+
+
+def node_runners(cluster_file: Path) -> dict[str, CommandRunner]:
+    """Each node of a cluster file, reached by its [executor] (bench and check telemetry)."""
+    from sparkrig.config import load_cluster
+    from sparkrig.launch.executors import executor_for
+
+    specs = _specs(load_cluster(cluster_file), None, None, None)
+    return {name: executor_for(spec) for name, spec in specs.items()}

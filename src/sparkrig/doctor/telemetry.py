@@ -9,18 +9,15 @@ time (`time.thread_time` inside its thread), so the cost is stated in every reco
 from __future__ import annotations
 
 import importlib
-import socket
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from sparkrig import defaults
-from sparkrig.json_files import write_atomically
 
 
 class GpuSample(BaseModel):
@@ -124,6 +121,55 @@ def rdma_counters(values: dict[str, str]) -> dict[str, tuple[int, int, int]]:
         elif kind == "hw_counters" and name in defaults.DOCTOR_ROCE_ERROR_COUNTERS:
             entry[2] += int(text)
     return {key: (rx, tx, errors) for key, (rx, tx, errors) in ports.items()}
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One read of a host's counters; two readings make a sample."""
+
+    t: float
+    busy: int
+    total: int
+    memory_used: int
+    swap_in: int
+    swap_out: int
+    net: dict[str, tuple[int, int]]
+    rdma: dict[str, tuple[int, int, int]]
+
+
+def reading(t: float, files: dict[str, str], rdma: dict[str, tuple[int, int, int]]) -> Reading:
+    """`files`: the text of /proc/stat, vmstat, meminfo and net/dev by those names."""
+    busy, total = cpu_times(files["stat"])
+    swap_in, swap_out = swap_pages(files["vmstat"])
+    return Reading(
+        t=t, busy=busy, total=total, memory_used=meminfo_bytes(files["meminfo"]),
+        swap_in=swap_in, swap_out=swap_out, net=interface_bytes(files["net/dev"]), rdma=rdma,
+    )  # fmt: skip
+
+
+def sample_between(
+    begin: float, before: Reading, after: Reading, gpus: list[GpuSample] | None = None
+) -> TelemetrySample:
+    elapsed = max(after.t - before.t, 1e-6)
+    busy, total = after.busy - before.busy, after.total - before.total
+    names = [n for n in after.net if n in before.net]
+    ports = {p: v for p, v in after.rdma.items() if p in before.rdma}
+    return TelemetrySample(
+        t_s=round(after.t - begin, 3),
+        cpu_percent=round(100 * busy / total, 1) if total else 0.0,
+        memory_used_bytes=after.memory_used,
+        swap_in_pages_s=(after.swap_in - before.swap_in) / elapsed,
+        swap_out_pages_s=(after.swap_out - before.swap_out) / elapsed,
+        net_rx_bytes_s={n: (after.net[n][0] - before.net[n][0]) / elapsed for n in names},
+        net_tx_bytes_s={n: (after.net[n][1] - before.net[n][1]) / elapsed for n in names},
+        rdma_rx_bytes_s={p: (v[0] - before.rdma[p][0]) / elapsed for p, v in ports.items()},
+        rdma_tx_bytes_s={p: (v[1] - before.rdma[p][1]) / elapsed for p, v in ports.items()},
+        roce_errors={p: v[2] - before.rdma[p][2] for p, v in ports.items()},
+        gpus=gpus or [],
+    )
+
+
+PROC_FILES = ("stat", "vmstat", "meminfo", "net/dev")
 
 
 # --- the sampler ----------------------------------------------------------------------------------
@@ -230,13 +276,10 @@ class Sampler:
         previous = None
         try:
             while True:
-                now = time.monotonic()
-                busy, total = cpu_times(self._read("stat"))
-                swap_in, swap_out = swap_pages(self._read("vmstat"))
-                net = interface_bytes(self._read("net/dev"))
-                current = (now, busy, total, swap_in, swap_out, net, self._rdma())
+                files = {name: self._read(name) for name in PROC_FILES}
+                current = reading(time.monotonic(), files, self._rdma())
                 if previous is not None:
-                    self._samples.append(self._sample(begin, previous, current, nvml))
+                    self._samples.append(sample_between(begin, previous, current, nvml.read()))
                 previous = current
                 if self._stop.wait(self.interval_s):
                     break
@@ -245,61 +288,9 @@ class Sampler:
             self._cpu_s = time.thread_time() - cpu_begin
             self._wall_s = time.monotonic() - begin
 
-    def _sample(self, begin: float, before: tuple[Any, ...], after: tuple[Any, ...],
-                nvml: _Nvml) -> TelemetrySample:  # fmt: skip
-        elapsed = max(after[0] - before[0], 1e-6)
-        busy, total = after[1] - before[1], after[2] - before[2]
-        names = [n for n in after[5] if n in before[5]]
-        ports = {p: v for p, v in after[6].items() if p in before[6]}
-        return TelemetrySample(
-            t_s=round(after[0] - begin, 3),
-            cpu_percent=round(100 * busy / total, 1) if total else 0.0,
-            memory_used_bytes=meminfo_bytes(self._read("meminfo")),
-            swap_in_pages_s=(after[3] - before[3]) / elapsed,
-            swap_out_pages_s=(after[4] - before[4]) / elapsed,
-            net_rx_bytes_s={n: (after[5][n][0] - before[5][n][0]) / elapsed for n in names},
-            net_tx_bytes_s={n: (after[5][n][1] - before[5][n][1]) / elapsed for n in names},
-            rdma_rx_bytes_s={p: (v[0] - before[6][p][0]) / elapsed for p, v in ports.items()},
-            rdma_tx_bytes_s={p: (v[1] - before[6][p][1]) / elapsed for p, v in ports.items()},
-            roce_errors={p: v[2] - before[6][p][2] for p, v in ports.items()},
-            gpus=nvml.read(),
-        )
-
     def result(self, host: str) -> Telemetry:
         return Telemetry(
             host=host, interval_s=self.interval_s, started_at=self._started,
             samples=list(self._samples), gpu_source=self._gpu_source,
             sampler_cpu_s=round(self._cpu_s, 4), sampler_wall_s=round(self._wall_s, 3),
         )  # fmt: skip
-
-
-def telemetry_path(receipt_path: Path) -> Path:
-    """Telemetry sits beside its receipt: `bench-X.json` -> `bench-X.telemetry.json`."""
-    return receipt_path.with_suffix(".telemetry.json")
-
-
-def is_telemetry_path(path: Path) -> bool:
-    return path.name.endswith(".telemetry.json")
-
-
-def telemetry_beside(receipt_path: Path) -> Telemetry | None:
-    path = telemetry_path(receipt_path)
-    if not path.exists():
-        return None
-    return Telemetry.model_validate_json(path.read_text(encoding="utf-8"))
-
-
-@contextmanager
-def sampled_beside(receipt_path: Path, *, enabled: bool = True) -> Iterator[None]:
-    """Sample this host while the block runs and write the telemetry beside the receipt, also
-    when the block is interrupted (the receipt keeps what it measured; so does this)."""
-    if not enabled:
-        yield
-        return
-    sampler = Sampler()
-    try:
-        with sampler:
-            yield
-    finally:
-        if receipt_path.parent.is_dir():
-            write_atomically(sampler.result(socket.gethostname()), telemetry_path(receipt_path))

@@ -16,7 +16,7 @@ from pathlib import Path
 from sparkrig.bench.point import PointResult
 from sparkrig.bench.receipt import BenchReceipt
 from sparkrig.bench.suites import per_stream_mean
-from sparkrig.doctor.telemetry import Telemetry, telemetry_beside
+from sparkrig.doctor.telemetry_record import TelemetryRecord, telemetry_beside
 from sparkrig.guards.receipt import CheckReceipt
 from sparkrig.report.check_html import CHECK_CSS, check_section
 from sparkrig.report.html_identity import identity_block
@@ -86,7 +86,7 @@ Receipt = BenchReceipt | CheckReceipt
 def render_report(
     receipts: Sequence[Receipt],
     names: Sequence[str] | None = None,
-    telemetry: Sequence[Telemetry | None] | None = None,
+    telemetry: Sequence[TelemetryRecord | None] | None = None,
 ) -> str:
     """The whole page; `names` label the receipts (their file names), and `telemetry` is each
     receipt's host telemetry or None, both in the same order."""

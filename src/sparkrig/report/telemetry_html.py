@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from html import escape
 
 from sparkrig.doctor.telemetry import Telemetry
+from sparkrig.doctor.telemetry_record import TelemetryRecord
 from sparkrig.report.svg_charts import PALETTE
 
 WIDTH, HEIGHT = 640, 220
@@ -52,10 +53,13 @@ def line_chart(
     return "\n".join(parts)
 
 
-def telemetry_section(telemetry: Telemetry) -> str:
+def _host_section(telemetry: Telemetry) -> str:
     samples = telemetry.samples
     if not samples:
-        return '<p class="muted">telemetry: no sample (the run was shorter than one interval)</p>'
+        return (
+            f'<h4>{escape(telemetry.host)}</h4>\n<p class="muted">no sample (the run was shorter '
+            "than two intervals)</p>"
+        )
     times = [s.t_s for s in samples]
     mib = 1024**2
     charts = [
@@ -130,5 +134,13 @@ def telemetry_section(telemetry: Telemetry) -> str:
     )
     figures = "\n".join(f"<figure>{svg}</figure>" for svg in charts)
     return (
-        f'<h3>telemetry</h3>\n<p class="muted">{cost}</p>\n<div class="charts">\n{figures}\n</div>'
+        f'<h4>{escape(telemetry.host)}</h4>\n<p class="muted">{cost}</p>\n'
+        f'<div class="charts">\n{figures}\n</div>'
     )
+
+
+def telemetry_section(record: TelemetryRecord) -> str:
+    """Every host of the record, this one first, and any node whose sampler failed."""
+    problems = "".join(f'<p class="muted">{escape(p)}</p>\n' for p in record.problems)
+    hosts = "\n".join(_host_section(t) for t in record.hosts)
+    return f"<h3>telemetry</h3>\n{problems}{hosts}"

@@ -1,0 +1,111 @@
+"""Telemetry of the cluster's nodes through their executors (local, netns, ssh), the same
+figures as this host's sampler but read by a shell loop on the node: `start` leaves the loop
+running in the background, writing to a temporary file there; `stop` ends it and reads the file
+back; `parse_stream` (pure) turns that text into a `Telemetry`. No sparkrig on the node."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from sparkrig import defaults
+from sparkrig.doctor.parse import sysfs_values
+from sparkrig.doctor.telemetry import (
+    PROC_FILES,
+    Telemetry,
+    TelemetrySample,
+    rdma_counters,
+    reading,
+    sample_between,
+)
+from sparkrig.errors import ExecutorError
+from sparkrig.fabric.runner import CommandRunner
+
+_RDMA_FILES = " ".join(
+    [
+        "/sys/class/infiniband/*/ports/*/counters/port_rcv_data",
+        "/sys/class/infiniband/*/ports/*/counters/port_xmit_data",
+        *(
+            f"/sys/class/infiniband/*/ports/*/hw_counters/{n}"
+            for n in defaults.DOCTOR_ROCE_ERROR_COUNTERS
+        ),
+    ]
+)
+# One block a tick: `@@ TIME`, then `@@@ NAME` and each file. The loop's own CPU time is read from
+# /proc/PID/stat when it stops (utime + stime + the children it waited for).
+_LOOP = (
+    "f=$(mktemp /tmp/sparkrig-telemetry.XXXXXX) || exit 1; "
+    '( while :; do echo "@@ $(date +%s.%N)"; '
+    f'for n in {" ".join(PROC_FILES)}; do echo "@@@ $n"; cat /proc/$n; done; '
+    f'echo "@@@ rdma"; grep -s -H . {_RDMA_FILES}; '
+    'sleep "$1"; done ) > "$f" 2>/dev/null < /dev/null & '
+    'echo "$! $f"'
+)
+_STOP = (
+    'echo "@@cost $(getconf CLK_TCK) $(cut -d" " -f14-17 /proc/$1/stat 2>/dev/null) '
+    '$(cut -d" " -f22 /proc/$1/stat 2>/dev/null) $(cut -d" " -f1 /proc/uptime)"; '
+    'kill "$1" 2>/dev/null; cat "$2"; rm -f "$2"'
+)
+
+
+@dataclass(frozen=True)
+class NodeSampler:
+    node: str
+    pid: str
+    path: str
+
+
+def start(node: str, runner: CommandRunner, interval_s: float) -> NodeSampler:
+    result = runner.run(["sh", "-c", _LOOP, "sh", f"{interval_s:g}"])
+    words = result.stdout.split()
+    if not result.ok or len(words) != 2 or not words[0].isdigit():
+        raise ExecutorError(
+            f"telemetry did not start on {node}: {result.error_line} — run doctor on the node"
+        )
+    return NodeSampler(node=node, pid=words[0], path=words[1])
+
+
+def stop(sampler: NodeSampler, runner: CommandRunner, interval_s: float) -> Telemetry:
+    result = runner.run(["sh", "-c", _STOP, "sh", sampler.pid, sampler.path])
+    return parse_stream(result.stdout, sampler.node, interval_s)
+
+
+def _cost(line: str) -> tuple[float, float]:
+    """(CPU seconds the loop used, seconds it ran) from the `@@cost` line."""
+    words = line.split()[1:]
+    if len(words) != 7 or not all(w.replace(".", "", 1).isdigit() for w in words):
+        return 0.0, 0.0
+    ticks = float(words[0])
+    cpu = sum(float(w) for w in words[1:5]) / ticks
+    ran = float(words[6]) - float(words[5]) / ticks
+    return cpu, ran
+
+
+def parse_stream(text: str, host: str, interval_s: float) -> Telemetry:
+    cpu_s, wall_s = 0.0, 0.0
+    blocks: list[tuple[float, dict[str, str]]] = []
+    name = ""
+    for line in text.splitlines(keepends=True):
+        if line.startswith("@@cost"):
+            cpu_s, wall_s = _cost(line)
+        elif line.startswith("@@@ "):
+            name = line[4:].strip()
+            blocks[-1][1][name] = ""
+        elif line.startswith("@@ "):
+            blocks.append((float(line[3:]), {}))
+        elif blocks and name:
+            blocks[-1][1][name] += line
+    readings = [
+        reading(t, files, rdma_counters(sysfs_values(files.get("rdma", ""))))
+        for t, files in blocks
+        if all(files.get(n) for n in PROC_FILES)  # the last block may be cut by the kill
+    ]
+    begin = readings[0].t if readings else 0.0
+    samples: list[TelemetrySample] = [
+        sample_between(begin, before, after) for before, after in itertools.pairwise(readings)
+    ]
+    return Telemetry(
+        host=host, interval_s=interval_s, started_at=begin, samples=samples,
+        gpu_source="no GPU figures: the node is read through its executor, without NVML",
+        sampler_cpu_s=round(cpu_s, 4), sampler_wall_s=round(wall_s, 3),
+    )  # fmt: skip
