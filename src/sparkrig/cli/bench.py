@@ -123,7 +123,7 @@ def bench(
         Path | None,
         typer.Option(
             "--telemetry-cluster",
-            help="also sample every node of this cluster file through its [executor]",
+            help="also sample every node of this cluster file through its \\[executor]",
         ),
     ] = None,
     as_json: JsonFlag = False,

@@ -27,7 +27,7 @@ def doctor(
         str | None,
         typer.Option(
             "--executor",
-            help="reach the nodes by local, netns or ssh (default: the cluster file's [executor])",
+            help="local, netns or ssh (default: the cluster file's \\[executor])",
         ),
     ] = None,
     netns_prefix: Annotated[
@@ -40,7 +40,7 @@ def doctor(
         str | None,
         typer.Option(
             "--model-dir",
-            help="where the weights live (default: [model] path if it is "
+            help="where the weights live (default: \\[model] path if it is "
             "a directory, else the Hugging Face cache)",
         ),
     ] = None,
