@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sparkrig.doctor import node_telemetry
-from sparkrig.doctor.node_telemetry import parse_stream
+from sparkrig.doctor.node_telemetry import gpu_rows, parse_stream
 from sparkrig.doctor.telemetry_record import TelemetryRecord, telemetry_path
 from sparkrig.launch.process_record import InstanceRecord
 from tests.conftest import SPARKRIG
@@ -39,6 +39,7 @@ def test_node_samplers_in_namespaces_see_the_traffic_between_them() -> None:
         assert len(telemetry.samples) >= 3
         assert telemetry.sampler_wall_s > 0
         assert 0 <= telemetry.sampler_cpu_s < telemetry.sampler_wall_s
+        assert telemetry.gpu_source == "no GPU figures: no nvidia-smi on the node"
     sent = sum(s.net_tx_bytes_s.get("p0a", 0) for s in records["x"].samples)
     received = sum(s.net_rx_bytes_s.get("p0a", 0) for s in records["y"].samples)
     assert sent > 0
@@ -49,6 +50,7 @@ def test_a_stream_cut_by_the_kill_keeps_the_whole_blocks() -> None:
     block = "@@ {t}\n@@@ stat\ncpu  {b} 0 0 {i} 0 0 0 0 0 0\n@@@ vmstat\npswpin 0\npswpout 0\n"
     block += "@@@ meminfo\nMemTotal: 1000 kB\nMemAvailable: 400 kB\n"
     block += "@@@ net/dev\nh1\nh2\n  p0a: 1000 0 0 0 0 0 0 0 {tx} 0 0 0 0 0 0 0\n@@@ rdma\n"
+    block += "@@@ gpu\n" + H200_QUERY_LINE
     text = "@@cost 100 5 3 0 0 1000 2000.5\n" + "".join(
         block.format(t=100 + k, b=50 * k, i=50 * k, tx=1000 * k) for k in range(3)
     ) + "@@ 103.0\n@@@ stat\ncpu  1"  # fmt: skip
@@ -57,6 +59,22 @@ def test_a_stream_cut_by_the_kill_keeps_the_whole_blocks() -> None:
     assert [s.net_tx_bytes_s["p0a"] for s in telemetry.samples] == [1000.0, 1000.0]
     assert telemetry.samples[0].memory_used_bytes == 600 * 1024
     assert (telemetry.sampler_cpu_s, telemetry.sampler_wall_s) == (0.08, 1990.5)
+    assert telemetry.gpu_source == "nvidia-smi"
+    assert telemetry.samples[0].gpus[0].power_w == 99.13
+
+
+# `nvidia-smi --query-gpu=GPU_QUERY --format=csv,noheader,nounits`, captured on the H200 host
+H200_QUERY_LINE = "0, 345, 3201, 99.13, 38, 0, 0x0000000000000001\n"
+
+
+def test_gpu_rows_of_the_real_query_and_unsupported_fields() -> None:
+    [gpu] = gpu_rows(H200_QUERY_LINE)
+    assert (gpu.sm_clock_mhz, gpu.mem_clock_mhz, gpu.temperature_c) == (345, 3201, 38)
+    assert (gpu.utilization_percent, gpu.clock_event_reasons) == (0, 1)
+    # a field the board does not support reads [N/A] in this format: left out, not fatal
+    [partial] = gpu_rows("0, 2405, [N/A], [N/A], 51, 96, 0x0000000000000000\n")
+    assert (partial.sm_clock_mhz, partial.mem_clock_mhz, partial.power_w) == (2405, None, None)
+    assert gpu_rows("NVIDIA-SMI has failed because it couldn't communicate with the driver\n") == []
 
 
 @pytest.mark.engine
