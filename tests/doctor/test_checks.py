@@ -47,6 +47,7 @@ CASES = {
     "same-nccl": ("fleet-mixed", "fleet-same"),
     "same-engine": ("fleet-mixed", "fleet-same"),
     "sm-clock-spread": ("fleet-mixed", "fleet-same"),
+    "same-python-stack": ("python-stack-mixed", "python-stack-same"),
     "clock-offset": ("ring4-clock-skew", "ring4-clean"),
 }
 

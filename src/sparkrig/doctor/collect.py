@@ -14,7 +14,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 from sparkrig import defaults
 from sparkrig.doctor.model import NodeCapture, ToolOutput
-from sparkrig.doctor.probes import Probe, ethtool_probe, node_probes, unit_show_probe
+from sparkrig.doctor.probes import (
+    Probe,
+    engine_python_probe,
+    ethtool_probe,
+    node_probes,
+    unit_show_probe,
+)
 from sparkrig.errors import ExecutorError
 from sparkrig.fabric.runner import CommandRunner
 
@@ -95,10 +101,13 @@ def collect_node(
     jit_dir: str,
     engine_version: list[str] | None = None,
     interfaces: list[str] | None = None,
+    engine_python: str | None = None,
 ) -> NodeCapture:
     """`interfaces`: netdevs to run ethtool on (default: every Ethernet device the node has)."""
     outputs: dict[str, ToolOutput] = {}
     probes = node_probes(model_dir, jit_dir, engine_version)
+    if engine_python is not None:
+        probes.append(engine_python_probe(engine_python))
     try:
         for probe in probes:
             outputs[probe.name] = run_probe(runner, probe)
@@ -136,6 +145,7 @@ def collect_all(
     jit_dir: str,
     engine_version: list[str] | None = None,
     interfaces: Mapping[str, list[str]] | None = None,
+    engine_python: str | None = None,
 ) -> dict[str, NodeCapture]:
     with ThreadPoolExecutor(max_workers=max(1, len(runners))) as pool:
         futures = {
@@ -147,6 +157,7 @@ def collect_all(
                 jit_dir=jit_dir,
                 engine_version=engine_version,
                 interfaces=(interfaces or {}).get(node),
+                engine_python=engine_python,
             )
             for node, runner in runners.items()
         }

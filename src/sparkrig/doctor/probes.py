@@ -43,6 +43,21 @@ _FINDMNT = (
 )
 
 
+# the Python packages of the environment the engine runs from (a venv beside its binary)
+_ENGINE_PYTHON = (
+    'b=$(command -v "$1") || exit 127; d=$(dirname "$b"); '
+    'for py in "$d/python" "$d/python3"; do [ -x "$py" ] && exec "$py" -m pip list '
+    "--format=freeze; done; exit 127"
+)
+
+
+def engine_python_probe(binary: str) -> Probe:
+    return Probe(
+        "engine_python", ["sh", "-c", _ENGINE_PYTHON, "sh", binary], binary,
+        f"install {binary} on the node (in a venv with pip)",
+    )  # fmt: skip
+
+
 def node_probes(model_dir: str, jit_dir: str, engine_version: list[str] | None) -> list[Probe]:
     """Every probe for one node, in the order they run (cheap and certain first, so an
     unreachable node is found on the first)."""

@@ -39,6 +39,13 @@ def engine_version_argv(cluster: Cluster | None) -> list[str] | None:
     return ["sh", "-c", f"{shlex.quote(binary)} --version 2>&1"]
 
 
+def engine_python_of(cluster: Cluster | None) -> str | None:
+    """The vLLM command whose venv doctor lists (llama.cpp is one static binary)."""
+    if cluster is None or cluster.engine is None or cluster.engine.kind != "vllm":
+        return None
+    return cluster.engine.binary or "vllm"
+
+
 def plan_of(cluster: Cluster) -> tuple[FabricPlan | None, str | None]:
     """The fabric plan, or None with the reason when the cables cannot form one."""
     if not cluster.cables:
@@ -89,6 +96,7 @@ def collect_for(
         jit_dir=jit_dir_of(cluster),
         engine_version=engine_version_argv(cluster),
         interfaces=interfaces,
+        engine_python=engine_python_of(cluster),
     )
 
 

@@ -225,3 +225,46 @@ def sm_clock_spread(captures: Captures, contexts: Contexts) -> list[Hit]:
             node=slow,
         )
     ]
+
+
+_STACK = re.compile(
+    r"^(vllm|torch|triton|transformers|xformers|tilelang|flashinfer.*|deep[-_]gemm|"
+    r"nvidia-nccl-cu\d+|nvidia-cudnn-cu\d+|nvidia-cublas-cu\d+|cuda-bindings|cuda-python)$"
+)
+
+
+def _stack(capture: NodeCapture) -> dict[str, str]:
+    packages = {}
+    for line in (capture.text("engine_python") or "").splitlines():
+        name, equals, version = line.partition("==")
+        if equals and _STACK.match(name.strip().lower()):
+            packages[name.strip().lower()] = version.strip()
+    return packages
+
+
+@cluster_check(
+    "same-python-stack",
+    summary="the engine's venv holds the same vLLM, torch, NCCL, FlashInfer, Triton on every node",
+    why=_SAME + "; pip wheels (nvidia-nccl-cu13, flashinfer) are not dpkg packages, and two "
+    "builds of one kernel library differ silently",
+    source=f"{NOTES} (one stack on every node)",
+    needs=("engine_python",),
+)
+def same_python_stack(captures: Captures, contexts: Contexts) -> list[Hit]:
+    stacks = {name: _stack(capture) for name, capture in captures.items()}
+    names = sorted({package for stack in stacks.values() for package in stack})
+    differ = []
+    for package in names:
+        versions = {node: stack.get(package, "absent") for node, stack in stacks.items()}
+        if len(set(versions.values())) > 1:
+            differ.append(f"{package} " + ", ".join(f"{n} {v}" for n, v in versions.items()))
+    if not differ:
+        return []
+    return [
+        Hit(
+            "error",
+            "; ".join(differ),
+            "install the engine's venv from one lock file on every node (`pip install -r "
+            "requirements.lock` or copy the venv), then compare `pip list --format=freeze`",
+        )
+    ]
