@@ -263,3 +263,6 @@ DOCTOR_ENGINE_UNIT_PATTERNS: Final = ("vllm", "sparkrig", "llama", "sglang", "ra
 # Telemetry during bench: one sample a second, the granularity of the field reports' own
 # `nvidia-smi … -l 1` and `vmstat 1` captures.
 TELEMETRY_INTERVAL_S: Final = 1.0
+# A node's telemetry loop ends by itself after this long, in case the run that started it never
+# stops it (the node stopped answering): a day covers the longest soak the reports describe.
+TELEMETRY_NODE_MAX_S: Final = 24 * 3600.0

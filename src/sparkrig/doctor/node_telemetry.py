@@ -38,12 +38,18 @@ GPU_QUERY = (
     "index,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu,"
     "clocks_event_reasons.active"
 )
-# One block a tick: `@@ TIME`, then `@@@ NAME` and each file. The loop's own CPU time is read from
+# One block a tick: `@@ TIME`, then `@@@ NAME` and the lines the readers use (about 1 KB, so a
+# day of soak stays under 100 MB in /tmp). The loop ends by itself after its lifetime, so a node
+# that stops answering before `stop` is not left sampling. Its own CPU time is read from
 # /proc/PID/stat when it stops (utime + stime + the children it waited for).
 _LOOP = (
     "f=$(mktemp /tmp/sparkrig-telemetry.XXXXXX) || exit 1; "
-    '( while :; do echo "@@ $(date +%s.%N)"; '
-    f'for n in {" ".join(PROC_FILES)}; do echo "@@@ $n"; cat /proc/$n; done; '
+    "end=$(( $(date +%s) + $2 )); "
+    '( while [ "$(date +%s)" -lt "$end" ]; do echo "@@ $(date +%s.%N)"; '
+    "echo '@@@ stat'; grep '^cpu ' /proc/stat; "
+    "echo '@@@ vmstat'; grep '^pswp' /proc/vmstat; "
+    "echo '@@@ meminfo'; grep -E '^(MemTotal|MemFree|MemAvailable):' /proc/meminfo; "
+    "echo '@@@ net/dev'; cat /proc/net/dev; "
     f'echo "@@@ rdma"; grep -s -H . {_RDMA_FILES}; '
     f'echo "@@@ gpu"; nvidia-smi --query-gpu={GPU_QUERY} --format=csv,noheader,nounits; '
     'sleep "$1"; done ) > "$f" 2>/dev/null < /dev/null & '
@@ -63,8 +69,11 @@ class NodeSampler:
     path: str
 
 
-def start(node: str, runner: CommandRunner, interval_s: float) -> NodeSampler:
-    result = runner.run(["sh", "-c", _LOOP, "sh", f"{interval_s:g}"])
+def start(
+    node: str, runner: CommandRunner, interval_s: float, lifetime_s: float | None = None
+) -> NodeSampler:
+    lifetime = f"{lifetime_s or defaults.TELEMETRY_NODE_MAX_S:.0f}"
+    result = runner.run(["sh", "-c", _LOOP, "sh", f"{interval_s:g}", lifetime])
     words = result.stdout.split()
     if not result.ok or len(words) != 2 or not words[0].isdigit():
         raise ExecutorError(
