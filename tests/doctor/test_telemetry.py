@@ -39,9 +39,9 @@ def test_readers_on_this_machine() -> None:
 
 def test_sampler_records_its_samples_and_its_own_cost() -> None:
     with Sampler(interval_s=0.25) as sampler:
-        time.sleep(1.6)
+        time.sleep(2.0)
     telemetry = sampler.result("here")
-    assert len(telemetry.samples) >= 4
+    assert len(telemetry.samples) >= 3  # 7 when the machine is idle
     assert [s.t_s for s in telemetry.samples] == sorted(s.t_s for s in telemetry.samples)
     assert all(0 <= s.cpu_percent <= 100 for s in telemetry.samples)
     assert 0 < telemetry.sampler_cpu_s < telemetry.sampler_wall_s
