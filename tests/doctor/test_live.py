@@ -46,6 +46,35 @@ def test_another_model_other_flags_or_engine_are_each_named() -> None:
     assert "vllm" in engine[0].seen
 
 
+def test_cache_config_of_the_real_capture_against_the_profile() -> None:
+    """The capture's vllm:cache_config_info says gpu_memory_utilization 0.835, block_size 4,
+    cache_dtype nvfp4_ds_mla."""
+    same = _cluster("vllm", SERVED)
+    same = same.model_copy(
+        update={
+            "profile": same.profile.model_copy(
+                update={
+                    "gpu_memory_utilization": 0.835,
+                    "block_size": 4,
+                    "kv_cache_dtype": "nvfp4_ds_mla",
+                }
+            )
+        }
+    )
+    assert live_checks(_models(), VLLM_METRICS, same) == []
+    other = same.model_copy(
+        update={
+            "profile": same.profile.model_copy(
+                update={"gpu_memory_utilization": 0.80, "kv_cache_dtype": "fp8"}
+            )
+        }
+    )
+    [finding] = live_checks(_models(), VLLM_METRICS, other)
+    assert finding.check == "live-flags"
+    assert "gpu_memory_utilization 0.835 (the file: 0.8)" in finding.seen
+    assert "cache_dtype nvfp4_ds_mla (the file: fp8)" in finding.seen
+
+
 def test_metrics_missing_or_not_prometheus_is_a_warning() -> None:
     gone = live_checks(_models(), None, None)
     page = live_checks(_models(), "<html>502 Bad Gateway</html>", None)

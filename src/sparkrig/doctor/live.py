@@ -98,6 +98,12 @@ def _metrics_findings(text: str | None, cluster: Cluster | None) -> list[Finding
     expected = {"vllm": "vllm", "llamacpp": "llama.cpp"}.get(
         cluster.engine.kind if cluster is not None and cluster.engine is not None else ""
     )
+    if snapshot.engine == "vllm" and cluster is not None:
+        info = snapshot.samples.get("vllm:cache_config_info", [])
+        if info:
+            findings = _cache_config_findings(info[0].labels, cluster)
+            if findings:
+                return findings
     if snapshot.engine is None or (expected is not None and snapshot.engine != expected):
         return [
             _finding(
@@ -110,6 +116,39 @@ def _metrics_findings(text: str | None, cluster: Cluster | None) -> list[Finding
             )
         ]
     return []
+
+
+def _cache_config_findings(labels: dict[str, str], cluster: Cluster) -> list[Finding]:
+    """vLLM's `cache_config_info` labels against the profile's flags, where the file sets them."""
+    profile = cluster.profile
+    wanted = {
+        "gpu_memory_utilization": profile.gpu_memory_utilization,
+        "block_size": profile.block_size,
+        "cache_dtype": profile.kv_cache_dtype,
+    }
+    differ = []
+    for label, value in wanted.items():
+        served = labels.get(label)
+        if value is None or served is None:
+            continue
+        same = (
+            float(served) == float(value)
+            if isinstance(value, int | float) and served.replace(".", "", 1).isdigit()
+            else served == str(value)
+        )
+        if not same:
+            differ.append(f"{label} {served} (the file: {value})")
+    if not differ:
+        return []
+    return [
+        _finding(
+            "live-flags",
+            "error",
+            "vllm:cache_config_info: " + "; ".join(differ),
+            "the server runs other flags than the file: KV sizing and speed figures differ",
+            "restart through `sparkrig up CLUSTER.toml --apply` so the file's flags apply",
+        )
+    ]
 
 
 async def _fetch(url: str) -> tuple[Any, str | None]:
