@@ -276,3 +276,48 @@ FABRIC_TEST_COUNTER_RUNS: Final = 3
 # for this long makes torch.distributed give up (its own timeout).
 FABRIC_TEST_LIVENESS_S: Final = 20.0
 FABRIC_TEST_HEARTBEAT_S: Final = 1.0
+
+# --- doctor (sparkrig.doctor) -----------------------------------------------------------------
+# Each threshold cites its entry in docs/field-notes.md.
+# vmstat 1 N: the first line is averages since boot, the other N-1 are live seconds.
+DOCTOR_VMSTAT_SAMPLES: Final = 3
+# Where model weights live when no cluster file names them: the Hugging Face cache.
+DOCTOR_MODEL_DIR: Final = "~/.cache/huggingface"
+# One probe on one node gives up after this long (vmstat alone takes DOCTOR_VMSTAT_SAMPLES - 1 s).
+DOCTOR_PROBE_TIMEOUT_S: Final = 20.0
+# A ConnectX-7 function on a Spark runs at 100-200 Gb/s; a link cabled while the node was up ran
+# at about 13 Gb/s until a reboot (field notes: "link throttled after hot cabling").
+DOCTOR_FABRIC_MIN_SPEED_MBPS: Final = 100_000
+# RoCE's path MTU follows the netdev MTU: 4096 needs a netdev MTU of at least 4200 (jumbo 9000
+# in every report); 1024 means the netdev was left at 1500.
+DOCTOR_ROCE_MIN_ACTIVE_MTU: Final = 4096
+# The RoCE counters the field reports read before and after decode (field notes: "RoCE
+# retransmits").
+DOCTOR_ROCE_ERROR_COUNTERS: Final = ("roce_adp_retrans", "packet_seq_err", "out_of_sequence")
+# Link-level counters that only rise on a bad cable or a flapping port.
+DOCTOR_LINK_ERROR_COUNTERS: Final = ("link_downed", "symbol_error", "port_rcv_errors")
+# APST idle timeouts the field reports set instead of turning APST off: the drive stays awake
+# through a decode step and still sleeps when idle (field notes: "NVMe power states").
+DOCTOR_APST_PRIMARY_MIN_MS: Final = 2_000
+DOCTOR_APST_SECONDARY_MIN_MS: Final = 60_000
+# Unified memory: page cache shares the GPU's pool; at 0.85 a worker died until caches were
+# dropped (field notes: "page cache on unified memory"). Without a cluster file doctor assumes
+# this utilisation.
+DOCTOR_GPU_MEMORY_UTILIZATION: Final = 0.85
+# Nodes compare each other's timestamps (liveness, logs); chrony keeps a LAN within
+# milliseconds, so half a second apart is a clock that is not synchronised.
+DOCTOR_CLOCK_OFFSET_MAX_S: Final = 0.5
+DOCTOR_CHRONY_OFFSET_MAX_S: Final = 0.1
+# Free space under the JIT caches: a floor, not a measurement; eight JIT compilers write there
+# on a cold boot (field notes: "JIT caches").
+DOCTOR_JIT_MIN_FREE_BYTES: Final = 10 * 1024**3
+# SM clock ceilings further apart than this between boards: one board paces every step.
+DOCTOR_SM_CLOCK_SPREAD: Final = 0.05
+# systemd units whose name holds one of these run an engine.
+DOCTOR_ENGINE_UNIT_PATTERNS: Final = ("vllm", "sparkrig", "llama", "sglang", "ray")
+# Telemetry during bench: one sample a second, the granularity of the field reports' own
+# `nvidia-smi … -l 1` and `vmstat 1` captures.
+TELEMETRY_INTERVAL_S: Final = 1.0
+# A node's telemetry loop ends by itself after this long, in case the run that started it never
+# stops it (the node stopped answering): a day covers the longest soak the reports describe.
+TELEMETRY_NODE_MAX_S: Final = 24 * 3600.0

@@ -15,7 +15,7 @@ from rich.markup import escape
 
 from sparkrig.cli.common import app, err_console
 from sparkrig.cli import engine, serve, client, bench, check  # noqa: F401
-from sparkrig.cli import fabric, fabric_test, gateway  # noqa: F401 - fabric_test registers `fabric test`
+from sparkrig.cli import doctor, fabric, fabric_test, gateway  # noqa: F401 - fabric_test registers `fabric test`
 from sparkrig.errors import SparkrigError
 
 app.add_typer(fabric.fabric_app, name="fabric")

@@ -112,6 +112,20 @@ def bench(
     api_key_env: Annotated[
         str, typer.Option(help="env var holding the API key")
     ] = defaults.API_KEY_ENV,
+    telemetry: Annotated[
+        bool,
+        typer.Option(
+            help="sample this host every second (CPU, memory, swap, network; GPU through "
+            "nvidia-ml-py when installed) into RECEIPT.telemetry.json, drawn in the report"
+        ),
+    ] = True,
+    telemetry_cluster: Annotated[
+        Path | None,
+        typer.Option(
+            "--telemetry-cluster",
+            help="also sample every node of this cluster file through its \\[executor]",
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Measure honest serving speed: decode, concurrency, prefill, speculative decoding.
@@ -162,8 +176,16 @@ def bench(
         key = api_key_from_env(api_key_env)
         return await run_bench(str(url), suites=suites, api_key=key, **kwargs)
 
+    from sparkrig.cli.doctor import node_runners
+    from sparkrig.doctor.telemetry_record import sampled_beside
+
+    nodes = node_runners(telemetry_cluster) if telemetry and telemetry_cluster else None
+
     try:
-        with BenchProgress(err_console) as progress:
+        with (
+            BenchProgress(err_console) as progress,
+            sampled_beside(out_path, enabled=telemetry, nodes=nodes),
+        ):
             receipt = asyncio.run(go(progress))
     except KeyboardInterrupt:
         err_console.print(f"interrupted — the receipt keeps every finished sample: {out_path}")
@@ -227,6 +249,7 @@ def report(
     warnings; every point with median, 95% interval and flags; and inline SVG charts (decode by
     content type, concurrency aggregate vs per stream, speculative acceptance per draft position).
     It opens without a network. A point with degenerate output reads "invalid", never a number."""
+    from sparkrig.doctor.telemetry_record import is_telemetry_path, telemetry_beside
     from sparkrig.fabric.collectives.results import FabricTestReceipt
     from sparkrig.guards.receipt import CheckReceipt
     from sparkrig.report.bench_table import bench_table, spec_table
@@ -235,11 +258,17 @@ def report(
     from sparkrig.report.html_report import render_report
     from sparkrig.report.receipts import load_any_receipt
 
+    # `report runs/*.json` also matches the telemetry files: each is drawn with its receipt
+    receipts = [path for path in receipts if not is_telemetry_path(path)] or receipts
     loaded = [load_any_receipt(path) for path in receipts]
     out_path = out or receipts[0].with_suffix(".html")
     if any(out_path.resolve() == path.resolve() for path in receipts):
         raise UsageError(f"--out {out_path} is one of the receipts — pick another --out")
-    page = render_report(loaded, names=[path.name for path in receipts])
+    page = render_report(
+        loaded,
+        names=[path.name for path in receipts],
+        telemetry=[telemetry_beside(path) for path in receipts],
+    )
     try:
         out_path.parent.mkdir(parents=True, exist_ok=True)
         out_path.write_text(page, encoding="utf-8")

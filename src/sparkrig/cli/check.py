@@ -72,6 +72,19 @@ def check(
     api_key_env: Annotated[
         str, typer.Option(help="env var holding the API key")
     ] = defaults.API_KEY_ENV,
+    telemetry: Annotated[
+        bool,
+        typer.Option(
+            help="sample this host every second into RECEIPT.telemetry.json (`report` draws it)"
+        ),
+    ] = True,
+    telemetry_cluster: Annotated[
+        Path | None,
+        typer.Option(
+            "--telemetry-cluster",
+            help="also sample every node of this cluster file through its \\[executor]",
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Run the guards that catch silent serving corruption; exit 1 on any FAIL.
@@ -117,8 +130,14 @@ def check(
         kwargs["api_key"] = api_key_from_env(api_key_env)
         return await check_with_soak(str(url), repeat_every, **kwargs)
 
+    from sparkrig.cli.doctor import node_runners
+    from sparkrig.doctor.telemetry_record import sampled_beside
+
+    nodes = node_runners(telemetry_cluster) if telemetry and telemetry_cluster else None
+
     try:
-        receipt = asyncio.run(go())
+        with sampled_beside(out_path, enabled=telemetry, nodes=nodes):
+            receipt = asyncio.run(go())
     except KeyboardInterrupt:
         err_console.print(f"interrupted — the receipt keeps every finished guard: {out_path}")
         raise

@@ -16,6 +16,7 @@ from pathlib import Path
 from sparkrig.bench.point import PointResult
 from sparkrig.bench.receipt import BenchReceipt
 from sparkrig.bench.suites import per_stream_mean
+from sparkrig.doctor.telemetry_record import TelemetryRecord, telemetry_beside
 from sparkrig.fabric.collectives.results import FabricTestReceipt
 from sparkrig.guards.receipt import CheckReceipt
 from sparkrig.report.check_html import CHECK_CSS, check_section
@@ -29,6 +30,7 @@ from sparkrig.report.svg_charts import (
     grouped_bar_chart,
     position_chart,
 )
+from sparkrig.report.telemetry_html import telemetry_section
 
 INVALID = "invalid"
 NO_DATA = "no data"
@@ -87,8 +89,13 @@ def _subject(receipt: Receipt) -> str:
     return receipt.cluster if isinstance(receipt, FabricTestReceipt) else receipt.model
 
 
-def render_report(receipts: Sequence[Receipt], names: Sequence[str] | None = None) -> str:
-    """The whole page; `names` label the receipts (their file names), in the same order."""
+def render_report(
+    receipts: Sequence[Receipt],
+    names: Sequence[str] | None = None,
+    telemetry: Sequence[TelemetryRecord | None] | None = None,
+) -> str:
+    """The whole page; `names` label the receipts (their file names), and `telemetry` is each
+    receipt's host telemetry or None, both in the same order."""
     labels = (
         list(names) if names is not None else [f"receipt {i + 1}" for i in range(len(receipts))]
     )
@@ -98,6 +105,11 @@ def render_report(receipts: Sequence[Receipt], names: Sequence[str] | None = Non
         else _section(receipt, label)
         for receipt, label in zip(receipts, labels, strict=True)
     ]  # fmt: skip
+    for index, sampled in enumerate(telemetry or []):
+        if sampled is not None:  # drawn at the end of its receipt's section
+            sections[index] = sections[index].removesuffix("</section>") + (
+                telemetry_section(sampled) + "\n</section>"
+            )
     models = ", ".join(dict.fromkeys(_subject(receipt) for receipt in receipts))
     return "\n".join(
         [
@@ -325,6 +337,10 @@ def write_report(
     .html; return the page's path."""
     page_path = receipt_path.with_suffix(".html")
     pairs = [(receipt_path, receipt), *also]
-    page = render_report([r for _, r in pairs], names=[path.name for path, _ in pairs])
+    page = render_report(
+        [r for _, r in pairs],
+        names=[path.name for path, _ in pairs],
+        telemetry=[telemetry_beside(path) for path, _ in pairs],
+    )
     page_path.write_text(page, encoding="utf-8")
     return page_path

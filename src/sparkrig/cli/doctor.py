@@ -1,0 +1,120 @@
+"""`sparkrig doctor`: host, fabric and service checks on every node. Changes nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from sparkrig.cli.common import JsonFlag, _print_json, app, console
+from sparkrig.errors import UsageError
+
+if TYPE_CHECKING:
+    from sparkrig.config.cluster import Cluster
+    from sparkrig.fabric.runner import CommandRunner, ExecutorSpec
+
+
+@app.command()
+def doctor(
+    cluster_file: Annotated[
+        Path | None, typer.Argument(help="cluster TOML; without it, this machine only")
+    ] = None,
+    live: Annotated[
+        str | None, typer.Option("--live", help="the running server: model vs the file, /metrics")
+    ] = None,
+    executor: Annotated[
+        str | None,
+        typer.Option(
+            "--executor",
+            help="local, netns or ssh (default: the cluster file's \\[executor])",
+        ),
+    ] = None,
+    netns_prefix: Annotated[
+        str | None, typer.Option("--netns-prefix", help="netns executor: namespace = PREFIX + node")
+    ] = None,
+    node: Annotated[
+        str | None, typer.Option("--node", help="local executor: the node this machine is")
+    ] = None,
+    model_dir: Annotated[
+        str | None,
+        typer.Option(
+            "--model-dir",
+            help="where the weights live (default: \\[model] path if it is "
+            "a directory, else the Hugging Face cache)",
+        ),
+    ] = None,
+    save: Annotated[
+        Path | None, typer.Option("--save", help="also write every raw output to DIR/NODE/")
+    ] = None,
+    load: Annotated[
+        Path | None,
+        typer.Option("--load", help="check outputs saved with --save instead of collecting"),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Collect each node's tool output once (ip, sysfs, nvidia-smi, dpkg, meminfo, vmstat,
+    findmnt, chronyc, systemctl …) and run every check on it: each finding says what was seen,
+    why it matters and the exact fix, which doctor prints and never runs. Exit 1 on any error."""
+    from sparkrig.doctor.capture_files import load_captures, save_captures
+    from sparkrig.doctor.session import check_captures, collect_for, local_node_name
+    from sparkrig.launch.executors import LocalExecutor, executor_for
+    from sparkrig.report.doctor_table import doctor_view
+
+    cluster = None
+    if cluster_file is not None:
+        from sparkrig.config import load_cluster
+
+        cluster = load_cluster(cluster_file)
+    if load is not None:
+        captures = load_captures(load)
+    else:
+        runners: dict[str, CommandRunner] = {node or local_node_name(): LocalExecutor()}
+        if cluster is not None:
+            specs = _specs(cluster, executor, netns_prefix, node)
+            runners = {name: executor_for(spec) for name, spec in specs.items()}
+        captures = collect_for(runners, cluster, model_dir)
+    if save is not None:
+        save_captures(captures, save)
+    report, no_plan = check_captures(captures, cluster, model_dir)
+    if live is not None:
+        from sparkrig.doctor.live import live_findings
+
+        report = report.model_copy(
+            update={"findings": [*report.findings, *live_findings(live, cluster)]}
+        )
+    if as_json:
+        _print_json(report.model_dump(mode="json"))
+    else:
+        if no_plan:
+            console.print(f"no fabric plan, plan checks left out: {no_plan}", highlight=False)
+        console.print(doctor_view(report))
+    if report.errors:
+        raise typer.Exit(1)
+
+
+def _specs(
+    cluster: Cluster, executor: str | None, netns_prefix: str | None, node: str | None
+) -> dict[str, ExecutorSpec]:
+    from sparkrig.cli.fabric import _executor_specs
+    from sparkrig.launch.cluster_plan import executor_spec
+
+    if executor is not None or netns_prefix is not None:
+        return dict(_executor_specs(cluster, executor or "netns", None, netns_prefix, node))
+    if all(cluster.executor_of(n) is None for n in cluster.nodes):
+        if node is None and len(cluster.nodes) > 1:
+            raise UsageError(
+                "the cluster file has no [executor] — give it one (ssh), pass --executor ssh or "
+                "netns, or check only this machine as one node with --node NAME"
+            )
+        return dict(_executor_specs(cluster, "local", None, None, node))
+    return {n.name: executor_spec(cluster, n) for n in cluster.nodes}
+
+
+def node_runners(cluster_file: Path) -> dict[str, CommandRunner]:
+    """Each node of a cluster file, reached by its [executor] (bench and check telemetry)."""
+    from sparkrig.config import load_cluster
+    from sparkrig.launch.executors import executor_for
+
+    specs = _specs(load_cluster(cluster_file), None, None, None)
+    return {name: executor_for(spec) for name, spec in specs.items()}

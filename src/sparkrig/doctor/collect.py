@@ -1,0 +1,164 @@
+"""The I/O shell: run every probe once per node through its executor and keep the raw text.
+
+Nothing here judges; `sparkrig.doctor.checks` reads what this returns. Nodes are collected in
+parallel (threads: the executors are blocking subprocess calls).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+
+from sparkrig import defaults
+from sparkrig.doctor.model import NodeCapture, ToolOutput
+from sparkrig.doctor.probes import (
+    Probe,
+    engine_python_probe,
+    ethtool_probe,
+    node_probes,
+    unit_show_probe,
+)
+from sparkrig.errors import ExecutorError
+from sparkrig.fabric.runner import CommandRunner
+
+Clock = Callable[[], float]
+
+
+def _missing(result_rc: int, stderr: str) -> bool:
+    # 127: the shell (ssh) found no such command; ip netns exec prints `exec of "x" failed`
+    return result_rc == 127 or ("exec of" in stderr and "No such file" in stderr)
+
+
+def run_probe(runner: CommandRunner, probe: Probe, clock: Clock = time.time) -> ToolOutput:
+    """Raises ExecutorError only when the node itself cannot be reached."""
+    command = shlex.join(probe.argv)
+    started = clock()
+    try:
+        result = runner.run(probe.argv, timeout=defaults.DOCTOR_PROBE_TIMEOUT_S)
+    except ExecutorError as exc:
+        if "not installed" in str(exc):
+            return ToolOutput(
+                command=command,
+                returncode=-1,
+                skipped=f"{probe.tool} is not installed — {probe.install}",
+            )
+        if "ran past" in str(exc):
+            return ToolOutput(command=command, returncode=-1, skipped=str(exc))
+        raise
+    finished = clock()
+    if _missing(result.returncode, result.stderr):
+        return ToolOutput(
+            command=command,
+            returncode=result.returncode,
+            stderr=result.stderr,
+            skipped=f"{probe.tool} is not installed — {probe.install}",
+        )
+    skipped = None
+    if not result.ok and not result.stdout.strip():
+        skipped = f"`{command}` failed: {result.error_line} — run it by hand on the node"
+    return ToolOutput(
+        command=command,
+        returncode=result.returncode,
+        stdout=result.stdout,
+        stderr=result.stderr,
+        skipped=skipped,
+        started_at=started,
+        finished_at=finished,
+    )
+
+
+def _netdevs(ip_link: str | None) -> list[str]:
+    try:
+        links = json.loads(ip_link or "[]")
+        return [
+            str(link["ifname"])
+            for link in links
+            if link.get("link_type") == "ether" and not str(link["ifname"]).startswith("veth")
+        ]
+    except (ValueError, TypeError, KeyError):
+        return []
+
+
+def _engine_units(listing: str | None) -> list[str]:
+    units = []
+    for line in (listing or "").splitlines():
+        unit = line.split(maxsplit=1)[0] if line.strip() else ""
+        if unit.endswith(".service") and any(
+            pattern in unit for pattern in defaults.DOCTOR_ENGINE_UNIT_PATTERNS
+        ):
+            units.append(unit)
+    return units
+
+
+def collect_node(
+    node: str,
+    runner: CommandRunner,
+    *,
+    model_dir: str,
+    jit_dir: str,
+    engine_version: list[str] | None = None,
+    interfaces: list[str] | None = None,
+    engine_python: str | None = None,
+) -> NodeCapture:
+    """`interfaces`: netdevs to run ethtool on (default: every Ethernet device the node has)."""
+    outputs: dict[str, ToolOutput] = {}
+    probes = node_probes(model_dir, jit_dir, engine_version)
+    if engine_python is not None:
+        probes.append(engine_python_probe(engine_python))
+    try:
+        for probe in probes:
+            outputs[probe.name] = run_probe(runner, probe)
+        ip_link = outputs["ip_link"]
+        targets = interfaces if interfaces is not None else _netdevs(ip_link.stdout)
+        present = set(_netdevs(ip_link.stdout)) if ip_link.skipped is None else set()
+        for netdev in targets:
+            if netdev in present:
+                probe = ethtool_probe(netdev)
+                outputs[probe.name] = run_probe(runner, probe)
+                if outputs[probe.name].skipped and "not installed" in str(
+                    outputs[probe.name].skipped
+                ):
+                    break  # one skipped line, not one per interface
+        units = _engine_units(outputs["systemd_units"].stdout)
+        if units and outputs["systemd_units"].skipped is None:
+            outputs["systemd_show"] = run_probe(runner, unit_show_probe(units))
+    except ExecutorError as exc:
+        if not outputs:
+            return NodeCapture(node=node, reached_by=runner.description, unreachable=str(exc))
+        # the node stopped answering part way: what did not run says why, once per probe
+        for probe in probes:
+            if probe.name not in outputs:
+                outputs[probe.name] = ToolOutput(
+                    command=shlex.join(probe.argv), returncode=-1,
+                    skipped=f"the node stopped answering: {exc}",
+                )  # fmt: skip
+    return NodeCapture(node=node, reached_by=runner.description, outputs=outputs)
+
+
+def collect_all(
+    runners: Mapping[str, CommandRunner],
+    *,
+    model_dir: str,
+    jit_dir: str,
+    engine_version: list[str] | None = None,
+    interfaces: Mapping[str, list[str]] | None = None,
+    engine_python: str | None = None,
+) -> dict[str, NodeCapture]:
+    with ThreadPoolExecutor(max_workers=max(1, len(runners))) as pool:
+        futures = {
+            node: pool.submit(
+                collect_node,
+                node,
+                runner,
+                model_dir=model_dir,
+                jit_dir=jit_dir,
+                engine_version=engine_version,
+                interfaces=(interfaces or {}).get(node),
+                engine_python=engine_python,
+            )
+            for node, runner in runners.items()
+        }
+        return {node: future.result() for node, future in futures.items()}

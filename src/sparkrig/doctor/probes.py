@@ -1,0 +1,152 @@
+"""The raw commands doctor runs on each node, once. Each names the tool it needs and how to
+install it, so a node without the tool gets one `skipped` line instead of an error.
+
+Globs and sysfs reads go through `sh -c` with `grep -s -H .`: one `path:value` line per file,
+unreadable files (a down link's `speed` answers EINVAL) silently left out. The same text
+format serves this machine, a network namespace (`ip netns exec` remounts /sys) and ssh.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sparkrig import defaults
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str
+    argv: list[str]
+    tool: str
+    install: str = field(default="")
+    """how to get the tool, for the skipped line"""
+
+
+_NET_SYSFS = (
+    "grep -s -H . /sys/class/net/*/speed /sys/class/net/*/mtu /sys/class/net/*/operstate "
+    "/proc/sys/net/ipv4/ip_forward /proc/sys/net/ipv4/conf/*/rp_filter; true"
+)
+_IB_SYSFS = (
+    "grep -s -r -H . /sys/class/infiniband/*/ports/*/state /sys/class/infiniband/*/ports/*/gids "
+    "/sys/class/infiniband/*/ports/*/gid_attrs /sys/class/infiniband/*/ports/*/counters "
+    "/sys/class/infiniband/*/ports/*/hw_counters; true"
+)
+_MODULE_SYSFS = (
+    "grep -s -H . /sys/module/nvidia/version /sys/module/nvme_core/parameters/* "
+    "/sys/class/nvme/*/model /sys/class/nvme/*/transport; true"
+)
+# findmnt -T needs a path that exists: walk up to the nearest existing parent first
+_FINDMNT = (
+    'p="$1"; case "$p" in "~"*) p="$HOME${p#"~"}";; esac; '
+    'while [ ! -e "$p" ]; do p=$(dirname "$p"); done; '
+    'exec findmnt -J -b -o TARGET,SOURCE,FSTYPE,OPTIONS,AVAIL,SIZE -T "$p"'
+)
+
+
+# the Python packages of the environment the engine runs from (a venv beside its binary)
+_ENGINE_PYTHON = (
+    'b=$(command -v "$1") || exit 127; d=$(dirname "$b"); '
+    'for py in "$d/python" "$d/python3"; do [ -x "$py" ] && exec "$py" -m pip list '
+    "--format=freeze; done; exit 127"
+)
+
+
+def engine_python_probe(binary: str) -> Probe:
+    return Probe(
+        "engine_python", ["sh", "-c", _ENGINE_PYTHON, "sh", binary], binary,
+        f"install {binary} on the node (in a venv with pip)",
+    )  # fmt: skip
+
+
+def node_probes(model_dir: str, jit_dir: str, engine_version: list[str] | None) -> list[Probe]:
+    """Every probe for one node, in the order they run (cheap and certain first, so an
+    unreachable node is found on the first)."""
+    probes = [
+        Probe("uname", ["uname", "-r"], "uname", "coreutils"),
+        Probe("pagesize", ["getconf", "PAGESIZE"], "getconf", "libc-bin"),
+        Probe("clock", ["date", "+%s.%N"], "date", "coreutils"),
+        Probe("ip_addr", ["ip", "-j", "address", "show"], "ip", "apt install iproute2"),
+        Probe("ip_route", ["ip", "-j", "-4", "route", "show"], "ip", "apt install iproute2"),
+        Probe("ip_link", ["ip", "-j", "-s", "link", "show"], "ip", "apt install iproute2"),
+        Probe("net_sysfs", ["sh", "-c", _NET_SYSFS], "sh", "dash"),
+        Probe("ib_sysfs", ["sh", "-c", _IB_SYSFS], "sh", "dash"),
+        Probe("module_sysfs", ["sh", "-c", _MODULE_SYSFS], "sh", "dash"),
+        Probe("ibv_devinfo", ["ibv_devinfo"], "ibv_devinfo", "apt install ibverbs-utils"),
+        Probe(
+            "nvidia_smi",
+            ["nvidia-smi", "-q", "-x"],
+            "nvidia-smi",
+            "install the NVIDIA driver utilities (nvidia-utils-<branch>)",
+        ),
+        Probe(
+            "dpkg",
+            ["dpkg-query", "-W", "-f", "${Package}\\t${Version}\\t${db:Status-Abbrev}\\n"],
+            "dpkg-query",
+            "a Debian or Ubuntu host",
+        ),
+        Probe("meminfo", ["cat", "/proc/meminfo"], "cat", "coreutils"),
+        Probe(
+            "vmstat",
+            ["vmstat", "1", str(defaults.DOCTOR_VMSTAT_SAMPLES)],
+            "vmstat",
+            "apt install procps",
+        ),
+        Probe(
+            "findmnt_model",
+            ["sh", "-c", _FINDMNT, "sh", model_dir],
+            "findmnt",
+            "apt install util-linux",
+        ),
+        Probe(
+            "findmnt_jit",
+            ["sh", "-c", _FINDMNT, "sh", jit_dir],
+            "findmnt",
+            "apt install util-linux",
+        ),
+        Probe(
+            "lsblk",
+            ["lsblk", "-J", "-o", "NAME,PKNAME,TRAN,ROTA,TYPE,MOUNTPOINT"],
+            "lsblk",
+            "apt install util-linux",
+        ),
+        Probe("chronyc", ["chronyc", "-n", "tracking"], "chronyc", "apt install chrony"),
+        Probe("dmesg", ["dmesg"], "dmesg", "apt install util-linux (and run doctor as root)"),
+        Probe(
+            "systemd_units",
+            [
+                "systemctl",
+                "list-units",
+                "--type=service",
+                "--all",
+                "--plain",
+                "--no-legend",
+                "--no-pager",
+            ],
+            "systemctl",
+            "a systemd host",
+        ),
+    ]
+    if engine_version:
+        probes.append(
+            Probe("engine_version", engine_version, engine_version[0], "install the engine")
+        )
+    return probes
+
+
+def ethtool_probe(netdev: str) -> Probe:
+    return Probe(f"ethtool:{netdev}", ["ethtool", netdev], "ethtool", "apt install ethtool")
+
+
+def unit_show_probe(units: list[str]) -> Probe:
+    return Probe(
+        "systemd_show",
+        [
+            "systemctl",
+            "show",
+            "-p",
+            "Id,Restart,RestartUSec,ActiveState,UnitFileState,ExecStart",
+            *units,
+        ],
+        "systemctl",
+        "a systemd host",
+    )

@@ -1,0 +1,212 @@
+"""The check registry and the runner. A check is a pure function registered with
+`@node_check` (one node's capture in) or `@cluster_check` (every node's capture in); adding a
+check is adding a function. It returns `Hit`s; the runner adds the check's name, why and source.
+
+A check runs only where the probes it `needs` were collected. A probe skipped on a node (tool
+missing, command failed) becomes one `Skipped` line naming every check it held back; output a
+parser cannot read (`Unreadable`) does the same; every other check still runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from sparkrig.doctor.model import DoctorReport, Finding, NodeCapture, Severity, Skipped
+from sparkrig.doctor.parse import Unreadable
+from sparkrig.fabric.plan_model import FabricPlan, NodePlan
+
+
+@dataclass(frozen=True)
+class NodeContext:
+    """What a node is meant to be: its part of the fabric plan, its engine environment."""
+
+    node: str
+    plan: FabricPlan | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    """the engine environment the cluster file gives this node ([env] and the node's env)"""
+    gpu_memory_utilization: float = 0.85
+    model_dir: str = ""
+    jit_dir: str = ""
+
+    @property
+    def node_plan(self) -> NodePlan | None:
+        if self.plan is None:
+            return None
+        return next((n for n in self.plan.nodes if n.node == self.node), None)
+
+
+@dataclass(frozen=True)
+class Hit:
+    severity: Severity
+    seen: str
+    fix: str
+    node: str | None = None
+    """cluster checks name the node; node checks leave it to the runner"""
+
+
+NodeCheck = Callable[[NodeCapture, NodeContext], list[Hit]]
+ClusterCheck = Callable[[Mapping[str, NodeCapture], Mapping[str, NodeContext]], list[Hit]]
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    summary: str
+    why: str
+    source: str
+    needs: tuple[str, ...]
+    needs_plan: bool
+    node_function: NodeCheck | None = None
+    cluster_function: ClusterCheck | None = None
+
+
+_CHECKS: dict[str, Check] = {}
+# output a check cannot read: `Unreadable` from the parsers, or a shape they let through
+_UNREADABLE = (Unreadable, ValueError, KeyError, IndexError, TypeError)
+
+
+def node_check(
+    name: str,
+    *,
+    summary: str,
+    why: str,
+    source: str,
+    needs: tuple[str, ...],
+    needs_plan: bool = False,
+) -> Callable[[NodeCheck], NodeCheck]:
+    def register(function: NodeCheck) -> NodeCheck:
+        _CHECKS[name] = Check(name, summary, why, source, needs, needs_plan, node_function=function)
+        return function
+
+    return register
+
+
+def cluster_check(
+    name: str, *, summary: str, why: str, source: str, needs: tuple[str, ...]
+) -> Callable[[ClusterCheck], ClusterCheck]:
+    def register(function: ClusterCheck) -> ClusterCheck:
+        _CHECKS[name] = Check(name, summary, why, source, needs, False, cluster_function=function)
+        return function
+
+    return register
+
+
+def checks() -> list[Check]:
+    """Every registered check (importing `sparkrig.doctor.checks` registers them)."""
+    import sparkrig.doctor.checks  # noqa: F401, PLC0415 - registers; checks import this module
+
+    return list(_CHECKS.values())
+
+
+def _finding(check: Check, node: str, hit: Hit) -> Finding:
+    return Finding(
+        check=check.name,
+        severity=hit.severity,
+        node=hit.node or node,
+        seen=hit.seen,
+        why=check.why,
+        source=check.source,
+        fix=hit.fix,
+    )
+
+
+def _blocked(capture: NodeCapture, needs: tuple[str, ...]) -> str | None:
+    """The reason a needed probe gave nothing, or None when all answered."""
+    for probe in needs:
+        output = capture.outputs.get(probe)
+        if output is not None and output.skipped is not None:
+            return output.skipped
+    return None
+
+
+def _unreachable(name: str, capture: NodeCapture) -> Finding:
+    return Finding(
+        check="node-reachable",
+        severity="error",
+        node=name,
+        seen=f"no command ran through {capture.reached_by}: {capture.unreachable}",
+        why="every other check of this node needs its tools' output",
+        source="docs/doctor.md",
+        fix="reach the node by hand the same way (ssh, netns) and fix what stops it",
+    )
+
+
+class _Run:
+    """One pass of the checks: findings, the skipped checks by (node, reason), checks run."""
+
+    def __init__(self) -> None:
+        self.findings: list[Finding] = []
+        self.held: dict[tuple[str, str], list[str]] = {}
+        self.ran = 0
+
+    def node(self, check: Check, name: str, capture: NodeCapture, context: NodeContext) -> None:
+        assert check.node_function is not None
+        if check.needs_plan and context.node_plan is None:
+            return
+        if any(probe not in capture.outputs for probe in check.needs):
+            return  # not collected here (a fixture that holds other tools only)
+        if (reason := _blocked(capture, check.needs)) is not None:
+            self.held.setdefault((name, reason), []).append(check.name)
+            return
+        try:
+            hits = check.node_function(capture, context)
+        except _UNREADABLE as exc:
+            reason = f"output unreadable: {exc} — run the tool by hand on the node"
+            self.held.setdefault((name, reason), []).append(check.name)
+            return
+        self.ran += 1
+        self.findings += [_finding(check, name, hit) for hit in hits]
+
+    def cluster(
+        self,
+        check: Check,
+        reachable: Mapping[str, NodeCapture],
+        contexts: Mapping[str, NodeContext],
+    ) -> None:
+        assert check.cluster_function is not None
+        usable = {
+            n: c
+            for n, c in reachable.items()
+            if all(p in c.outputs and c.outputs[p].skipped is None for p in check.needs)
+        }
+        if len(usable) < 2:
+            return
+        try:
+            hits = check.cluster_function(usable, contexts)
+        except _UNREADABLE as exc:
+            self.held.setdefault(("cluster", f"output unreadable: {exc}"), []).append(check.name)
+            return
+        self.ran += 1
+        self.findings += [_finding(check, "cluster", hit) for hit in hits]
+
+
+def run_checks(
+    captures: Mapping[str, NodeCapture],
+    contexts: Mapping[str, NodeContext],
+    *,
+    cluster: str | None = None,
+    only: list[str] | None = None,
+) -> DoctorReport:
+    run = _Run()
+    reachable = {n: c for n, c in captures.items() if c.unreachable is None}
+    run.findings += [_unreachable(n, c) for n, c in captures.items() if c.unreachable is not None]
+    for check in checks():
+        if only is not None and check.name not in only:
+            continue
+        if check.node_function is not None:
+            for name, capture in reachable.items():
+                run.node(check, name, capture, contexts[name])
+        else:
+            run.cluster(check, reachable, contexts)
+    skipped = [
+        Skipped(node=node, checks=names, reason=reason)
+        for (node, reason), names in run.held.items()
+    ]
+    return DoctorReport(
+        cluster=cluster,
+        nodes=list(captures),
+        findings=run.findings,
+        skipped=skipped,
+        checks_run=run.ran,
+    )

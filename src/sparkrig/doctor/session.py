@@ -1,0 +1,114 @@
+"""One doctor run: which nodes, how each is reached, what each is meant to be; then collect and
+check. The only module of `sparkrig.doctor` that knows about cluster files and executors."""
+
+from __future__ import annotations
+
+import shlex
+import socket
+from collections.abc import Mapping
+
+from sparkrig import defaults
+from sparkrig.config.cluster import Cluster
+from sparkrig.doctor.collect import collect_all
+from sparkrig.doctor.model import DoctorReport, NodeCapture
+from sparkrig.doctor.registry import NodeContext, run_checks
+from sparkrig.errors import CablingError
+from sparkrig.fabric.plan import plan_fabric
+from sparkrig.fabric.plan_model import FabricPlan
+from sparkrig.fabric.runner import CommandRunner
+
+
+def model_dir_of(cluster: Cluster | None) -> str:
+    if cluster is not None and cluster.model is not None and cluster.model.path.startswith("/"):
+        return cluster.model.path
+    return defaults.DOCTOR_MODEL_DIR
+
+
+def jit_dir_of(cluster: Cluster | None) -> str:
+    if cluster is not None and cluster.engine is not None:
+        return cluster.engine.jit_cache_dir
+    return defaults.LAUNCH_JIT_CACHE_DIR
+
+
+def engine_version_argv(cluster: Cluster | None) -> list[str] | None:
+    if cluster is None or cluster.engine is None:
+        return None
+    binary = cluster.engine.binary or ("vllm" if cluster.engine.kind == "vllm" else None)
+    if binary is None:
+        return None  # the embedded llama.cpp build: sparkrig installs the same one everywhere
+    return ["sh", "-c", f"{shlex.quote(binary)} --version 2>&1"]
+
+
+def engine_python_of(cluster: Cluster | None) -> str | None:
+    """The vLLM command whose venv doctor lists (llama.cpp is one static binary)."""
+    if cluster is None or cluster.engine is None or cluster.engine.kind != "vllm":
+        return None
+    return cluster.engine.binary or "vllm"
+
+
+def plan_of(cluster: Cluster) -> tuple[FabricPlan | None, str | None]:
+    """The fabric plan, or None with the reason when the cables cannot form one."""
+    if not cluster.cables:
+        return None, None
+    try:
+        return plan_fabric(cluster), None
+    except CablingError as exc:
+        return None, str(exc)
+
+
+def contexts_for(
+    cluster: Cluster | None, plan: FabricPlan | None, names: list[str], model_dir: str
+) -> dict[str, NodeContext]:
+    utilization = defaults.DOCTOR_GPU_MEMORY_UTILIZATION
+    if cluster is not None and cluster.profile.gpu_memory_utilization is not None:
+        utilization = cluster.profile.gpu_memory_utilization
+    contexts = {}
+    for name in names:
+        env: dict[str, str] = {}
+        if cluster is not None:
+            node = next((n for n in cluster.nodes if n.name == name), None)
+            env = {**cluster.env, **(node.env if node else {})}
+        contexts[name] = NodeContext(
+            node=name,
+            plan=plan,
+            env=env,
+            gpu_memory_utilization=utilization,
+            model_dir=model_dir,
+            jit_dir=jit_dir_of(cluster),
+        )
+    return contexts
+
+
+def local_node_name() -> str:
+    return socket.gethostname() or "local"
+
+
+def collect_for(
+    runners: Mapping[str, CommandRunner], cluster: Cluster | None, model_dir: str | None = None
+) -> dict[str, NodeCapture]:
+    plan, _ = plan_of(cluster) if cluster is not None else (None, None)
+    interfaces = (
+        {n.node: [i.netdev for i in n.interfaces] for n in plan.nodes} if plan is not None else None
+    )
+    return collect_all(
+        runners,
+        model_dir=model_dir or model_dir_of(cluster),
+        jit_dir=jit_dir_of(cluster),
+        engine_version=engine_version_argv(cluster),
+        interfaces=interfaces,
+        engine_python=engine_python_of(cluster),
+    )
+
+
+def check_captures(
+    captures: Mapping[str, NodeCapture],
+    cluster: Cluster | None,
+    model_dir: str | None = None,
+    only: list[str] | None = None,
+) -> tuple[DoctorReport, str | None]:
+    """The report, and the reason when the cluster's cables make no fabric plan (the checks
+    against the plan are then left out)."""
+    plan, no_plan = plan_of(cluster) if cluster is not None else (None, None)
+    contexts = contexts_for(cluster, plan, list(captures), model_dir or model_dir_of(cluster))
+    name = (cluster.name or "cluster") if cluster is not None else None
+    return run_checks(captures, contexts, cluster=name, only=only), no_plan

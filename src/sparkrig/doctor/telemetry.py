@@ -1,0 +1,296 @@
+"""A 1 s sampler of this host while a bench runs: CPU, memory, swap in/out, bytes per network
+interface and RDMA port, and from NVML (`nvidia-ml-py`, only where it is installed and a GPU
+answers) SM and memory clocks, power, temperature, utilisation and clock-event reasons.
+
+The readers of /proc and sysfs are pure (`cpu_times`, `meminfo_bytes`, `swap_pages`,
+`interface_bytes`); `Sampler` is the thin thread around them. The sampler measures its own CPU
+time (`time.thread_time` inside its thread), so the cost is stated in every record."""
+
+from __future__ import annotations
+
+import importlib
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from sparkrig import defaults
+
+
+class GpuSample(BaseModel):
+    index: int
+    sm_clock_mhz: int | None = None
+    mem_clock_mhz: int | None = None
+    power_w: float | None = None
+    temperature_c: int | None = None
+    utilization_percent: int | None = None
+    clock_event_reasons: int | None = Field(default=None, description="NVML bit mask; 1 = idle")
+
+
+class TelemetrySample(BaseModel):
+    t_s: float = Field(description="seconds since the sampler started")
+    cpu_percent: float = Field(description="busy share of all CPUs since the previous sample")
+    memory_used_bytes: int = Field(description="MemTotal - MemAvailable")
+    swap_in_pages_s: float
+    swap_out_pages_s: float
+    net_rx_bytes_s: dict[str, float] = Field(description="per interface (lo left out)")
+    net_tx_bytes_s: dict[str, float]
+    rdma_rx_bytes_s: dict[str, float] = Field(
+        default_factory=dict, description="per RDMA port (`device/port`), from port_rcv_data"
+    )
+    rdma_tx_bytes_s: dict[str, float] = Field(default_factory=dict)
+    roce_errors: dict[str, int] = Field(
+        default_factory=dict,
+        description="per RDMA port, the rise of roce_adp_retrans + packet_seq_err + "
+        "out_of_sequence since the previous sample (field notes: RoCE retransmits)",
+    )
+    gpus: list[GpuSample] = Field(default_factory=list)
+
+
+class Telemetry(BaseModel):
+    version: Literal[1] = 1
+    host: str
+    interval_s: float
+    started_at: float = Field(description="unix time of the first sample")
+    samples: list[TelemetrySample]
+    gpu_source: str = Field(description="`nvml`, or why there are no GPU figures")
+    sampler_cpu_s: float = Field(description="CPU time the sampler thread itself used")
+    sampler_wall_s: float
+
+    @property
+    def sampler_cpu_percent(self) -> float:
+        """The sampler's own cost, as a share of one CPU."""
+        return 100 * self.sampler_cpu_s / self.sampler_wall_s if self.sampler_wall_s else 0.0
+
+
+# --- pure readers -------------------------------------------------------------------------------
+
+
+def cpu_times(stat: str) -> tuple[int, int]:
+    """(busy, total) jiffies from /proc/stat's `cpu` line."""
+    for line in stat.splitlines():
+        if line.startswith("cpu "):
+            values = [int(v) for v in line.split()[1:]]
+            idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle + iowait
+            return sum(values) - idle, sum(values)
+    raise ValueError("no `cpu` line: not /proc/stat")
+
+
+def meminfo_bytes(meminfo: str) -> int:
+    values = {}
+    for line in meminfo.splitlines():
+        key, _, rest = line.partition(":")
+        if rest.strip().endswith("kB"):
+            values[key] = int(rest.split()[0]) * 1024
+    return values["MemTotal"] - values.get("MemAvailable", values.get("MemFree", 0))
+
+
+def swap_pages(vmstat: str) -> tuple[int, int]:
+    values = dict(line.split() for line in vmstat.splitlines() if line.count(" ") == 1)
+    return int(values.get("pswpin", 0)), int(values.get("pswpout", 0))
+
+
+def interface_bytes(net_dev: str) -> dict[str, tuple[int, int]]:
+    """{interface: (rx bytes, tx bytes)} from /proc/net/dev, loopback left out."""
+    found = {}
+    for line in net_dev.splitlines()[2:]:
+        name, _, rest = line.partition(":")
+        fields = rest.split()
+        if name.strip() != "lo" and len(fields) >= 9:
+            found[name.strip()] = (int(fields[0]), int(fields[8]))
+    return found
+
+
+def rdma_counters(values: dict[str, str]) -> dict[str, tuple[int, int, int]]:
+    """{`device/port`: (rx bytes, tx bytes, RoCE error count)} from sysfs counter files
+    (`…/infiniband/DEV/ports/N/counters/port_rcv_data` counts 4-byte words)."""
+    ports: dict[str, list[int]] = {}
+    for path, text in values.items():
+        parts = path.split("/")
+        if len(parts) < 5 or not text.strip().isdigit():
+            continue
+        key, kind, name = f"{parts[-5]}/{parts[-3]}", parts[-2], parts[-1]
+        entry = ports.setdefault(key, [0, 0, 0])
+        if kind == "counters" and name == "port_rcv_data":
+            entry[0] = 4 * int(text)
+        elif kind == "counters" and name == "port_xmit_data":
+            entry[1] = 4 * int(text)
+        elif kind == "hw_counters" and name in defaults.DOCTOR_ROCE_ERROR_COUNTERS:
+            entry[2] += int(text)
+    return {key: (rx, tx, errors) for key, (rx, tx, errors) in ports.items()}
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One read of a host's counters; two readings make a sample."""
+
+    t: float
+    busy: int
+    total: int
+    memory_used: int
+    swap_in: int
+    swap_out: int
+    net: dict[str, tuple[int, int]]
+    rdma: dict[str, tuple[int, int, int]]
+
+
+def reading(t: float, files: dict[str, str], rdma: dict[str, tuple[int, int, int]]) -> Reading:
+    """`files`: the text of /proc/stat, vmstat, meminfo and net/dev by those names."""
+    busy, total = cpu_times(files["stat"])
+    swap_in, swap_out = swap_pages(files["vmstat"])
+    return Reading(
+        t=t, busy=busy, total=total, memory_used=meminfo_bytes(files["meminfo"]),
+        swap_in=swap_in, swap_out=swap_out, net=interface_bytes(files["net/dev"]), rdma=rdma,
+    )  # fmt: skip
+
+
+def sample_between(
+    begin: float, before: Reading, after: Reading, gpus: list[GpuSample] | None = None
+) -> TelemetrySample:
+    elapsed = max(after.t - before.t, 1e-6)
+    busy, total = after.busy - before.busy, after.total - before.total
+    names = [n for n in after.net if n in before.net]
+    ports = {p: v for p, v in after.rdma.items() if p in before.rdma}
+    return TelemetrySample(
+        t_s=round(after.t - begin, 3),
+        cpu_percent=round(100 * busy / total, 1) if total else 0.0,
+        memory_used_bytes=after.memory_used,
+        swap_in_pages_s=(after.swap_in - before.swap_in) / elapsed,
+        swap_out_pages_s=(after.swap_out - before.swap_out) / elapsed,
+        net_rx_bytes_s={n: (after.net[n][0] - before.net[n][0]) / elapsed for n in names},
+        net_tx_bytes_s={n: (after.net[n][1] - before.net[n][1]) / elapsed for n in names},
+        rdma_rx_bytes_s={p: (v[0] - before.rdma[p][0]) / elapsed for p, v in ports.items()},
+        rdma_tx_bytes_s={p: (v[1] - before.rdma[p][1]) / elapsed for p, v in ports.items()},
+        roce_errors={p: v[2] - before.rdma[p][2] for p, v in ports.items()},
+        gpus=gpus or [],
+    )
+
+
+PROC_FILES = ("stat", "vmstat", "meminfo", "net/dev")
+
+
+# --- the sampler ----------------------------------------------------------------------------------
+
+
+class _Nvml:
+    """NVML through nvidia-ml-py when installed and a GPU answers; otherwise `why` says not."""
+
+    def __init__(self) -> None:
+        self.module: Any = None
+        self.handles: list[Any] = []
+        try:
+            module = importlib.import_module("pynvml")
+            module.nvmlInit()
+            count = module.nvmlDeviceGetCount()
+            self.handles = [module.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
+            self.module = module
+            self.why = "nvml" if count else "nvml: no GPU"
+        except ModuleNotFoundError:
+            self.why = "no GPU figures: nvidia-ml-py is not installed (pip install nvidia-ml-py)"
+        except Exception as exc:  # noqa: BLE001 - NVMLError and friends: no GPU to read
+            self.why = f"no GPU figures: NVML did not start ({exc.__class__.__name__})"
+
+    def read(self) -> list[GpuSample]:
+        nvml = self.module
+        if nvml is None:
+            return []
+        samples = []
+        for index, handle in enumerate(self.handles):
+            sample = GpuSample(index=index)
+            readers: dict[str, Any] = {
+                "sm_clock_mhz": lambda h: nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_SM),
+                "mem_clock_mhz": lambda h: nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_MEM),
+                "power_w": lambda h: nvml.nvmlDeviceGetPowerUsage(h) / 1000,
+                "temperature_c": lambda h: nvml.nvmlDeviceGetTemperature(
+                    h, nvml.NVML_TEMPERATURE_GPU
+                ),
+                "utilization_percent": lambda h: nvml.nvmlDeviceGetUtilizationRates(h).gpu,
+                "clock_event_reasons": nvml.nvmlDeviceGetCurrentClocksThrottleReasons,
+            }
+            for field, read in readers.items():
+                try:
+                    setattr(sample, field, read(handle))
+                except Exception:  # noqa: BLE001, S112 - GB10 answers Not Supported for some
+                    continue
+            samples.append(sample)
+        return samples
+
+    def close(self) -> None:
+        if self.module is not None:
+            self.module.nvmlShutdown()
+
+
+class Sampler:
+    """`with Sampler() as sampler: …` samples every `interval_s` in a daemon thread;
+    `sampler.result()` after the block."""
+
+    def __init__(
+        self,
+        interval_s: float = defaults.TELEMETRY_INTERVAL_S,
+        proc: Path = Path("/proc"),
+        sysfs: Path = Path("/sys"),
+    ):
+        self.interval_s = interval_s
+        self.proc = proc
+        self.sysfs = sysfs
+        self._stop = threading.Event()
+        self._samples: list[TelemetrySample] = []
+        self._thread = threading.Thread(target=self._run, name="sparkrig-telemetry", daemon=True)
+        self._cpu_s = 0.0
+        self._started = time.time()
+        self._wall_s = 0.0
+        self._gpu_source = ""
+
+    def __enter__(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5 * self.interval_s + 5)
+
+    def _read(self, name: str) -> str:
+        return (self.proc / name).read_text(encoding="ascii", errors="replace")
+
+    def _rdma(self) -> dict[str, tuple[int, int, int]]:
+        files = [
+            *self.sysfs.glob("class/infiniband/*/ports/*/counters/port_*_data"),
+            *(path for name in defaults.DOCTOR_ROCE_ERROR_COUNTERS
+              for path in self.sysfs.glob(f"class/infiniband/*/ports/*/hw_counters/{name}")),
+        ]  # fmt: skip
+        values = {}
+        for path in files:
+            try:
+                values[str(path)] = path.read_text(encoding="ascii")
+            except OSError:
+                continue
+        return rdma_counters(values)
+
+    def _run(self) -> None:
+        begin, cpu_begin = time.monotonic(), time.thread_time()
+        nvml = _Nvml()
+        self._gpu_source = nvml.why
+        previous = None
+        try:
+            while True:
+                files = {name: self._read(name) for name in PROC_FILES}
+                current = reading(time.monotonic(), files, self._rdma())
+                if previous is not None:
+                    self._samples.append(sample_between(begin, previous, current, nvml.read()))
+                previous = current
+                if self._stop.wait(self.interval_s):
+                    break
+        finally:
+            nvml.close()
+            self._cpu_s = time.thread_time() - cpu_begin
+            self._wall_s = time.monotonic() - begin
+
+    def result(self, host: str) -> Telemetry:
+        return Telemetry(
+            host=host, interval_s=self.interval_s, started_at=self._started,
+            samples=list(self._samples), gpu_source=self._gpu_source,
+            sampler_cpu_s=round(self._cpu_s, 4), sampler_wall_s=round(self._wall_s, 3),
+        )  # fmt: skip

@@ -1,0 +1,78 @@
+"""Telemetry beside a receipt: `bench-X.json` -> `bench-X.telemetry.json`, one `Telemetry` per
+host (this one, and each cluster node when a cluster is given). A file of its own, so the bench
+and check receipt formats are untouched."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel
+
+from sparkrig import defaults
+from sparkrig.doctor import node_telemetry
+from sparkrig.doctor.telemetry import Sampler, Telemetry
+from sparkrig.errors import ExecutorError
+from sparkrig.fabric.runner import CommandRunner
+from sparkrig.json_files import write_atomically
+
+
+class TelemetryRecord(BaseModel):
+    version: Literal[1] = 1
+    hosts: list[Telemetry]
+    problems: list[str] = []
+    """a node whose sampler could not start or stop: `what happened — how to fix it`"""
+
+
+def telemetry_path(receipt_path: Path) -> Path:
+    return receipt_path.with_suffix(".telemetry.json")
+
+
+def is_telemetry_path(path: Path) -> bool:
+    return path.name.endswith(".telemetry.json")
+
+
+def telemetry_beside(receipt_path: Path) -> TelemetryRecord | None:
+    path = telemetry_path(receipt_path)
+    if not path.exists():
+        return None
+    return TelemetryRecord.model_validate_json(path.read_text(encoding="utf-8"))
+
+
+@contextmanager
+def sampled_beside(
+    receipt_path: Path,
+    *,
+    enabled: bool = True,
+    nodes: Mapping[str, CommandRunner] | None = None,
+    interval_s: float = defaults.TELEMETRY_INTERVAL_S,
+) -> Iterator[None]:
+    """Sample this host (and each of `nodes` through its executor) while the block runs; write
+    the record beside the receipt, also when the block is interrupted."""
+    if not enabled:
+        yield
+        return
+    problems: list[str] = []
+    started = []
+    for node, runner in (nodes or {}).items():
+        try:
+            started.append((node_telemetry.start(node, runner, interval_s), runner))
+        except ExecutorError as exc:
+            problems.append(f"{node}: {exc}")
+    sampler = Sampler(interval_s)
+    try:
+        with sampler:
+            yield
+    finally:
+        hosts = [sampler.result(socket.gethostname())]
+        for node_sampler, runner in started:
+            try:
+                hosts.append(node_telemetry.stop(node_sampler, runner, interval_s))
+            except ExecutorError as exc:
+                problems.append(f"{node_sampler.node}: {exc}")
+        if receipt_path.parent.is_dir():
+            record = TelemetryRecord(hosts=hosts, problems=problems)
+            write_atomically(record, telemetry_path(receipt_path))

@@ -1,0 +1,104 @@
+"""Every doctor check fires on a fixture that has its problem and stays quiet on one that does
+not. Fixtures are real tool output (this machine, network namespaces, an H200 GPU host) or, where
+the tool cannot run here, built in the tool's exact format; tests/fixtures/doctor/README.md says
+which, per fixture."""
+
+from __future__ import annotations
+
+import pytest
+
+from sparkrig.doctor.registry import checks
+from tests.doctor.fixtures import FIXTURES, report_of
+
+# check: (fixture with the problem, fixture without it)
+CASES = {
+    "interface-missing": ("ring4-interface-missing", "ring4-clean"),
+    "link-down": ("ring4-link-down", "ring4-clean"),
+    "mtu-mismatch": ("ring4-mtu", "ring4-clean"),
+    "address-missing": ("ring4-address", "ring4-clean"),
+    "route-missing": ("ring4-route", "ring4-clean"),
+    "forwarding-off": ("ring4-forwarding", "ring4-clean"),
+    "link-speed": ("pair-veth-speed", "pair-clean"),
+    "pcie-slot-power": ("slow-slot-power", "h200"),
+    "rdma-devices": ("ring4-clean", "pair-clean"),
+    "rdma-port-state": ("pair-port-down", "pair-clean"),
+    "gid-index": ("pair-no-ipv4-gid", "pair-clean"),
+    "roce-retransmits": ("pair-roce-retrans", "pair-clean"),
+    "rdma-link-errors": ("pair-link-errors", "pair-clean"),
+    "roce-mtu": ("pair-roce-mtu", "pair-clean"),
+    "nccl-env": ("pair-nccl-env", "pair-clean"),
+    "gpu-visible": ("gpu-missing", "h200"),
+    "driver-module-match": ("driver-mismatch", "h200"),
+    "gpu-clock-throttle": ("gpu-throttle", "h200"),
+    "nvidia-modules-package": ("modules-other-kernel", "modules-match"),
+    "page-cache-unified": ("page-cache", "page-cache-room"),
+    "swap-activity": ("swapping", "vm"),
+    "clock-sync": ("chrony-unsynced", "chrony-synced"),
+    "engine-unit-restart": ("unit-restarts", "unit-no-restart"),
+    "model-network-fs": ("model-nfs", "vm"),
+    "model-slow-disk": ("vm", "model-nvme"),
+    "jit-cache-shared": ("jit-nfs", "vm"),
+    "jit-cache-free": ("jit-small", "vm"),
+    "nvme-apst": ("apst-default", "apst-long"),
+    "same-kernel": ("fleet-mixed", "fleet-same"),
+    "same-page-size": ("fleet-mixed", "fleet-same"),
+    "same-driver": ("fleet-mixed", "fleet-same"),
+    "same-cuda": ("fleet-mixed", "fleet-same"),
+    "same-nccl": ("fleet-mixed", "fleet-same"),
+    "same-engine": ("fleet-mixed", "fleet-same"),
+    "sm-clock-spread": ("fleet-mixed", "fleet-same"),
+    "same-python-stack": ("python-stack-mixed", "python-stack-same"),
+    "clock-offset": ("ring4-clock-skew", "ring4-clean"),
+}
+
+
+def test_every_check_has_a_fixture_pair() -> None:
+    names = {c.name for c in checks()}
+    assert names == set(CASES), f"without a pair: {names - set(CASES)}; stale: {set(CASES) - names}"
+    assert len(names) >= 25
+    for problem, clean in CASES.values():
+        assert (FIXTURES / problem).is_dir()
+        assert (FIXTURES / clean).is_dir()
+
+
+@pytest.mark.parametrize("check", sorted(CASES))
+def test_fires_on_the_problem(check: str) -> None:
+    report = report_of(CASES[check][0], only=[check])
+    hits = [f for f in report.findings if f.check == check]
+    assert hits, f"{check} stayed quiet on {CASES[check][0]}; skipped: {report.skipped}"
+    for hit in hits:
+        assert hit.seen
+        assert hit.fix
+        assert hit.why
+        assert hit.source
+
+
+@pytest.mark.parametrize("check", sorted(CASES))
+def test_quiet_when_clean(check: str) -> None:
+    report = report_of(CASES[check][1], only=[check])
+    assert report.checks_run >= 1, f"{check} did not run on {CASES[check][1]}: {report.skipped}"
+    assert [f for f in report.findings if f.check == check] == []
+
+
+def test_each_ring_fault_is_named_with_its_fix() -> None:
+    expected = {
+        "ring4-mtu": ("mtu-mismatch", "b", "ip link set dev p0a mtu 9000"),
+        "ring4-route": ("route-missing", "a", "ip route replace 10.20.4.1/32 via 10.20.0.2"),
+        "ring4-forwarding": ("forwarding-off", "b", "sysctl -w net.ipv4.ip_forward=1"),
+        "ring4-link-down": ("link-down", "d", "ip link set dev p1b up"),
+    }
+    for fixture, (check, node, fix) in expected.items():
+        errors = [f for f in report_of(fixture).findings if f.severity == "error"]
+        named = [f for f in errors if f.node == node]
+        assert [f.check for f in named] == [check], (fixture, errors)
+        assert fix in named[0].fix
+        # the one other error allowed: the peer of a downed link loses carrier too
+        assert all(f.check == check for f in errors), (fixture, errors)
+    assert [f for f in report_of("ring4-clean").findings if f.severity == "error"] == []
+
+
+def test_link_speed_reads_ethtool_where_it_ran() -> None:
+    """pair-veth-ethtool holds only ethtool's real output of the veths (10000Mb/s), no sysfs."""
+    findings = report_of("pair-veth-ethtool", only=["link-speed"]).findings
+    assert [f.node for f in findings] == ["spark1", "spark2"]
+    assert "enp1s0f0np0 10 Gb/s" in findings[0].seen
