@@ -33,11 +33,13 @@ TextCheck = Callable[[str], list[str]]
 
 
 class BenchSettings(BaseModel):
-    precision: float = Field(default=defaults.BENCH_PRECISION, gt=0)
+    precision: float = Field(default=defaults.BENCH_PRECISION, gt=0, lt=1)
     min_samples: int = Field(default=defaults.BENCH_MIN_SAMPLES, ge=2)
-    max_samples: int = Field(default=defaults.BENCH_MAX_SAMPLES, ge=2)
+    max_samples: int = Field(default=defaults.BENCH_MAX_SAMPLES, ge=defaults.BENCH_MIN_SAMPLES_CAP)
     warmup_requests: int = Field(default=defaults.BENCH_WARMUP_REQUESTS, ge=0)
-    decode_tokens: int = Field(default=defaults.BENCH_DECODE_TOKENS, ge=8)
+    decode_tokens: int = Field(
+        default=defaults.BENCH_DECODE_TOKENS, ge=defaults.BENCH_MIN_DECODE_TOKENS
+    )
     concurrency: list[int] = Field(default_factory=lambda: list(defaults.BENCH_CONCURRENCY_LADDER))
     prefill_depths: list[int] = Field(default_factory=lambda: list(defaults.BENCH_PREFILL_DEPTHS))
     rounds: int = Field(

@@ -12,6 +12,11 @@ from rich.markup import escape
 
 from sparkrig import defaults
 from sparkrig.cli.common import (
+    COUNT,
+    DECODE_TOKENS,
+    NON_NEGATIVE,
+    SAMPLES,
+    SHARE,
     JsonFlag,
     _ladder,
     _print_json,
@@ -19,6 +24,7 @@ from sparkrig.cli.common import (
     app,
     console,
     err_console,
+    ranged,
 )
 from sparkrig.errors import SparkrigError, UsageError
 
@@ -84,27 +90,27 @@ def bench(
     ] = ",".join(map(str, defaults.BENCH_PREFILL_DEPTHS)),
     precision: Annotated[
         float,
-        typer.Option(help="stop a point when the 95% half-width is within this share of the mean"),
+        ranged("stop a point when the 95% half-width is within this share of the mean", SHARE),
     ] = defaults.BENCH_PRECISION,
     max_samples: Annotated[
-        int, typer.Option(help="samples per point at most")
+        int, ranged("samples per point at most", SAMPLES)
     ] = defaults.BENCH_MAX_SAMPLES,
     tokens: Annotated[
-        int, typer.Option(help="tokens generated per request")
+        int, ranged("tokens generated per request", DECODE_TOKENS)
     ] = defaults.BENCH_DECODE_TOKENS,
     rounds: Annotated[
         int,
-        typer.Option(
-            min=1,
-            help="passes over every point; compare judges by the spread between rounds, so "
+        ranged(
+            "passes over every point; compare judges by the spread between rounds, so "
             "3 gives verdicts that hold across runs on a shared machine",
+            COUNT,
         ),
     ] = 1,
     model: Annotated[
         str | None, typer.Option(help="model id (default: the server's first)")
     ] = None,
     slots: Annotated[
-        int, typer.Option(help="with --local: parallel slots")
+        int, ranged("with --local: parallel slots", COUNT)
     ] = defaults.LOCAL_PARALLEL_SLOTS,
     out: Annotated[
         Path | None, typer.Option(help="receipt path (default: sparkrig-runs/bench-<time>.json)")
@@ -188,7 +194,7 @@ def compare(
     before: Annotated[Path, typer.Argument(help="the reference receipt")],
     after: Annotated[Path, typer.Argument(help="the receipt to judge")],
     tolerance: Annotated[
-        float, typer.Option(help="percent change below which a point is 'same'")
+        float, ranged("percent change below which a point is 'same'", NON_NEGATIVE)
     ] = 3.0,
     as_json: JsonFlag = False,
 ) -> None:

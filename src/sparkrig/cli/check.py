@@ -12,11 +12,15 @@ import typer
 
 from sparkrig import defaults
 from sparkrig.cli.common import (
+    KV_BLOCK_TOKENS,
+    NEEDLE_CAP_TOKENS,
+    POSITIVE,
     JsonFlag,
     _print_json,
     app,
     console,
     err_console,
+    ranged,
 )
 from sparkrig.errors import UsageError
 
@@ -51,16 +55,21 @@ def check(
         Path | None, typer.Option(help="baseline file (default: one per server and model)")
     ] = None,
     kv_block_tokens: Annotated[
-        int | None, typer.Option(help="KV block size in tokens (default: from /metrics, or 256)")
+        int | None,
+        ranged("KV block size in tokens (default: from /metrics, or 256)", KV_BLOCK_TOKENS),
     ] = None,
     needle_cap: Annotated[
-        int, typer.Option(help="longest needle prompt in tokens (capped by the server's context)")
+        int,
+        ranged(
+            "longest needle prompt in tokens (capped by the server's context)", NEEDLE_CAP_TOKENS
+        ),
     ] = defaults.CHECK_NEEDLE_CAP_TOKENS,
     repeat_every: Annotated[
         float | None,
-        typer.Option(
-            help="after the battery, rerun the margin probe every this many seconds until "
-            "Ctrl-C (a soak: seed 000's bug showed only after hours)"
+        ranged(
+            "after the battery, rerun the margin probe every this many seconds until "
+            "Ctrl-C (a soak: some faults show only after hours)",
+            POSITIVE,
         ),
     ] = None,
     model: Annotated[

@@ -10,10 +10,12 @@ from rich.table import Table
 
 from sparkrig import defaults
 from sparkrig.cli.common import (
+    COUNT,
     JsonFlag,
     _print_json,
     app,
     console,
+    ranged,
 )
 from sparkrig.errors import SparkrigError
 
@@ -25,7 +27,7 @@ def ask(
     model: Annotated[
         str | None, typer.Option(help="model id (default: the server's first)")
     ] = None,
-    max_tokens: Annotated[int, typer.Option(help="tokens to generate at most")] = 128,
+    max_tokens: Annotated[int, ranged("tokens to generate at most", COUNT)] = 128,
     no_stream: Annotated[bool, typer.Option("--no-stream", help="ask for one JSON reply")] = False,
     api_key_env: Annotated[
         str, typer.Option(help="env var holding the API key")
