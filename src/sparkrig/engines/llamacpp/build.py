@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 
 from sparkrig import defaults
 from sparkrig.errors import EngineBuildError, EngineNotFoundError
+from sparkrig.json_files import read_model_file
 from sparkrig.paths import cache_dir
 
 SERVER_BINARY_ENV = "SPARKRIG_LLAMA_SERVER"
@@ -87,9 +88,12 @@ def find_installed() -> EngineInstall | None:
             )
         return EngineInstall(source=f"${SERVER_BINARY_ENV}", flags=[], bin_dir=binary.parent)
     record = install_dir() / RECORD_NAME
-    if not record.is_file():
+    if not record.exists():
         return None
-    found = EngineInstall.model_validate_json(record.read_text())
+    found = read_model_file(
+        record, EngineInstall, what="engine record", error=EngineNotFoundError,
+        fix="move it aside and run `sparkrig engine install` to rebuild it",
+    )  # fmt: skip
     return found if _is_executable(found.server_binary) else None
 
 
