@@ -17,9 +17,13 @@ from pydantic import BaseModel, Field
 
 from sparkrig import defaults
 from sparkrig.client.accumulate import StreamAccumulator
+from sparkrig.client.fields import MalformedField
+from sparkrig.client.http_failures import checked_base_url, describe_client_error, web_page_title
 from sparkrig.client.records import ErrorKind, RequestError, RequestRecord
+from sparkrig.errors import excerpt
 
 _BODY_EXCERPT = 500
+_ERROR_BODY_BYTES = 64 * 1024
 _MAX_LINE_BYTES = 16 * 1024 * 1024  # one SSE line; bounds memory against a server gone wrong
 _RECV_BYTES = 64 * 1024
 
@@ -96,9 +100,7 @@ class EndpointClient:
         timeout_s: float = defaults.REQUEST_TIMEOUT_S,
         per_event_counts: bool = True,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
-        if self.base_url.endswith("/v1"):
-            self.base_url = self.base_url[: -len("/v1")]
+        self.base_url = checked_base_url(base_url)
         self._api_key = api_key  # kept off every record, log and repr
         self._timeout = aiohttp.ClientTimeout(
             total=timeout_s, sock_connect=defaults.CONNECT_TIMEOUT_S
@@ -161,7 +163,8 @@ class EndpointClient:
                 else:
                     await _read_body(response, accumulator)
         except aiohttp.ClientConnectorError as exc:
-            return _fail(accumulator, "connect", _connect_message(url, exc))
+            return _fail(accumulator, "connect", RequestError(
+                kind="connect", message=describe_client_error(exc, url)))  # fmt: skip
         except TimeoutError:
             return _fail(accumulator, "timeout", RequestError(kind="timeout", message=(
                 f"no complete reply from {url} within {self._timeout.total:g}s — raise the "
@@ -173,9 +176,8 @@ class EndpointClient:
         except _ProtocolFault as fault:
             return _fail(accumulator, fault.error.kind, fault.error)
         except aiohttp.ClientError as exc:
-            return _fail(accumulator, "protocol", RequestError(kind="protocol", message=(
-                f"{exc.__class__.__name__}: {exc} — check the URL points at an "
-                "OpenAI-compatible server")))  # fmt: skip
+            return _fail(accumulator, "protocol", RequestError(
+                kind="protocol", message=describe_client_error(exc, url)))  # fmt: skip
         return accumulator.finish(time.perf_counter_ns())
 
 
@@ -205,26 +207,20 @@ def _fail(accumulator: StreamAccumulator, kind: ErrorKind, error: RequestError) 
     return record
 
 
-def _connect_message(url: str, exc: aiohttp.ClientConnectorError) -> RequestError:
-    reason = exc.os_error.strerror if exc.os_error and exc.os_error.strerror else str(exc)
-    return RequestError(
-        kind="connect",
-        message=f"cannot connect to {url} ({reason}) — check the server is running and the "
-        "host and port are right (`sparkrig status` lists local instances)",
-    )
-
-
 async def _http_error(response: aiohttp.ClientResponse) -> RequestError:
-    text = (await response.text(errors="replace"))[:_BODY_EXCERPT]
+    raw = await response.content.read(_ERROR_BODY_BYTES)  # a 3 MB error page stays unread
+    text = raw.decode(errors="replace")
     hint = {
         401: "set the API key (--api-key-env, default $SPARKRIG_API_KEY)",
         404: "check the URL and that the server speaks the OpenAI API at /v1",
     }.get(response.status, "read the server's message and its log")
+    title = web_page_title(raw)
+    said = f"a web page titled {title!r}" if title else repr(excerpt(text))
     return RequestError(
         kind="http_status",
         status=response.status,
-        body=text,
-        message=f"HTTP {response.status} from {response.url}: {text[:120]!r} — {hint}",
+        body=text[:_BODY_EXCERPT],
+        message=f"HTTP {response.status} from {response.url}: {said} — {hint}",
     )
 
 
@@ -243,21 +239,29 @@ def _parse_json(text: str, where: str) -> Any:
     except json.JSONDecodeError as exc:
         raise _ProtocolFault(RequestError(
             kind="non_json", body=text[:_BODY_EXCERPT],
-            message=f"{where} is not JSON ({exc.msg}): {text[:80]!r} — check the URL points at "
-            "an OpenAI-compatible server, not a web page or proxy")) from exc  # fmt: skip
+            message=f"{where} is not JSON ({exc.msg}): {excerpt(text, 80)!r} — check the URL "
+            "points at an OpenAI-compatible server, not a web page or proxy")) from exc  # fmt: skip
 
 
 async def _read_body(response: aiohttp.ClientResponse, accumulator: StreamAccumulator) -> None:
     raw = await response.read()
     t_ns = time.perf_counter_ns()
     accumulator.record.first_byte_ns = t_ns
+    if (title := web_page_title(raw)) is not None:
+        raise _ProtocolFault(RequestError(
+            kind="non_json", body=raw[:_BODY_EXCERPT].decode(errors="replace"),
+            message=f"the reply is a web page titled {title!r}, not JSON — point the URL at the "
+            "OpenAI-compatible server itself, not a web UI, login page or proxy"))  # fmt: skip
     body = _parse_json(raw.decode(errors="replace"), "the reply body")
     if not isinstance(body, dict):
         raise _ProtocolFault(RequestError(
             kind="protocol", body=raw[:_BODY_EXCERPT].decode(errors="replace"),
             message="the reply is JSON but not an object — is this an OpenAI-compatible "
             "server?"))  # fmt: skip
-    accumulator.add_body(t_ns, body)
+    try:
+        accumulator.add_body(t_ns, body)
+    except MalformedField as exc:
+        raise _malformed("the reply body", exc, raw.decode(errors="replace")) from exc
 
 
 async def _read_stream(response: aiohttp.ClientResponse, accumulator: StreamAccumulator) -> None:
@@ -323,4 +327,13 @@ def _add_event(accumulator: StreamAccumulator, t_ns: int, data: str) -> None:
         text = detail.get("message", str(detail)) if isinstance(detail, dict) else detail
         raise _ProtocolFault(RequestError(kind="protocol", body=data[:_BODY_EXCERPT],
             message=f"the server reported an error mid-stream: {text} — read its log"))  # fmt: skip
-    accumulator.add_chunk(t_ns, chunk)
+    try:
+        accumulator.add_chunk(t_ns, chunk)
+    except MalformedField as exc:
+        raise _malformed(f"SSE event {accumulator.event_count + 1}", exc, data) from exc
+
+
+def _malformed(where: str, exc: MalformedField, data: str) -> _ProtocolFault:
+    return _ProtocolFault(RequestError(kind="malformed", body=data[:_BODY_EXCERPT],
+        message=f"{where}: {exc.describe()} — the server (or a proxy) sent a malformed reply; "
+        "check its version and the OpenAI API it claims"))  # fmt: skip

@@ -22,7 +22,11 @@ TokenSource = Literal["per_event_usage", "per_event_timings", "final_usage", "ev
 - events_only: no token counts at all; events are NOT tokens and no rate is derived
 """
 
-ErrorKind = Literal["connect", "timeout", "http_status", "non_json", "stream_cut", "protocol"]
+ErrorKind = Literal[
+    "connect", "timeout", "http_status", "non_json", "stream_cut", "protocol", "malformed", "empty"
+]
+"""`malformed`: a reply field of the wrong type (`fields.MalformedField`); `empty`: a reply that
+finished with no content, reasoning or tool call."""
 ReasoningSource = Literal["reasoning_content", "reasoning", "think_tags"]
 
 
