@@ -52,8 +52,19 @@ READY_POLL_INTERVAL_S: Final = 0.25
 STOP_GRACE_S: Final = 10.0
 
 # --- client ----------------------------------------------------------------------------------
-REQUEST_TIMEOUT_S: Final = 300.0
+# Three timeouts, each named in its error, so a stuck server is told from a slow one:
+# - connect: a TCP handshake on a direct cable or loopback takes milliseconds; 10 s is a dead host.
+# - first byte: the prefill of a long prompt on a cold server can take minutes (a 128K-token
+#   prompt at a few hundred tokens/s), so the first event may be 10 minutes away.
+# - idle: once tokens flow, a gap of a minute between events is a stall, not a slow decode
+#   (a decode step takes milliseconds to a second even under heavy batching).
+# The whole request has a ceiling too: a 54K-token reply at 80 tok/s takes about 11 minutes.
 CONNECT_TIMEOUT_S: Final = 10.0
+FIRST_BYTE_TIMEOUT_S: Final = 600.0
+STREAM_IDLE_TIMEOUT_S: Final = 60.0
+REQUEST_TIMEOUT_S: Final = 3600.0
+# Metadata (/v1/models, /metrics, /props, /tokenize) answers at once on any live server.
+METADATA_TIMEOUT_S: Final = 30.0
 API_KEY_ENV: Final = "SPARKRIG_API_KEY"
 # Top-k alternatives asked for when logprobs are requested.
 LOGPROBS_TOP_K: Final = 5

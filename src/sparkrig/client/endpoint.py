@@ -6,9 +6,11 @@ reply cannot end a run of many requests.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Literal
 
@@ -98,12 +100,21 @@ class EndpointClient:
         *,
         api_key: str | None = None,
         timeout_s: float = defaults.REQUEST_TIMEOUT_S,
+        first_byte_timeout_s: float = defaults.FIRST_BYTE_TIMEOUT_S,
+        idle_timeout_s: float = defaults.STREAM_IDLE_TIMEOUT_S,
+        connect_timeout_s: float = defaults.CONNECT_TIMEOUT_S,
         per_event_counts: bool = True,
     ) -> None:
         self.base_url = checked_base_url(base_url)
         self._api_key = api_key  # kept off every record, log and repr
+        self._first_byte_s = first_byte_timeout_s
+        self._idle_s = idle_timeout_s
+        self._connect_s = connect_timeout_s
+        self._request_timeout = aiohttp.ClientTimeout(
+            total=timeout_s, sock_connect=connect_timeout_s
+        )
         self._timeout = aiohttp.ClientTimeout(
-            total=timeout_s, sock_connect=defaults.CONNECT_TIMEOUT_S
+            total=min(timeout_s, defaults.METADATA_TIMEOUT_S), sock_connect=connect_timeout_s
         )
         self.per_event_counts = per_event_counts
         self._session: aiohttp.ClientSession | None = None
@@ -152,23 +163,31 @@ class EndpointClient:
             send_ns=time.perf_counter_ns(),
         )  # fmt: skip
         accumulator = StreamAccumulator(record)
+        loop = asyncio.get_running_loop()
+        deadline = asyncio.timeout(self._first_byte_s)
+
+        def received() -> None:  # each block of a stream restarts the idle timeout
+            deadline.reschedule(loop.time() + self._idle_s)
+
         try:
-            async with self.session.post(url, json=body) as response:
+            async with (
+                deadline,
+                self.session.post(url, json=body, timeout=self._request_timeout) as response,
+            ):
                 record.response_ns = time.perf_counter_ns()
                 _read_in_small_buffers(response)
                 if response.status >= 400:
                     return _fail(accumulator, "http_status", await _http_error(response))
                 if "text/event-stream" in response.headers.get("Content-Type", ""):
-                    await _read_stream(response, accumulator)
+                    await _read_stream(response, accumulator, received)
                 else:
                     await _read_body(response, accumulator)
         except aiohttp.ClientConnectorError as exc:
             return _fail(accumulator, "connect", RequestError(
                 kind="connect", message=describe_client_error(exc, url)))  # fmt: skip
-        except TimeoutError:
-            return _fail(accumulator, "timeout", RequestError(kind="timeout", message=(
-                f"no complete reply from {url} within {self._timeout.total:g}s — raise the "
-                "timeout or check the server is not stuck")))  # fmt: skip
+        except TimeoutError as exc:
+            message = self._timeout_message(url, exc, deadline.expired(), record)
+            return _fail(accumulator, "timeout", RequestError(kind="timeout", message=message))
         except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError) as exc:
             return _fail(accumulator, "stream_cut", RequestError(kind="stream_cut", message=(
                 f"the connection closed mid-reply ({exc.__class__.__name__}) — check the "
@@ -179,6 +198,32 @@ class EndpointClient:
             return _fail(accumulator, "protocol", RequestError(
                 kind="protocol", message=describe_client_error(exc, url)))  # fmt: skip
         return accumulator.finish(time.perf_counter_ns())
+
+    def _timeout_message(
+        self, url: str, exc: TimeoutError, ours: bool, record: RequestRecord
+    ) -> str:
+        """Which of the three timeouts fired, in words, with what to do about it."""
+        if isinstance(exc, aiohttp.ConnectionTimeoutError):
+            return (
+                f"connect timeout: no TCP connection to {url} within {self._connect_s:g} s — "
+                "check the host is up and reachable (a firewall dropping packets looks like this)"
+            )
+        if not ours:
+            return (
+                f"request timeout: the reply from {url} took more than "
+                f"{self._request_timeout.total:g} s in all — ask for fewer tokens, or raise "
+                "the request timeout"
+            )
+        if record.first_byte_ns is None:
+            return (
+                f"first-byte timeout: {url} accepted the request but sent nothing for "
+                f"{self._first_byte_s:g} s — check the server is not stuck (its log, its "
+                "queue); a very long cold prefill needs a longer first-byte timeout"
+            )
+        return (
+            f"idle timeout: {url} sent {len(record.events)} events, then nothing for "
+            f"{self._idle_s:g} s — the server stalled mid-reply; check its log"
+        )
 
 
 def _read_in_small_buffers(response: aiohttp.ClientResponse) -> None:
@@ -264,7 +309,11 @@ async def _read_body(response: aiohttp.ClientResponse, accumulator: StreamAccumu
         raise _malformed("the reply body", exc, raw.decode(errors="replace")) from exc
 
 
-async def _read_stream(response: aiohttp.ClientResponse, accumulator: StreamAccumulator) -> None:
+async def _read_stream(
+    response: aiohttp.ClientResponse,
+    accumulator: StreamAccumulator,
+    received: Callable[[], None] = lambda: None,
+) -> None:
     """Read SSE: `data:` lines joined until a blank line make one event; `[DONE]` ends it.
 
     Lines are split here from whatever bytes have arrived: aiohttp's readline cost more than the
@@ -276,6 +325,7 @@ async def _read_stream(response: aiohttp.ClientResponse, accumulator: StreamAccu
     done = False
     pending = b""
     while not done and (block := await response.content.readany()):
+        received()
         if record.first_byte_ns is None:
             record.first_byte_ns = time.perf_counter_ns()
         lines = (pending + block if pending else block).split(b"\n")
