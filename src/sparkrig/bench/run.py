@@ -111,10 +111,12 @@ async def run_bench(
         }
         on_plan(settings.rounds * sum(len(list(SUITES[s](c))) for s, c in contexts.items()))
         for round_index in range(1, settings.rounds + 1):
-            await _run_round(
+            going = await _run_round(
                 client, receipt, contexts, round_index, saved=saved, on_point_done=on_point_done
             )
-        receipt.complete = True
+            if not going:
+                break
+        receipt.close()
         save_receipt(receipt, out_path)
     return receipt
 
@@ -127,8 +129,11 @@ async def _run_round(
     *,
     saved: Callable[[PointResult], None],
     on_point_done: Callable[[PointResult], None],
-) -> None:
-    """One pass over every point of the suites; later rounds add samples to the same points."""
+) -> bool:
+    """One pass over every point of the suites; later rounds add samples to the same points.
+
+    False when the run should stop: nothing has been measured and every request of a point
+    failed, so the server is not answering usably and the other points would only wait on it."""
     for suite, context in contexts.items():
         for plan in SUITES[suite](context):
             point = _point_named(receipt, plan.point)
@@ -143,6 +148,12 @@ async def _run_round(
                 round_index=round_index,
             )
             on_point_done(point)
+            if point.every_request_failed and not any(p.samples for p in receipt.points):
+                receipt.warnings.append(
+                    f"stopped at {suite}/{point.name}: all {point.requests_sent} requests failed "
+                    "and nothing had been measured"
+                )
+                return False
             if suite == "spec" and point.spec is None:
                 message = (
                     "spec suite stopped: the server made no drafts — speculative decoding is off "
@@ -151,6 +162,7 @@ async def _run_round(
                 if message not in receipt.warnings:
                     receipt.warnings.append(message)
                 break
+    return True
 
 
 def _point_named(receipt: BenchReceipt, fresh: PointResult) -> PointResult:

@@ -17,6 +17,7 @@ from sparkrig.cli.common import (
     NON_NEGATIVE,
     SAMPLES,
     SHARE,
+    ForceFlag,
     JsonFlag,
     _ladder,
     _print_json,
@@ -25,6 +26,7 @@ from sparkrig.cli.common import (
     console,
     err_console,
     ranged,
+    refuse_to_replace,
 )
 from sparkrig.errors import SparkrigError, UsageError
 
@@ -118,6 +120,7 @@ def bench(
     api_key_env: Annotated[
         str, typer.Option(help="env var holding the API key")
     ] = defaults.API_KEY_ENV,
+    force: ForceFlag = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Measure honest serving speed: decode, concurrency, prefill, speculative decoding.
@@ -150,6 +153,7 @@ def bench(
     )  # fmt: skip
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out_path = out or Path("sparkrig-runs") / f"bench-{stamp}.json"
+    refuse_to_replace(out_path, force=force)
 
     from sparkrig.report.bench_progress import BenchProgress
 
@@ -176,6 +180,7 @@ def bench(
         raise
     if as_json:
         _print_json(receipt.model_dump(mode="json"))
+        _fail_when_nothing_measured(receipt, out_path)
         return
     console.print(bench_table(receipt))
     if (acceptance := spec_table(receipt)) is not None:
@@ -187,6 +192,16 @@ def bench(
             console.print(f"[yellow]{point.suite}/{point.name}:[/] {warning}", highlight=False)
     page = write_report(out_path, receipt)
     console.print(f"receipt written to {out_path}; report {page}", highlight=False)
+    _fail_when_nothing_measured(receipt, out_path)
+
+
+def _fail_when_nothing_measured(receipt: Any, out_path: Path) -> None:
+    if not receipt.measured:
+        raise SparkrigError(
+            f"nothing was measured: {receipt.requests_failed()} of {receipt.requests_sent} "
+            f"requests failed (first: {receipt.first_error or 'none sent'}) — fix what the first "
+            f"error names and rerun; {out_path} records the failed run"
+        )
 
 
 @app.command()

@@ -15,12 +15,14 @@ from sparkrig.cli.common import (
     KV_BLOCK_TOKENS,
     NEEDLE_CAP_TOKENS,
     POSITIVE,
+    ForceFlag,
     JsonFlag,
     _print_json,
     app,
     console,
     err_console,
     ranged,
+    refuse_to_replace,
 )
 from sparkrig.errors import UsageError
 
@@ -81,6 +83,7 @@ def check(
     api_key_env: Annotated[
         str, typer.Option(help="env var holding the API key")
     ] = defaults.API_KEY_ENV,
+    force: ForceFlag = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Run the guards that catch silent serving corruption; exit 1 on any FAIL.
@@ -104,6 +107,7 @@ def check(
     choose_guards(names, quick)  # a bad guard name fails before any engine starts
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out_path = out or Path("sparkrig-runs") / f"check-{stamp}.json"
+    refuse_to_replace(out_path, force=force)
     debug = "--debug" in sys.argv
 
     async def go() -> Any:

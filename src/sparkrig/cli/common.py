@@ -82,6 +82,20 @@ def ranged(help: str, within: Range, *flags: str) -> Any:
 
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="print machine-readable JSON")]
+ForceFlag = Annotated[bool, typer.Option("--force", help="let --out replace an existing file")]
+
+
+def refuse_to_replace(path: Path, *, force: bool) -> None:
+    """A run writes its receipt early and often; it must not replace a user's file (an earlier
+    good receipt, or anything else) unless asked to. Checked before any work."""
+    if path.is_dir():
+        raise UsageError(f"--out {path} is a directory — name a file, e.g. {path}/run.json")
+    if (path.exists() or path.is_symlink()) and not force:
+        raise UsageError(
+            f"--out {path} already exists — pick another path, or add --force to replace it"
+        )
+
+
 ApplyFlag = Annotated[bool, typer.Option("--apply", help="act; without it, only print the plan")]
 
 
