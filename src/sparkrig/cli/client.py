@@ -43,13 +43,25 @@ def ask(
         _print_json(record.model_dump(mode="json"))
     if record.error is not None:
         raise SparkrigError(record.error.message)
+    if not (record.content or record.reasoning or record.tool_calls):
+        raise SparkrigError(
+            f"the server finished with an empty reply ({len(record.events)} events, "
+            f"finish_reason {record.finish_reason}, {_tokens(record.completion_tokens)}) — check "
+            "the model answers this prompt (its chat template, stop strings, --max-tokens)"
+        )
     if not as_json:
+        if record.reasoning and not record.content:
+            console.print(f"(reasoning only) {record.reasoning}", markup=False, highlight=False)
         console.print(record.content, markup=False, highlight=False)
         console.print(
-            f"[dim]{record.completion_tokens} tokens ({record.token_source}), "
+            f"[dim]{_tokens(record.completion_tokens)} ({record.token_source}), "
             f"TTFT {_ms(record.ttft_s)}, decode {_rate(record.decode_tps)}, "
             f"finish {record.finish_reason}[/]"
         )
+
+
+def _tokens(count: int | None) -> str:
+    return "token count not reported" if count is None else f"{count} tokens"
 
 
 def _ms(value: float | None) -> str:
