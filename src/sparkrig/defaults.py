@@ -63,6 +63,10 @@ CONNECT_TIMEOUT_S: Final = 10.0
 FIRST_BYTE_TIMEOUT_S: Final = 600.0
 STREAM_IDLE_TIMEOUT_S: Final = 60.0
 REQUEST_TIMEOUT_S: Final = 3600.0
+# Each of the three can be changed per run through these environment variables (seconds).
+FIRST_BYTE_TIMEOUT_ENV: Final = "SPARKRIG_FIRST_BYTE_TIMEOUT_S"
+STREAM_IDLE_TIMEOUT_ENV: Final = "SPARKRIG_IDLE_TIMEOUT_S"
+CONNECT_TIMEOUT_ENV: Final = "SPARKRIG_CONNECT_TIMEOUT_S"
 # Metadata (/v1/models, /metrics, /props, /tokenize) answers at once on any live server.
 METADATA_TIMEOUT_S: Final = 30.0
 API_KEY_ENV: Final = "SPARKRIG_API_KEY"

@@ -120,15 +120,19 @@ def read_model_file(
     the right kind with a bad field (default: `fix`)."""
     raw = read_json_file(path, what=what, fix=fix, error=error)
     if not isinstance(raw, dict) or (kind is not None and raw.get("kind") != kind):
-        raise error(f"{path} is {kind_of(raw)}, not a {what} — {fix}")
+        raise error(f"{path} is {kind_of(raw)}, not {_a(what)} — {fix}")
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
         if kind is None and not _shares_a_field(raw, model):
-            raise error(f"{path} is {kind_of(raw)}, not a {what} — {fix}") from exc
+            raise error(f"{path} is {kind_of(raw)}, not {_a(what)} — {fix}") from exc
         raise error(
             f"{what} {path} is damaged: {validation_problem(exc)} — {damaged_fix or fix}"
         ) from exc
+
+
+def _a(noun: str) -> str:
+    return f"{'an' if noun[:1] in 'aeiou' else 'a'} {noun}"
 
 
 def _shares_a_field(raw: dict[str, Any], model: type[BaseModel]) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import time
 from collections.abc import Callable
@@ -22,7 +23,7 @@ from sparkrig.client.accumulate import StreamAccumulator
 from sparkrig.client.fields import MalformedField
 from sparkrig.client.http_failures import checked_base_url, describe_client_error, web_page_title
 from sparkrig.client.records import ErrorKind, RequestError, RequestRecord
-from sparkrig.errors import excerpt
+from sparkrig.errors import UsageError, excerpt
 
 _BODY_EXCERPT = 500
 _ERROR_BODY_BYTES = 64 * 1024
@@ -87,6 +88,20 @@ def request_body(
     return body
 
 
+def seconds_from_env(name: str, default: float) -> float:
+    """A timeout in seconds from environment variable `name`, or `default` when unset."""
+    text = os.environ.get(name)
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise UsageError(f"{name}={text!r} is not a number of seconds above 0 — fix or unset it")
+    return value
+
+
 def api_key_from_env(env_var: str = defaults.API_KEY_ENV) -> str | None:
     return os.environ.get(env_var) or None
 
@@ -100,16 +115,24 @@ class EndpointClient:
         *,
         api_key: str | None = None,
         timeout_s: float = defaults.REQUEST_TIMEOUT_S,
-        first_byte_timeout_s: float = defaults.FIRST_BYTE_TIMEOUT_S,
-        idle_timeout_s: float = defaults.STREAM_IDLE_TIMEOUT_S,
-        connect_timeout_s: float = defaults.CONNECT_TIMEOUT_S,
+        first_byte_timeout_s: float | None = None,
+        idle_timeout_s: float | None = None,
+        connect_timeout_s: float | None = None,
         per_event_counts: bool = True,
     ) -> None:
+        """Timeouts left at None come from their environment variable, else sparkrig.defaults."""
         self.base_url = checked_base_url(base_url)
         self._api_key = api_key  # kept off every record, log and repr
-        self._first_byte_s = first_byte_timeout_s
-        self._idle_s = idle_timeout_s
-        self._connect_s = connect_timeout_s
+        self._first_byte_s = first_byte_timeout_s or seconds_from_env(
+            defaults.FIRST_BYTE_TIMEOUT_ENV, defaults.FIRST_BYTE_TIMEOUT_S
+        )
+        self._idle_s = idle_timeout_s or seconds_from_env(
+            defaults.STREAM_IDLE_TIMEOUT_ENV, defaults.STREAM_IDLE_TIMEOUT_S
+        )
+        self._connect_s = connect_timeout_s or seconds_from_env(
+            defaults.CONNECT_TIMEOUT_ENV, defaults.CONNECT_TIMEOUT_S
+        )
+        connect_timeout_s = self._connect_s
         self._request_timeout = aiohttp.ClientTimeout(
             total=timeout_s, sock_connect=connect_timeout_s
         )
@@ -206,7 +229,8 @@ class EndpointClient:
         if isinstance(exc, aiohttp.ConnectionTimeoutError):
             return (
                 f"connect timeout: no TCP connection to {url} within {self._connect_s:g} s — "
-                "check the host is up and reachable (a firewall dropping packets looks like this)"
+                "check the host is up and reachable (a firewall dropping packets looks like "
+                f"this), or set {defaults.CONNECT_TIMEOUT_ENV}"
             )
         if not ours:
             return (
@@ -218,11 +242,13 @@ class EndpointClient:
             return (
                 f"first-byte timeout: {url} accepted the request but sent nothing for "
                 f"{self._first_byte_s:g} s — check the server is not stuck (its log, its "
-                "queue); a very long cold prefill needs a longer first-byte timeout"
+                "queue); a very long cold prefill needs more: set "
+                f"{defaults.FIRST_BYTE_TIMEOUT_ENV}"
             )
         return (
             f"idle timeout: {url} sent {len(record.events)} events, then nothing for "
-            f"{self._idle_s:g} s — the server stalled mid-reply; check its log"
+            f"{self._idle_s:g} s — the server stalled mid-reply; check its log (or set "
+            f"{defaults.STREAM_IDLE_TIMEOUT_ENV} if it is only slow)"
         )
 
 
