@@ -96,6 +96,7 @@ def describe_failure(exc: Exception) -> tuple[str, int] | None:
 
 def usage_line(exc: click_exceptions.UsageError) -> str:
     """typer's usage box as one line: the problem, and the command whose --help explains it."""
-    command = exc.ctx.command_path if exc.ctx is not None else "sparkrig"
+    path = exc.ctx.command_path.split()[1:] if exc.ctx is not None else []
+    command = " ".join(["sparkrig", *path])  # whatever name the program was started by
     message = exc.format_message().rstrip(".")
     return f"{message} — see `{command} --help`"
