@@ -230,7 +230,7 @@ SCENARIOS: dict[str, dict[str, Behaviour]] = {
                 {"choices": [{"index": 0, "message": {"content": ""}, "finish_reason": "stop"}]},
             ),
         )
-    },  # fmt: skip
+    },
     "only-done": {"chat": _stream([])},
     "content-null": {"chat": _stream([delta({"content": None}), delta({}, "length")])},
     "ends-early": {"chat": _stream([delta({"content": "Hel"})], done=False)},

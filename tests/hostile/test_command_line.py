@@ -141,4 +141,5 @@ def test_version_alone_prints_the_version() -> None:
 def test_debug_shows_the_traceback_instead() -> None:
     outcome = run_cli("--debug", "ask", "localhost:8080", "hi")
     assert outcome.code != 0
-    assert outcome.exception is not None and not isinstance(outcome.exception, SystemExit)
+    assert outcome.exception is not None
+    assert not isinstance(outcome.exception, SystemExit)
