@@ -88,7 +88,7 @@ def read_json_file(
             f"starts {start!r}) — {fix}"
         ) from exc
     except RecursionError as exc:
-        raise error(f"{what} {path} is nested too deeply to be one — {fix}") from exc
+        raise error(f"{what} {path} is JSON nested too deeply to read — {fix}") from exc
 
 
 def kind_of(raw: Any) -> str:
@@ -119,7 +119,7 @@ def read_model_file(
     file naming another kind is described as what it is. `damaged_fix` is the advice for a file of
     the right kind with a bad field (default: `fix`)."""
     raw = read_json_file(path, what=what, fix=fix, error=error)
-    if not isinstance(raw, dict) or (kind is not None and raw.get("kind") != kind):
+    if not isinstance(raw, dict) or raw.get("kind") != kind:  # a kind where none belongs too
         raise error(f"{path} is {kind_of(raw)}, not {_a(what)} — {fix}")
     try:
         return model.model_validate(raw)

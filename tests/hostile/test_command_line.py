@@ -57,8 +57,9 @@ OUT_OF_RANGE = [
 ]
 
 
-@pytest.mark.parametrize(("args", "option"), OUT_OF_RANGE, ids=lambda v: " ".join(v)
-                         if isinstance(v, list) else v)  # fmt: skip
+@pytest.mark.parametrize(
+    ("args", "option"), OUT_OF_RANGE, ids=lambda v: " ".join(v) if isinstance(v, list) else v
+)
 def test_a_number_out_of_range_is_refused_before_any_work(args: list[str], option: str) -> None:
     line = one_line_failure(run_cli(*args), option, "--help")
     assert "use" in line  # the range it accepts
@@ -93,8 +94,9 @@ USAGE = [
 ]
 
 
-@pytest.mark.parametrize(("args", "names"), USAGE, ids=lambda v: " ".join(v)
-                         if isinstance(v, list) else v)  # fmt: skip
+@pytest.mark.parametrize(
+    ("args", "names"), USAGE, ids=lambda v: " ".join(v) if isinstance(v, list) else v
+)
 def test_a_usage_error_is_one_line_not_a_box(args: list[str], names: str) -> None:
     outcome = run_cli(*args)
     one_line_failure(outcome, names, "--help")
@@ -126,8 +128,9 @@ CONTRADICTIONS = [
 ]
 
 
-@pytest.mark.parametrize(("args", "names"), CONTRADICTIONS, ids=lambda v: " ".join(v)
-                         if isinstance(v, list) else v)  # fmt: skip
+@pytest.mark.parametrize(
+    ("args", "names"), CONTRADICTIONS, ids=lambda v: " ".join(v) if isinstance(v, list) else v
+)
 def test_a_contradiction_is_one_line_with_the_fix(args: list[str], names: str, state: Path) -> None:
     one_line_failure(run_cli(*args), names)
 
