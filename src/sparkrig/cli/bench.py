@@ -131,11 +131,14 @@ def bench(
     from sparkrig.bench.point import BenchSettings
     from sparkrig.bench.run import check_suites, run_bench
     from sparkrig.client.endpoint import api_key_from_env
+    from sparkrig.client.http_failures import checked_base_url
     from sparkrig.report.bench_table import bench_table, spec_table
     from sparkrig.report.html_report import write_report
 
     if (url is None) == (not local):
         raise UsageError("give either a server URL or --local — e.g. `sparkrig bench --local`")
+    if url is not None:
+        checked_base_url(url)  # a URL that cannot work fails before anything runs
     speculative = _speculative(spec_type, None, defaults.LOCAL_SPEC_DRAFT_MAX, None)
     if spec_type and not local:
         raise UsageError("--spec-type starts the embedded engine — add --local, or drop it")

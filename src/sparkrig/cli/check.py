@@ -92,12 +92,15 @@ def check(
     cached) or with a recorded baseline (docs/guards.md). The receipt is rewritten after every
     guard, so an interrupted run keeps what it found."""
     from sparkrig.client.endpoint import api_key_from_env
+    from sparkrig.client.http_failures import checked_base_url
     from sparkrig.guards.battery import choose_guards
     from sparkrig.guards.context import CheckSettings
     from sparkrig.report.check_table import check_table, result_line
 
     if (url is None) == (not local):
         raise UsageError("give either a server URL or --local — e.g. `sparkrig check --local`")
+    if url is not None:
+        checked_base_url(url)  # a URL that cannot work fails before anything runs
     if quick and full:
         raise UsageError("--quick and --full contradict each other — pick one")
     names = [name.strip() for name in guard.split(",") if name.strip()] if guard else None

@@ -40,7 +40,10 @@ def gateway(
     """Proxy UPSTREAM, injecting faults that guards must catch (docs/gateway.md lists them).
 
     Every other path passes through unchanged; with no fault the gateway is transparent."""
+    from sparkrig.client.http_failures import checked_base_url
     from sparkrig.gateway import Fault, GatewayConfig, parse_faults, running_gateway
+
+    checked_base_url(upstream)  # the gateway would otherwise answer every request with a 502
 
     config = GatewayConfig(
         faults=parse_faults(inject), after_requests=after, emulate_reasoning=emulate_reasoning,

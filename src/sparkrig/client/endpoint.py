@@ -209,7 +209,7 @@ class EndpointClient:
             return _fail(accumulator, "connect", RequestError(
                 kind="connect", message=describe_client_error(exc, url)))  # fmt: skip
         except TimeoutError as exc:
-            message = self._timeout_message(url, exc, deadline.expired(), record)
+            message = self._timeout_message(url, exc, deadline.expired(), accumulator)
             return _fail(accumulator, "timeout", RequestError(kind="timeout", message=message))
         except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError) as exc:
             return _fail(accumulator, "stream_cut", RequestError(kind="stream_cut", message=(
@@ -223,7 +223,7 @@ class EndpointClient:
         return accumulator.finish(time.perf_counter_ns())
 
     def _timeout_message(
-        self, url: str, exc: TimeoutError, ours: bool, record: RequestRecord
+        self, url: str, exc: TimeoutError, ours: bool, accumulator: StreamAccumulator
     ) -> str:
         """Which of the three timeouts fired, in words, with what to do about it."""
         if isinstance(exc, aiohttp.ConnectionTimeoutError):
@@ -238,7 +238,7 @@ class EndpointClient:
                 f"{self._request_timeout.total:g} s in all — ask for fewer tokens, or raise "
                 "the request timeout"
             )
-        if record.first_byte_ns is None:
+        if accumulator.record.first_byte_ns is None:
             return (
                 f"first-byte timeout: {url} accepted the request but sent nothing for "
                 f"{self._first_byte_s:g} s — check the server is not stuck (its log, its "
@@ -246,7 +246,7 @@ class EndpointClient:
                 f"{defaults.FIRST_BYTE_TIMEOUT_ENV}"
             )
         return (
-            f"idle timeout: {url} sent {len(record.events)} events, then nothing for "
+            f"idle timeout: {url} sent {accumulator.event_count} events, then nothing for "
             f"{self._idle_s:g} s — the server stalled mid-reply; check its log (or set "
             f"{defaults.STREAM_IDLE_TIMEOUT_ENV} if it is only slow)"
         )
@@ -307,6 +307,11 @@ def _parse_json(text: str, where: str) -> Any:
         pass
     try:  # anything else is json.loads's to accept (surrounding whitespace) or reject
         return json.loads(text)
+    except RecursionError as exc:
+        raise _ProtocolFault(RequestError(
+            kind="non_json", body=text[:_BODY_EXCERPT],
+            message=f"{where} is JSON nested too deeply to read — check the URL points at an "
+            "OpenAI-compatible server")) from exc  # fmt: skip
     except json.JSONDecodeError as exc:
         raise _ProtocolFault(RequestError(
             kind="non_json", body=text[:_BODY_EXCERPT],

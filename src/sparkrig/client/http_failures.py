@@ -66,11 +66,7 @@ def describe_client_error(exc: BaseException, url: str) -> str:  # noqa: PLR0911
             f"{url} redirects in a loop (more than {len(exc.history)} redirects) — point the "
             "URL at the server's API itself, not a login page or proxy"
         )
-    if (
-        isinstance(exc, aiohttp.ClientResponseError)
-        and exc.status == 400
-        and ("status line" in exc.message.lower() or "expected http" in exc.message.lower())
-    ):
+    if not_http(exc):
         return (
             f"{host} does not speak HTTP (its first bytes were not an HTTP status line) — "
             "point the URL at the OpenAI-compatible server's HTTP port"
@@ -85,6 +81,14 @@ def describe_client_error(exc: BaseException, url: str) -> str:  # noqa: PLR0911
     if isinstance(exc, TimeoutError):
         return f"no reply from {url} in time — check the server is not stuck or overloaded"
     return f"{exc.__class__.__name__} on {url}: {excerpt(str(exc), 120)} — check the URL"
+
+
+def not_http(exc: BaseException) -> bool:
+    """aiohttp's way of saying the peer's first bytes were no HTTP status line."""
+    if not isinstance(exc, aiohttp.ClientResponseError) or exc.status != 400:
+        return False
+    message = str(exc.message).lower()
+    return "status line" in message or "expected http" in message
 
 
 def web_page_title(body: bytes) -> str | None:

@@ -7,7 +7,7 @@ import json
 import aiohttp
 
 from sparkrig.client.endpoint import ChatRequest, EndpointClient, api_key_from_env
-from sparkrig.client.http_failures import describe_client_error, web_page_title
+from sparkrig.client.http_failures import describe_client_error, not_http, web_page_title
 from sparkrig.client.metrics import MetricsSnapshot, parse_metrics
 from sparkrig.client.records import RequestRecord
 from sparkrig.errors import EndpointError, excerpt
@@ -80,6 +80,8 @@ async def scrape_once(url: str) -> MetricsSnapshot:
         try:
             text = await client.get_text("/metrics")
         except aiohttp.ClientResponseError as exc:
+            if not_http(exc):
+                raise EndpointError(describe_client_error(exc, client.base_url)) from exc
             raise EndpointError(
                 f"{client.base_url}/metrics answered HTTP {exc.status} — check that the engine "
                 "exposes metrics (llama-server needs --metrics)"
