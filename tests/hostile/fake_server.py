@@ -210,6 +210,27 @@ def _stall(seconds: float, *, first: Chunk | None = None) -> Behaviour:
     return send
 
 
+def counted(words: int = 12) -> list[Chunk]:
+    """A good reply with llama.cpp's cumulative `timings.predicted_n` on every event."""
+    chunks = []
+    for n in range(1, words + 1):
+        chunk = delta({"content": f"w{n} "})
+        chunk["timings"] = {"predicted_n": n}
+        chunks.append(chunk)
+    final = delta({}, "stop")
+    final["timings"] = {"predicted_n": words}
+    final["usage"] = {"completion_tokens": words, "prompt_tokens": 5}
+    return [*chunks, final]
+
+
+def _every_other_malformed(handler: Handler) -> None:
+    """Odd requests get a good counted reply, even ones a token count as text."""
+    handler.server.flaky_count += 1
+    if handler.server.flaky_count % 2:
+        return _stream(counted(), pause_s=0.002)(handler)
+    return _stream([delta({"content": "Hi"}), MALFORMED["tokens-string"][0]])(handler)
+
+
 def _depends_on_stream(streamed: Behaviour, whole: Behaviour) -> Behaviour:
     return lambda h: (streamed if h.body.get("stream") else whole)(h)
 
@@ -277,6 +298,7 @@ SCENARIOS: dict[str, dict[str, Behaviour]] = {
     "metrics-html": {"metrics": _raw(200, "text/html", LOGIN_PAGE.encode())},
     "metrics-500": {"metrics": _raw(500, "text/plain", b"down")},
     "metrics-binary": {"metrics": _raw(200, "text/plain", bytes(range(256)) * 4)},
+    "every-other-malformed": {"chat": _every_other_malformed},
     # hangs
     "silent": {"chat": _stall(5.0), "models": _stall(5.0)},
     "one-event-then-silence": {"chat": _stall(5.0, first=delta({"content": "Hi"}))},
@@ -286,6 +308,7 @@ SCENARIOS: dict[str, dict[str, Behaviour]] = {
 class FakeServer(ThreadingHTTPServer):
     daemon_threads = True
     hits: list[tuple[str, str]]
+    flaky_count: int
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hangs up mid-reply is what half these scenarios provoke: no traceback
@@ -299,6 +322,7 @@ class FakeServer(ThreadingHTTPServer):
 def running_fake_server() -> Iterator[FakeServer]:
     server = FakeServer(("127.0.0.1", 0), Handler)
     server.hits = []
+    server.flaky_count = 0
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -13,7 +13,7 @@ from sparkrig.client.metrics import try_scrape_metrics
 from sparkrig.client.probe import first_model_id
 from sparkrig.client.tokenize import server_tokenize
 from sparkrig.engines.metric_map import Quantity
-from sparkrig.errors import EndpointError, UsageError
+from sparkrig.errors import EndpointError, UsageError, excerpt
 from sparkrig.guards.detectors import degeneration_findings
 
 
@@ -132,8 +132,8 @@ async def _run_round(
 ) -> bool:
     """One pass over every point of the suites; later rounds add samples to the same points.
 
-    False when the run should stop: nothing has been measured and every request of a point
-    failed, so the server is not answering usably and the other points would only wait on it."""
+    False when the run should stop: a point ended without a sample and nothing has been measured
+    yet, so the server is not answering usably and the other points would only wait on it."""
     for suite, context in contexts.items():
         for plan in SUITES[suite](context):
             point = _point_named(receipt, plan.point)
@@ -148,10 +148,11 @@ async def _run_round(
                 round_index=round_index,
             )
             on_point_done(point)
-            if point.every_request_failed and not any(p.samples for p in receipt.points):
+            if not any(p.samples for p in receipt.points):
+                last = point.discarded[-1].reason if point.discarded else "no sample"
                 receipt.warnings.append(
-                    f"stopped at {suite}/{point.name}: all {point.requests_sent} requests failed "
-                    "and nothing had been measured"
+                    f"stopped at {suite}/{point.name}: its first point gave no sample "
+                    f"({excerpt(last, 160)}), so the others would only repeat it"
                 )
                 return False
             if suite == "spec" and point.spec is None:
