@@ -418,3 +418,47 @@ def test_the_state_folder_itself_being_a_file_is_one_line(
     blocker.write_text("not a folder")
     monkeypatch.setenv(STATE_ENV, str(blocker))
     one_line_failure(run_cli("status"))
+
+
+# --- sysfs: a GID table that is broken in every way reads as "no GID", never a traceback -------
+
+
+def gid_tree(root: Path, fill: Callable[[Path], None]) -> Path:
+    port = root / "class" / "infiniband" / "rocep1s0f0" / "ports" / "1"
+    for folder in ("gids", "gid_attrs/types", "gid_attrs/ndevs"):
+        (port / folder).mkdir(parents=True)
+    fill(port)
+    return root
+
+
+SYSFS: dict[str, Callable[[Path], None]] = {
+    "empty-tables": lambda port: None,
+    "gid-not-ascii": lambda port: (port / "gids" / "0").write_bytes(b"\xff\xfe\n"),
+    "gid-not-an-address": lambda port: (port / "gids" / "0").write_text("fe80::zz\n"),
+    "gid-is-a-folder": lambda port: (port / "gids" / "0").mkdir(),
+    "type-is-a-folder": lambda port: (
+        (port / "gids" / "0").write_text("0000:0000:0000:0000:0000:ffff:c0a8:6401\n"),
+        (port / "gid_attrs" / "types" / "0").mkdir(),
+    ),
+    "odd-names": lambda port: (port / "gids" / "x1").write_text("::1\n"),
+}
+
+
+@pytest.mark.parametrize("case", list(SYSFS))
+def test_a_broken_gid_table_reads_as_no_gid(case: str, tmp_path: Path) -> None:
+    root = gid_tree(tmp_path / "sys", SYSFS[case])
+    args = ["fabric", "gids", str(EXAMPLES / "pair.toml"), "--node", "spark1", "--json"]
+    outcome = run_cli(*args, "--sysfs", str(root))
+    assert outcome.code == 1
+    assert "Traceback" not in outcome.stdout + outcome.stderr
+    rows = json.loads(outcome.stdout)
+    assert all(row["index"] is None and " — " in row["problem"] for row in rows)
+
+
+@pytest.mark.parametrize("kind", ["missing", "file"])
+def test_a_sysfs_root_that_is_not_a_folder_is_one_line(kind: str, tmp_path: Path) -> None:
+    root = tmp_path / "sys"
+    if kind == "file":
+        root.write_text("not sysfs")
+    args = ["fabric", "gids", str(EXAMPLES / "pair.toml"), "--node", "spark1"]
+    one_line_failure(run_cli(*args, "--sysfs", str(root)), "--sysfs")

@@ -118,3 +118,10 @@ def test_a_baseline_of_another_kind_is_named_and_kept(
     assert str(baseline) in line
     assert "delete" not in line
     assert baseline.read_text() == content
+
+
+def test_demo_refuses_an_existing_out_before_starting_an_engine(tmp_path: Path) -> None:
+    out = tmp_path / "demo.json"
+    out.write_text(GOOD_RECEIPT)
+    one_line_failure(run_cli("demo", "--out", str(out)), "--force")
+    assert out.read_text() == GOOD_RECEIPT

@@ -40,6 +40,7 @@ def demo(
     spec_type: Annotated[
         str | None, typer.Option(help="speculative decoding mode, e.g. draft-simple")
     ] = None,
+    force: ForceFlag = False,
 ) -> None:
     """The main job on this machine: serve the bundled model, smoke it, bench it, check it.
 
@@ -52,6 +53,7 @@ def demo(
 
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out_path = out or Path("sparkrig-runs") / f"demo-{stamp}.json"
+    refuse_to_replace(out_path, force=force)
     speculative = _speculative(spec_type, None, defaults.LOCAL_SPEC_DRAFT_MAX, None)
     receipt = asyncio.run(
         run_demo(console, model=model, out_path=out_path, speculative=speculative)

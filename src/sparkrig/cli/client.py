@@ -15,6 +15,7 @@ from sparkrig.cli.common import (
     _print_json,
     app,
     console,
+    err_console,
     ranged,
 )
 from sparkrig.errors import SparkrigError
@@ -37,8 +38,10 @@ def ask(
     """Send one chat request through sparkrig's client and show its timing record."""
     from sparkrig.client.probe import ask_once
 
-    record = asyncio.run(ask_once(url, prompt, model=model, max_tokens=max_tokens,
-                                  stream=not no_stream, api_key_env=api_key_env))  # fmt: skip
+    # visible while a cold prefill keeps the first byte away (shown on a terminal only)
+    with err_console.status(f"waiting for {url} (a cold prefill can take minutes)"):
+        record = asyncio.run(ask_once(url, prompt, model=model, max_tokens=max_tokens,
+                                      stream=not no_stream, api_key_env=api_key_env))  # fmt: skip
     if as_json:
         _print_json(record.model_dump(mode="json"))
     if record.error is not None:

@@ -242,6 +242,8 @@ def gids_command(
     from sparkrig.fabric.gid import read_gid_table, resolve_gid_index
     from sparkrig.fabric.plan import plan_fabric
 
+    if not sysfs.is_dir():
+        raise UsageError(f"--sysfs {sysfs} is not a folder — pass the sysfs root, e.g. /sys")
     plan = plan_fabric(load_cluster(cluster_file))
     if node not in plan.rank_order:
         raise UsageError(f"--node {node} is not a node — use one of {', '.join(plan.rank_order)}")
