@@ -23,10 +23,9 @@ TokenSource = Literal["per_event_usage", "per_event_timings", "final_usage", "ev
 """
 
 ErrorKind = Literal[
-    "connect", "timeout", "http_status", "non_json", "stream_cut", "protocol", "malformed", "empty"
+    "connect", "timeout", "http_status", "non_json", "stream_cut", "protocol", "malformed"
 ]
-"""`malformed`: a reply field of the wrong type (`fields.MalformedField`); `empty`: a reply that
-finished with no content, reasoning or tool call."""
+"""`malformed`: a reply field of the wrong type (`fields.MalformedField`)."""
 ReasoningSource = Literal["reasoning_content", "reasoning", "think_tags"]
 
 
