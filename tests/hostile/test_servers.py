@@ -113,7 +113,12 @@ def test_a_useless_model_list_is_named(command: str, scenario: str, fake: FakeSe
     assert "/v1/models" in line
 
 
-METRICS = {"metrics-html": "", "metrics-500": "HTTP 500", "ok": "HTTP 404"}
+METRICS = {
+    "metrics-html": "web page titled 'Sign in'",
+    "metrics-binary": "not Prometheus",
+    "metrics-500": "HTTP 500",
+    "ok": "HTTP 404",
+}
 
 
 @pytest.mark.parametrize("scenario", list(METRICS))

@@ -202,10 +202,11 @@ def bench(
 
 def _fail_when_nothing_measured(receipt: Any, out_path: Path) -> None:
     if not receipt.measured:
+        first = receipt.first_error or "no request was sent"
         raise SparkrigError(
             f"nothing was measured: {receipt.requests_failed()} of {receipt.requests_sent} "
-            f"requests failed (first: {receipt.first_error or 'none sent'}) — fix what the first "
-            f"error names and rerun; {out_path} records the failed run"
+            f"requests failed (first: {first.split(' — ')[0]}) — fix what the first error names "
+            f"and rerun; {out_path} records the failed run"
         )
 
 

@@ -175,7 +175,7 @@ class EndpointClient:
     async def get_text(self, path: str) -> str:
         async with self.session.get(f"{self.base_url}{path}") as response:
             response.raise_for_status()
-            return await response.text()
+            return await response.text(errors="replace")  # bytes that are not text stay visible
 
     async def send(self, request: ChatRequest | CompletionRequest) -> RequestRecord:  # noqa: PLR0911
         path = "/v1/chat/completions" if request.api == "chat" else "/v1/completions"
