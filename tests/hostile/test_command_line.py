@@ -146,3 +146,32 @@ def test_debug_shows_the_traceback_instead() -> None:
     assert outcome.code != 0
     assert outcome.exception is not None
     assert not isinstance(outcome.exception, SystemExit)
+
+
+PAIR_VLLM = str(EXAMPLES / "pair-vllm.toml")
+RING4 = str(EXAMPLES / "ring4.toml")
+
+CLUSTER_COMMANDS = [
+    (["lint", PAIR, "--profile", "nosuch"], "nosuch"),
+    (["plan-capacity", PAIR_VLLM, "--profile", "nosuch"], "nosuch"),
+    (["up", PAIR], "[engine]"),
+    (["up", PAIR_VLLM, "--profile", "nosuch"], "nosuch"),
+    (["logs", PAIR, "spark1"], "nothing recorded"),
+    (["fabric", "apply", PAIR, "--node", "nosuch"], "nosuch"),
+    (["fabric", "gids", PAIR, "--node", "nosuch"], "nosuch"),
+    (["fabric", "plan", PAIR, "--tp", "3"], "tensor_parallel_size"),
+    (["fabric", "plan", RING4, "--tp", "3"], "closed"),
+    (["fabric", "plan", PAIR, "--out", "/proc/no-such-folder"], "--out"),
+    (["fabric", "discover", PAIR, "--executor", "netns", "--netns-prefix", "zz-nosuch-"], "zz-"),
+    (["logs", "--name", "nosuch"], "nosuch"),
+    (["down", "--name", "nosuch", "--apply"], "nosuch"),
+    (["logs"], "nothing is running"),
+    (["down"], "nothing is running"),
+]
+
+
+@pytest.mark.parametrize(
+    ("args", "names"), CLUSTER_COMMANDS, ids=lambda v: " ".join(v) if isinstance(v, list) else v
+)
+def test_every_command_names_what_is_wrong(args: list[str], names: str, state: Path) -> None:
+    one_line_failure(run_cli(*args), names)

@@ -215,3 +215,16 @@ def test_a_bad_timeout_setting_is_one_line(value: str, fake: FakeServer) -> None
 @pytest.mark.parametrize("bad", ["localhost:1", "ftp://x", "http://127.0.0.1:99999"])
 def test_the_gateway_refuses_an_upstream_it_cannot_use(bad: str) -> None:
     one_line_failure(run_cli("gateway", bad))
+
+
+def test_the_gateway_on_a_taken_port_is_one_line() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        one_line_failure(run_cli("gateway", "http://127.0.0.1:9", "--port", port), "--port")
+
+
+def test_the_gateway_on_a_host_that_does_not_resolve_blames_the_host() -> None:
+    line = one_line_failure(run_cli("gateway", "http://127.0.0.1:9", "--host", "nowhere.invalid"))
+    assert "--host" in line
