@@ -155,11 +155,16 @@ def test_report_names_a_broken_receipt_and_writes_nothing(case: str, tmp_path: P
 @contextmanager
 def as_nobody() -> Iterator[None]:
     """Run the block with the effective uid of `nobody`: root reads any file, a user does not."""
+    groups = os.getgroups()
+    os.setgroups([])  # root's groups would let the group bits decide
+    os.setegid(NOBODY)
     os.seteuid(NOBODY)
     try:
         yield
     finally:
         os.seteuid(0)
+        os.setegid(0)
+        os.setgroups(groups)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="switching to nobody needs root")
@@ -174,6 +179,7 @@ def test_an_unreadable_receipt_says_permission_denied(command: str, tmp_path: Pa
         if command == "compare"
         else [command, str(receipt), "--out", "/tmp/never-written.html"]
     )
+    run_cli(*args[:-1], str(tmp_path / "root.html"))  # as root: loads what it imports lazily
     with as_nobody():
         outcome = run_cli(*args)
     one_line_failure(outcome, "permission denied", str(receipt))
@@ -462,3 +468,35 @@ def test_a_sysfs_root_that_is_not_a_folder_is_one_line(kind: str, tmp_path: Path
         root.write_text("not sysfs")
     args = ["fabric", "gids", str(EXAMPLES / "pair.toml"), "--node", "spark1"]
     one_line_failure(run_cli(*args, "--sysfs", str(root)), "--sysfs")
+
+
+def _owned_by_root_only(path: Path, content: str) -> Path:
+    for parent in (path.parent, *path.parent.parents):
+        if parent.stat().st_mode & 0o005 != 0o005:
+            parent.chmod(parent.stat().st_mode | 0o005)  # nobody may walk to the file
+    path.write_text(content)
+    path.chmod(0o600)
+    return path
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="switching to nobody needs root")
+@pytest.mark.parametrize("what", ["model", "cluster-file", "instance-record", "journal"])
+def test_an_unreadable_file_says_permission_denied(what: str, tmp_path: Path, state: Path) -> None:
+    if what == "model":
+        path = _owned_by_root_only(tmp_path / "m.gguf", "GGUF")
+        args = ["up", "--local", "--model", str(path)]
+    elif what == "cluster-file":
+        path = _owned_by_root_only(tmp_path / "c.toml", (EXAMPLES / "pair.toml").read_text())
+        args = ["fabric", "plan", str(path)]
+    elif what == "instance-record":
+        (state / "local").mkdir()
+        path = _owned_by_root_only(state / "local" / "llama-1.json", json.dumps(instance()))
+        args = ["status"]
+    else:
+        (state / "fabric").mkdir()
+        path = _owned_by_root_only(state / "fabric" / "pair.json", "{}")
+        args = ["fabric", "apply", str(EXAMPLES / "pair.toml"), "--restore"]
+    run_cli(*args)  # as root first: the modules it imports lazily are loaded (nobody cannot)
+    with as_nobody():
+        outcome = run_cli(*args)
+    one_line_failure(outcome, "permission denied", str(path))
