@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import os
 import time
 from collections.abc import Callable
@@ -23,7 +22,8 @@ from sparkrig.client.accumulate import StreamAccumulator
 from sparkrig.client.fields import MalformedField
 from sparkrig.client.http_failures import checked_base_url, describe_client_error, web_page_title
 from sparkrig.client.records import ErrorKind, RequestError, RequestRecord
-from sparkrig.errors import UsageError, excerpt
+from sparkrig.client.timeouts import Timeouts
+from sparkrig.errors import excerpt
 
 _BODY_EXCERPT = 500
 _ERROR_BODY_BYTES = 64 * 1024
@@ -88,20 +88,6 @@ def request_body(
     return body
 
 
-def seconds_from_env(name: str, default: float) -> float:
-    """A timeout in seconds from environment variable `name`, or `default` when unset."""
-    text = os.environ.get(name)
-    if not text:
-        return default
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value <= 0:
-        raise UsageError(f"{name}={text!r} is not a number of seconds above 0 — fix or unset it")
-    return value
-
-
 def api_key_from_env(env_var: str = defaults.API_KEY_ENV) -> str | None:
     return os.environ.get(env_var) or None
 
@@ -123,22 +109,11 @@ class EndpointClient:
         """Timeouts left at None come from their environment variable, else sparkrig.defaults."""
         self.base_url = checked_base_url(base_url)
         self._api_key = api_key  # kept off every record, log and repr
-        self._first_byte_s = first_byte_timeout_s or seconds_from_env(
-            defaults.FIRST_BYTE_TIMEOUT_ENV, defaults.FIRST_BYTE_TIMEOUT_S
-        )
-        self._idle_s = idle_timeout_s or seconds_from_env(
-            defaults.STREAM_IDLE_TIMEOUT_ENV, defaults.STREAM_IDLE_TIMEOUT_S
-        )
-        self._connect_s = connect_timeout_s or seconds_from_env(
-            defaults.CONNECT_TIMEOUT_ENV, defaults.CONNECT_TIMEOUT_S
-        )
-        connect_timeout_s = self._connect_s
-        self._request_timeout = aiohttp.ClientTimeout(
-            total=timeout_s, sock_connect=connect_timeout_s
-        )
-        self._timeout = aiohttp.ClientTimeout(
-            total=min(timeout_s, defaults.METADATA_TIMEOUT_S), sock_connect=connect_timeout_s
-        )
+        self.timeouts = Timeouts.from_env(
+            request_s=timeout_s, connect_s=connect_timeout_s,
+            first_byte_s=first_byte_timeout_s, idle_s=idle_timeout_s,
+        )  # fmt: skip
+        self._timeout = self.timeouts.for_metadata()
         self.per_event_counts = per_event_counts
         self._session: aiohttp.ClientSession | None = None
 
@@ -187,15 +162,15 @@ class EndpointClient:
         )  # fmt: skip
         accumulator = StreamAccumulator(record)
         loop = asyncio.get_running_loop()
-        deadline = asyncio.timeout(self._first_byte_s)
+        deadline = asyncio.timeout(self.timeouts.first_byte_s)
 
         def received() -> None:  # each block of a stream restarts the idle timeout
-            deadline.reschedule(loop.time() + self._idle_s)
+            deadline.reschedule(loop.time() + self.timeouts.idle_s)
 
         try:
             async with (
                 deadline,
-                self.session.post(url, json=body, timeout=self._request_timeout) as response,
+                self.session.post(url, json=body, timeout=self.timeouts.for_requests()) as response,
             ):
                 record.response_ns = time.perf_counter_ns()
                 _read_in_small_buffers(response)
@@ -209,7 +184,10 @@ class EndpointClient:
             return _fail(accumulator, "connect", RequestError(
                 kind="connect", message=describe_client_error(exc, url)))  # fmt: skip
         except TimeoutError as exc:
-            message = self._timeout_message(url, exc, deadline.expired(), accumulator)
+            message = self.timeouts.message(
+                url, exc, ours=deadline.expired(), events=accumulator.event_count,
+                first_byte_seen=record.first_byte_ns is not None,
+            )  # fmt: skip
             return _fail(accumulator, "timeout", RequestError(kind="timeout", message=message))
         except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError) as exc:
             return _fail(accumulator, "stream_cut", RequestError(kind="stream_cut", message=(
@@ -221,35 +199,6 @@ class EndpointClient:
             return _fail(accumulator, "protocol", RequestError(
                 kind="protocol", message=describe_client_error(exc, url)))  # fmt: skip
         return accumulator.finish(time.perf_counter_ns())
-
-    def _timeout_message(
-        self, url: str, exc: TimeoutError, ours: bool, accumulator: StreamAccumulator
-    ) -> str:
-        """Which of the three timeouts fired, in words, with what to do about it."""
-        if isinstance(exc, aiohttp.ConnectionTimeoutError):
-            return (
-                f"connect timeout: no TCP connection to {url} within {self._connect_s:g} s — "
-                "check the host is up and reachable (a firewall dropping packets looks like "
-                f"this), or set {defaults.CONNECT_TIMEOUT_ENV}"
-            )
-        if not ours:
-            return (
-                f"request timeout: the reply from {url} took more than "
-                f"{self._request_timeout.total:g} s in all — ask for fewer tokens, or raise "
-                "the request timeout"
-            )
-        if accumulator.record.first_byte_ns is None:
-            return (
-                f"first-byte timeout: {url} accepted the request but sent nothing for "
-                f"{self._first_byte_s:g} s — check the server is not stuck (its log, its "
-                "queue); a very long cold prefill needs more: set "
-                f"{defaults.FIRST_BYTE_TIMEOUT_ENV}"
-            )
-        return (
-            f"idle timeout: {url} sent {accumulator.event_count} events, then nothing for "
-            f"{self._idle_s:g} s — the server stalled mid-reply; check its log (or set "
-            f"{defaults.STREAM_IDLE_TIMEOUT_ENV} if it is only slow)"
-        )
 
 
 def _read_in_small_buffers(response: aiohttp.ClientResponse) -> None:
