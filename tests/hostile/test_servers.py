@@ -228,3 +228,15 @@ def test_the_gateway_on_a_taken_port_is_one_line() -> None:
 def test_the_gateway_on_a_host_that_does_not_resolve_blames_the_host() -> None:
     line = one_line_failure(run_cli("gateway", "http://127.0.0.1:9", "--host", "nowhere.invalid"))
     assert "--host" in line
+
+
+@pytest.mark.parametrize("key", ["secret\n", "a\rb", "tab\there", "bell\x07"])
+def test_an_api_key_with_a_control_character_is_one_line(key: str, fake: FakeServer) -> None:
+    outcome = run_cli("ask", fake.url("ok"), "hi", env={"SPARKRIG_API_KEY": key})
+    line = one_line_failure(outcome, "API key", "control character")
+    assert key.strip() not in line  # the key itself is never printed
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:9/?model=m", "http://127.0.0.1:9/#v1"])
+def test_a_url_with_a_query_or_fragment_is_refused(url: str) -> None:
+    one_line_failure(run_cli("ask", url, "hi"), "query or fragment")

@@ -23,7 +23,7 @@ from sparkrig.client.fields import MalformedField
 from sparkrig.client.http_failures import checked_base_url, describe_client_error, web_page_title
 from sparkrig.client.records import ErrorKind, RequestError, RequestRecord
 from sparkrig.client.timeouts import Timeouts
-from sparkrig.errors import excerpt
+from sparkrig.errors import UsageError, excerpt
 
 _BODY_EXCERPT = 500
 _ERROR_BODY_BYTES = 64 * 1024
@@ -108,6 +108,11 @@ class EndpointClient:
     ) -> None:
         """Timeouts left at None come from their environment variable, else sparkrig.defaults."""
         self.base_url = checked_base_url(base_url)
+        if api_key is not None and any(ord(c) < 32 or ord(c) == 127 for c in api_key):
+            raise UsageError(
+                "the API key holds a line break or another control character (a header cannot "
+                "carry it) — set the variable to the key alone, e.g. without a trailing newline"
+            )
         self._api_key = api_key  # kept off every record, log and repr
         self.timeouts = Timeouts.from_env(
             request_s=timeout_s, connect_s=connect_timeout_s,

@@ -35,6 +35,11 @@ def checked_base_url(text: str) -> str:
             f"{shown!r} uses {url.scheme}://, not http:// or https:// — sparkrig speaks HTTP to "
             "OpenAI-compatible servers; write e.g. http://HOST:PORT"
         )
+    if url.query_string or url.fragment:
+        raise UsageError(
+            f"{shown!r} has a query or fragment — give the server's base URL only, e.g. "
+            f"{url.scheme}://{url.host}{f':{port}' if port else ''}"
+        )
     if not url.host:
         raise UsageError(f"{shown!r} has no host — write e.g. http://127.0.0.1:8080")
     if port is not None and not 1 <= port <= 65535:
