@@ -500,3 +500,32 @@ def test_an_unreadable_file_says_permission_denied(what: str, tmp_path: Path, st
     with as_nobody():
         outcome = run_cli(*args)
     one_line_failure(outcome, "permission denied", str(path))
+
+
+def _receipt_with_samples(values: list[float]) -> dict[str, object]:
+    samples = [{"value": v, "requests": []} for v in values]
+    point = {"suite": "decode", "name": "prose", "metric": "decode tok/s", "samples": samples}
+    return bench_receipt(points=[point])
+
+
+@pytest.mark.parametrize(
+    ("values", "says"),
+    [([float("nan"), 1.0], "value"), ([float("inf"), 1.0], "value"), (["fast", 1.0], "value")],
+    ids=["nan", "infinity", "text"],
+)
+@pytest.mark.parametrize("command", ["compare", "report"])
+def test_a_receipt_with_a_sample_that_is_not_a_number_is_damaged(
+    command: str, values: list[float], says: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(_receipt_with_samples(values)))  # json writes NaN, Infinity
+    args = [str(path), str(path)] if command == "compare" else [str(path), "--out", "x.html"]
+    one_line_failure(run_cli(command, *args), "damaged", says)
+
+
+def test_compare_with_a_zero_reference_says_no_percent_change(tmp_path: Path) -> None:
+    path = tmp_path / "zero.json"
+    path.write_text(json.dumps(_receipt_with_samples([0.0, 0.0, 0.0])))
+    outcome = run_cli("compare", str(path), str(path), "--json")
+    assert outcome.code == 0, outcome.stderr
+    assert "no percent change" in outcome.stdout

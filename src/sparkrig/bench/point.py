@@ -65,7 +65,7 @@ class RequestSummary(BaseModel):
 
 
 class Sample(BaseModel):
-    value: float
+    value: float = Field(allow_inf_nan=False, description="a rate or a time, always finite")
     round: int = Field(default=1, description="which pass over the suites took this sample")
     requests: list[RequestSummary]
     metrics: MetricsDelta | None = None
