@@ -91,6 +91,11 @@ BENCH_MIN_DECODE_TOKENS: Final = 8
 BENCH_CONCURRENCY_LADDER: Final = (1, 2, 4, 8)
 # Prompt depths of the prefill suite; the embedded engine's slots hold 1024 tokens each.
 BENCH_PREFILL_DEPTHS: Final = (128, 256, 512)
+# Upper bounds of the ladders: past them a typo (an extra zero or three) would build a prompt of
+# billions of words in memory, or open thousands of connections at once. A 1M-token context is
+# beyond any served model here; 1024 streams is beyond any batch a few boxes run.
+BENCH_MAX_PREFILL_DEPTH: Final = 1_048_576
+BENCH_MAX_CONCURRENCY: Final = 1024
 # Unique tokens put in front of a cold prefill prompt so no cached prefix can match it.
 BENCH_SALT_TOKENS: Final = 8
 # Without /tokenize, prompt lengths are estimated at this many characters per token.

@@ -151,10 +151,10 @@ def bench(
             if name.strip()
         ]
     )
+    depths = _ladder(prefill_depths, "--prefill-depths", defaults.BENCH_MAX_PREFILL_DEPTH)
     settings = BenchSettings(
         precision=precision, max_samples=max_samples, decode_tokens=tokens,
-        concurrency=_ladder(concurrency), rounds=rounds,
-        prefill_depths=_ladder(prefill_depths, "--prefill-depths"),
+        concurrency=_ladder(concurrency), rounds=rounds, prefill_depths=depths,
     )  # fmt: skip
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out_path = out or Path("sparkrig-runs") / f"bench-{stamp}.json"

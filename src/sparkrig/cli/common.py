@@ -153,7 +153,9 @@ def _speculative(
     )
 
 
-def _ladder(text: str, option: str = "--concurrency") -> list[int]:
+def _ladder(
+    text: str, option: str = "--concurrency", most: int = defaults.BENCH_MAX_CONCURRENCY
+) -> list[int]:
     try:
         values = [int(part) for part in text.split(",") if part.strip()]
     except ValueError as exc:
@@ -162,4 +164,6 @@ def _ladder(text: str, option: str = "--concurrency") -> list[int]:
         ) from exc
     if not values or any(value <= 0 for value in values):
         raise UsageError(f"{option} {text!r} needs values of 1 or more — e.g. 1,2,4,8")
+    if (largest := max(values)) > most:
+        raise UsageError(f"{option} {largest} is above {most} — a typo? use {most} or less")
     return values
