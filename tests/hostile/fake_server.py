@@ -231,6 +231,26 @@ def _every_other_malformed(handler: Handler) -> None:
     return _stream([delta({"content": "Hi"}), MALFORMED["tokens-string"][0]])(handler)
 
 
+def _endless(handler: Handler) -> None:
+    """Content events until the client hangs up: a server that ignores max_tokens."""
+    handler.start_stream()
+    for n in range(100_000):
+        handler.event(delta({"content": f"w{n} "}))
+
+
+def _endless_event(handler: Handler) -> None:
+    """`data:` lines that never reach the blank line ending their event."""
+    handler.start_stream()
+    for _ in range(100_000):
+        handler.wfile.write(b"data: x\n")
+
+
+def _big_model_list(handler: Handler) -> None:
+    """A real list, long enough to arrive in many reads: the first model must still be found."""
+    models = [{"id": f"model-{n:05d}", "object": "model"} for n in range(20_000)]
+    handler.reply(200, "application/json", json.dumps({"data": models}).encode())
+
+
 def _depends_on_stream(streamed: Behaviour, whole: Behaviour) -> Behaviour:
     return lambda h: (streamed if h.body.get("stream") else whole)(h)
 
@@ -299,6 +319,9 @@ SCENARIOS: dict[str, dict[str, Behaviour]] = {
     "metrics-500": {"metrics": _raw(500, "text/plain", b"down")},
     "metrics-binary": {"metrics": _raw(200, "text/plain", bytes(range(256)) * 4)},
     "every-other-malformed": {"chat": _every_other_malformed},
+    "endless": {"chat": _endless},
+    "endless-event": {"chat": _endless_event},
+    "models-big": {"models": _big_model_list},
     # hangs
     "silent": {"chat": _stall(5.0), "models": _stall(5.0)},
     "one-event-then-silence": {"chat": _stall(5.0, first=delta({"content": "Hi"}))},

@@ -240,3 +240,18 @@ def test_an_api_key_with_a_control_character_is_one_line(key: str, fake: FakeSer
 @pytest.mark.parametrize("url", ["http://127.0.0.1:9/?model=m", "http://127.0.0.1:9/#v1"])
 def test_a_url_with_a_query_or_fragment_is_refused(url: str) -> None:
     one_line_failure(run_cli("ask", url, "hi"), "query or fragment")
+
+
+def test_a_stream_that_ignores_max_tokens_is_cut_off(fake: FakeServer) -> None:
+    line = ask(fake.url("endless"), "--max-tokens", "8")
+    assert "ignores max_tokens" in line
+
+
+def test_an_event_that_never_ends_is_cut_off(fake: FakeServer) -> None:
+    assert "data lines" in ask(fake.url("endless-event"))
+
+
+def test_a_long_model_list_is_read_whole(fake: FakeServer) -> None:
+    outcome = run_cli("ask", fake.url("models-big"), "hi")
+    assert outcome.code == 0, outcome.stderr
+    assert "Hello" in outcome.stdout

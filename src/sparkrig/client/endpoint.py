@@ -28,6 +28,11 @@ from sparkrig.errors import UsageError, excerpt
 _BODY_EXCERPT = 500
 _ERROR_BODY_BYTES = 64 * 1024
 _MAX_LINE_BYTES = 16 * 1024 * 1024  # one SSE line; bounds memory against a server gone wrong
+_MAX_EVENT_LINES = 65_536  # `data:` lines in one event before its blank line
+_MAX_BODY_BYTES = 256 * 1024 * 1024  # one non-streamed reply
+# A reply of at most N tokens comes in about N events (fewer under speculative decoding); a few
+# more carry the role, usage and finish. Past this many a server ignores max_tokens.
+_EVENTS_PER_TOKEN, _EXTRA_EVENTS = 4, 64
 _RECV_BYTES = 64 * 1024
 
 
@@ -182,7 +187,8 @@ class EndpointClient:
                 if response.status >= 400:
                     return _fail(accumulator, "http_status", await _http_error(response))
                 if "text/event-stream" in response.headers.get("Content-Type", ""):
-                    await _read_stream(response, accumulator, received)
+                    most = request.max_tokens and request.max_tokens * _EVENTS_PER_TOKEN
+                    await _read_stream(response, accumulator, received, most)
                 else:
                     await _read_body(response, accumulator)
         except aiohttp.ClientConnectorError as exc:
@@ -204,6 +210,17 @@ class EndpointClient:
             return _fail(accumulator, "protocol", RequestError(
                 kind="protocol", message=describe_client_error(exc, url)))  # fmt: skip
         return accumulator.finish(time.perf_counter_ns())
+
+
+async def read_at_most(response: aiohttp.ClientResponse, limit: int) -> bytes:
+    """The body up to its end or `limit` bytes, whichever comes first: a server cannot make
+    sparkrig hold an endless body (aiohttp's `read(n)` returns what has arrived, not n)."""
+    parts: list[bytes] = []
+    size = 0
+    while size < limit and (block := await response.content.read(limit - size)):
+        parts.append(block)
+        size += len(block)
+    return b"".join(parts)
 
 
 def _read_in_small_buffers(response: aiohttp.ClientResponse) -> None:
@@ -233,7 +250,7 @@ def _fail(accumulator: StreamAccumulator, kind: ErrorKind, error: RequestError) 
 
 
 async def _http_error(response: aiohttp.ClientResponse) -> RequestError:
-    raw = await response.content.read(_ERROR_BODY_BYTES)  # a 3 MB error page stays unread
+    raw = await read_at_most(response, _ERROR_BODY_BYTES)  # a 3 MB error page stays unread
     text = raw.decode(errors="replace")
     hint = {
         401: "set the API key (--api-key-env, default $SPARKRIG_API_KEY)",
@@ -274,7 +291,13 @@ def _parse_json(text: str, where: str) -> Any:
 
 
 async def _read_body(response: aiohttp.ClientResponse, accumulator: StreamAccumulator) -> None:
-    raw = await response.read()
+    raw = await read_at_most(response, _MAX_BODY_BYTES + 1)
+    if len(raw) > _MAX_BODY_BYTES:
+        message = (
+            f"the reply body ran past {_MAX_BODY_BYTES} bytes — a chat reply is far smaller; "
+            "check the URL points at an OpenAI-compatible server"
+        )
+        raise _ProtocolFault(RequestError(kind="protocol", message=message))
     t_ns = time.perf_counter_ns()
     accumulator.record.first_byte_ns = t_ns
     if (title := web_page_title(raw)) is not None:
@@ -298,6 +321,7 @@ async def _read_stream(
     response: aiohttp.ClientResponse,
     accumulator: StreamAccumulator,
     received: Callable[[], None] = lambda: None,
+    max_tokens_events: int | None = None,
 ) -> None:
     """Read SSE: `data:` lines joined until a blank line make one event; `[DONE]` ends it.
 
@@ -306,6 +330,7 @@ async def _read_stream(
     line is handled, as a line-by-line reader would stamp it.
     """
     record = accumulator.record
+    most = None if max_tokens_events is None else max_tokens_events + _EXTRA_EVENTS
     data_lines: list[bytes] = []
     done = False
     pending = b""
@@ -327,6 +352,15 @@ async def _read_stream(
                     done = True
                     break
                 _add_event(accumulator, time.perf_counter_ns(), data)
+                if most is not None and accumulator.event_count > most:
+                    raise _ProtocolFault(RequestError(kind="protocol", message=(
+                        f"the server sent more than {most} events for a reply of at most "
+                        f"{most // _EVENTS_PER_TOKEN} tokens — it ignores max_tokens; check "
+                        "the server (or a proxy replaying the stream)")))  # fmt: skip
+        if len(data_lines) > _MAX_EVENT_LINES:
+            raise _ProtocolFault(RequestError(kind="protocol", message=(
+                f"an SSE event ran past {_MAX_EVENT_LINES} data lines with no blank line — is "
+                "this an event stream? check the server or proxy")))  # fmt: skip
     if pending and not done:
         _take_line(pending, data_lines)  # a last line with no newline; its event is read below
     if data_lines and not done:  # a final event without its blank line

@@ -6,7 +6,7 @@ import json
 
 import aiohttp
 
-from sparkrig.client.endpoint import ChatRequest, EndpointClient, api_key_from_env
+from sparkrig.client.endpoint import ChatRequest, EndpointClient, api_key_from_env, read_at_most
 from sparkrig.client.http_failures import describe_client_error, not_http, web_page_title
 from sparkrig.client.metrics import MetricsSnapshot, parse_metrics
 from sparkrig.client.records import RequestRecord
@@ -20,7 +20,7 @@ async def first_model_id(client: EndpointClient) -> str:
     url = f"{client.base_url}/v1/models"
     try:
         async with client.session.get(url) as response:
-            body = await response.content.read(_MODEL_LIST_BYTES)
+            body = await read_at_most(response, _MODEL_LIST_BYTES)
             status = response.status
     except (aiohttp.ClientError, TimeoutError) as exc:
         raise EndpointError(describe_client_error(exc, url)) from exc
