@@ -56,6 +56,7 @@ LOCAL_HOST: Final = "127.0.0.1"
 # tokens each fit SmolLM2-135M in well under 1 GiB.
 LOCAL_PARALLEL_SLOTS: Final = 4
 LOCAL_CONTEXT_TOKENS: Final = 4096  # shared by all slots: 1024 per slot with 4 slots
+LOCAL_MIN_CONTEXT_TOKENS: Final = 256  # a chat template and a short reply
 # Leave one core free: the client's event timestamps must not wait for a core, and ggml's
 # threads meet at a barrier many times per token, so engines whose threads outnumber the cores
 # collapse. Measured by benchmarks/engine_contention.py on 2 cores, decode tok/s per engine:
@@ -71,8 +72,23 @@ READY_POLL_INTERVAL_S: Final = 0.25
 STOP_GRACE_S: Final = 10.0
 
 # --- client ----------------------------------------------------------------------------------
-REQUEST_TIMEOUT_S: Final = 300.0
+# Three timeouts, each named in its error, so a stuck server is told from a slow one:
+# - connect: a TCP handshake on a direct cable or loopback takes milliseconds; 10 s is a dead host.
+# - first byte: the prefill of a long prompt on a cold server can take minutes (a 128K-token
+#   prompt at a few hundred tokens/s), so the first event may be 10 minutes away.
+# - idle: once tokens flow, a gap of a minute between events is a stall, not a slow decode
+#   (a decode step takes milliseconds to a second even under heavy batching).
+# The whole request has a ceiling too: a 54K-token reply at 80 tok/s takes about 11 minutes.
 CONNECT_TIMEOUT_S: Final = 10.0
+FIRST_BYTE_TIMEOUT_S: Final = 600.0
+STREAM_IDLE_TIMEOUT_S: Final = 60.0
+REQUEST_TIMEOUT_S: Final = 3600.0
+# Each of the three can be changed per run through these environment variables (seconds).
+FIRST_BYTE_TIMEOUT_ENV: Final = "SPARKRIG_FIRST_BYTE_TIMEOUT_S"
+STREAM_IDLE_TIMEOUT_ENV: Final = "SPARKRIG_IDLE_TIMEOUT_S"
+CONNECT_TIMEOUT_ENV: Final = "SPARKRIG_CONNECT_TIMEOUT_S"
+# Metadata (/v1/models, /metrics, /props, /tokenize) answers at once on any live server.
+METADATA_TIMEOUT_S: Final = 30.0
 API_KEY_ENV: Final = "SPARKRIG_API_KEY"
 # Top-k alternatives asked for when logprobs are requested.
 LOGPROBS_TOP_K: Final = 5
@@ -87,11 +103,19 @@ DEMO_CONCURRENT_STREAMS: Final = 2
 BENCH_PRECISION: Final = 0.03
 BENCH_MIN_SAMPLES: Final = 3  # a t interval on fewer samples is too wide to stop on
 BENCH_MAX_SAMPLES: Final = 10
+BENCH_MIN_SAMPLES_CAP: Final = 2  # a 95% interval needs two samples
 BENCH_WARMUP_REQUESTS: Final = 1
 BENCH_DECODE_TOKENS: Final = 128
+# Fewer generated tokens leave too few decode steps for a rate.
+BENCH_MIN_DECODE_TOKENS: Final = 8
 BENCH_CONCURRENCY_LADDER: Final = (1, 2, 4, 8)
 # Prompt depths of the prefill suite; the embedded engine's slots hold 1024 tokens each.
 BENCH_PREFILL_DEPTHS: Final = (128, 256, 512)
+# Upper bounds of the ladders: past them a typo (an extra zero or three) would build a prompt of
+# billions of words in memory, or open thousands of connections at once. A 1M-token context is
+# beyond any served model here; 1024 streams is beyond any batch a few boxes run.
+BENCH_MAX_PREFILL_DEPTH: Final = 1_048_576
+BENCH_MAX_CONCURRENCY: Final = 1024
 # Unique tokens put in front of a cold prefill prompt so no cached prefix can match it.
 BENCH_SALT_TOKENS: Final = 8
 # Without /tokenize, prompt lengths are estimated at this many characters per token.
@@ -130,6 +154,7 @@ CHECK_TOP_LOGPROBS: Final = 5
 CHECK_KV_DOCUMENTS: Final = 3
 CHECK_KV_BLOCKS_PER_DOCUMENT: Final = 3
 CHECK_KV_BLOCK_TOKENS_FALLBACK: Final = 256
+CHECK_MIN_KV_BLOCK_TOKENS: Final = 16  # the smallest block any engine uses
 # Margin probe. Seed 000 finding 13: sharp logits read lp ~ -0.000, the fault read -0.74 and
 # -1.49 on the top two. A top-1 logprob under -0.5 (p < 0.61) is soft.
 CHECK_SHARP_LOGPROB_MIN: Final = -0.5
@@ -137,6 +162,7 @@ CHECK_SHARP_LOGPROB_MIN: Final = -0.5
 # context per request when smaller).
 CHECK_NEEDLE_DEPTHS: Final = (0.1, 0.5, 0.9)
 CHECK_NEEDLE_CAP_TOKENS: Final = 32_768
+CHECK_MIN_NEEDLE_CAP_TOKENS: Final = 128  # below this no needle ladder fits
 CHECK_NEEDLE_FIRST_TOKENS: Final = 256
 # Acceptance canary: the acceptance on a fixed prompt must stay within this absolute band of the
 # baseline. Seed 001 reports a broken draft load at 25.7% vs 60.2% healthy; run-to-run wobble of

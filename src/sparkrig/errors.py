@@ -1,5 +1,7 @@
 """Every error a user can cause or fix. Messages read `what happened — how to fix it`."""
 
+from typing import Any
+
 
 class SparkrigError(Exception):
     """Base for errors the CLI prints in one line and exits non-zero on."""
@@ -59,3 +61,35 @@ class FabricError(SparkrigError):
 
 class ExecutorError(FabricError):
     """A command could not be run on a node (no such namespace, ssh failed, timeout)."""
+
+
+# --- message shape -------------------------------------------------------------------------------
+
+EXCERPT_CHARS = 200
+"""Server bodies and file contents are quoted up to this many characters, never in full."""
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """`text` on one line, cut to `limit` characters with the cut marked and its size named."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    return f"{flat[:limit]}… ({len(text)} characters, cut)"
+
+
+def one_line(message: str) -> str:
+    """A message with its line breaks folded, so it prints as one line."""
+    return " ".join(part.strip() for part in message.splitlines() if part.strip())
+
+
+def validation_problem(exc: Any) -> str:
+    """The first problem of a pydantic ValidationError as `field: problem (got X)`, without
+    pydantic's multi-line dump and its URL; `(and N more)` when there are several."""
+    errors = exc.errors()
+    first = errors[0]
+    field = ".".join(str(part) for part in first["loc"]) or exc.title
+    reason = str(first["msg"]).removeprefix("Value error, ")
+    got = first.get("input")
+    shown = "" if isinstance(got, (dict, list)) else f" (got {excerpt(repr(got), 60)})"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{field}: {reason}{shown}{more}"

@@ -1,20 +1,29 @@
-"""Pydantic models to and from JSON files: written atomically, read with one-line errors.
+"""Every file sparkrig reads or writes as a whole goes through here.
 
-Every receipt, record and baseline goes through here, so an interrupted write never leaves half
-a file, and a wrong or damaged file is named with the fix.
+Writes are atomic (beside the target, then renamed), so an interrupted write never leaves half a
+file. Reads fail in one line that names the file, what is wrong with it and what to do, for
+every way a file can be wrong: missing, a directory, unreadable, not UTF-8, not JSON, JSON of
+another kind, a damaged field (a timestamp without its time zone among them). Advice never tells
+the user to delete a file that is a valid file of another kind.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from sparkrig.errors import UsageError
+from sparkrig.errors import SparkrigError, UsageError, excerpt, validation_problem
 
 Model = TypeVar("Model", bound=BaseModel)
+
+_KIND_NAMES = {
+    "sparkrig-bench": "a sparkrig bench receipt",
+    "sparkrig-check": "a sparkrig check receipt",
+    "sparkrig-check-baseline": "a sparkrig check baseline",
+}
 
 
 def write_atomically(model: BaseModel, path: Path) -> Path:
@@ -26,20 +35,121 @@ def write_atomically(model: BaseModel, path: Path) -> Path:
     return path
 
 
+def read_bytes_file(
+    path: Path, *, what: str, fix: str, error: type[SparkrigError] = UsageError, limit: int = -1
+) -> bytes:
+    """The bytes of `path` (at most `limit`), or one line naming the file and the fix."""
+    try:
+        with path.open("rb") as handle:
+            return handle.read(limit)
+    except FileNotFoundError as exc:
+        raise error(f"{what} {path} does not exist — {fix}") from exc
+    except IsADirectoryError as exc:
+        raise error(f"{what} {path} is a directory, not a file — {fix}") from exc
+    except PermissionError as exc:
+        raise error(
+            f"cannot read {what} {path}: permission denied — run as the user who owns it, or "
+            "give read permission (chmod u+r)"
+        ) from exc
+    except OSError as exc:
+        raise error(f"cannot read {what} {path}: {exc.strerror or exc} — {fix}") from exc
+
+
+def read_text_file(
+    path: Path,
+    *,
+    what: str,
+    fix: str,
+    error: type[SparkrigError] = UsageError,
+    encoding: str = "utf-8",
+) -> str:
+    """The text of `path`: `read_bytes_file`'s errors, and bytes that are not `encoding`."""
+    raw = read_bytes_file(path, what=what, fix=fix, error=error)
+    try:
+        return raw.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise error(
+            f"{what} {path} is not {encoding.upper()} text (byte {raw[exc.start]:#04x} at offset "
+            f"{exc.start}) — {fix}"
+        ) from exc
+
+
+def read_json_file(
+    path: Path, *, what: str, fix: str, error: type[SparkrigError] = UsageError
+) -> Any:
+    """The parsed JSON of `path`, or one line saying where it stops being JSON."""
+    text = read_text_file(path, what=what, fix=fix, error=error)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        start = excerpt(text, 40) if text.strip() else "an empty file"
+        raise error(
+            f"{what} {path} is not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}; "
+            f"starts {start!r}) — {fix}"
+        ) from exc
+    except RecursionError as exc:
+        raise error(f"{what} {path} is JSON nested too deeply to read — {fix}") from exc
+
+
+def kind_of(raw: Any) -> str:
+    """What a parsed JSON value is, in words, for a message about a file of the wrong kind."""
+    if isinstance(raw, dict):
+        kind = raw.get("kind")
+        if isinstance(kind, str):
+            return _KIND_NAMES.get(kind, f'JSON of kind "{excerpt(kind, 40)}"')
+        return "a JSON object of another kind"
+    return {list: "a JSON list", str: "a JSON string", bool: "a JSON boolean"}.get(
+        type(raw), "a JSON number" if isinstance(raw, (int, float)) else "JSON null"
+    )
+
+
+def read_model_file(
+    path: Path,
+    model: type[Model],
+    *,
+    what: str,
+    fix: str,
+    error: type[SparkrigError] = UsageError,
+    kind: str | None = None,
+    damaged_fix: str | None = None,
+) -> Model:
+    """`model` from the JSON file at `path`.
+
+    `kind` is the value a file of this model carries in its `kind` field, when it has one: a
+    file naming another kind is described as what it is. `damaged_fix` is the advice for a file of
+    the right kind with a bad field (default: `fix`)."""
+    raw = read_json_file(path, what=what, fix=fix, error=error)
+    if not isinstance(raw, dict) or raw.get("kind") != kind:  # a kind where none belongs too
+        raise error(f"{path} is {kind_of(raw)}, not {_a(what)} — {fix}")
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        if kind is None and not _shares_a_field(raw, model):
+            raise error(f"{path} is {kind_of(raw)}, not {_a(what)} — {fix}") from exc
+        raise error(
+            f"{what} {path} is damaged: {validation_problem(exc)} — {damaged_fix or fix}"
+        ) from exc
+
+
+def _a(noun: str) -> str:
+    return f"{'an' if noun[:1] in 'aeiou' else 'a'} {noun}"
+
+
+def _shares_a_field(raw: dict[str, Any], model: type[BaseModel]) -> bool:
+    """Whether a file without a `kind` looks like this model at all (one field in common)."""
+    return any(name in raw for name in model.model_fields)
+
+
 def read_receipt(
     path: Path, model: type[Model], *, kind: str, schema_version: int, written_by: str
 ) -> Model:
     """A receipt of `kind` at `schema_version`; `written_by` names the command that writes it
     (`sparkrig bench`), for the fix in each message."""
     noun = kind.removeprefix("sparkrig-")
-    try:
-        raw = json.loads(path.read_text())
-    except FileNotFoundError as exc:
-        raise UsageError(f"receipt {path} does not exist — check the path") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path} is not JSON — pass a receipt written by `{written_by}`") from exc
+    fix = f"pass a receipt written by `{written_by}`"
+    raw = read_json_file(path, what=f"{noun} receipt", fix=fix)
     if not isinstance(raw, dict) or raw.get("kind") != kind:
-        raise UsageError(f"{path} is not a sparkrig {noun} receipt — pass one from `{written_by}`")
+        raise UsageError(f"{path} is {kind_of(raw)}, not a sparkrig {noun} receipt — {fix}")
     if raw.get("schema_version") != schema_version:
         raise UsageError(
             f"{path} has {noun} receipt schema {raw.get('schema_version')}, this sparkrig reads "
@@ -49,6 +159,5 @@ def read_receipt(
         return model.model_validate(raw)
     except ValidationError as exc:
         raise UsageError(
-            f"{path} is a damaged {noun} receipt ({exc.error_count()} invalid fields) — rerun "
-            f"`{written_by}`"
+            f"{path} is a damaged {noun} receipt ({validation_problem(exc)}) — rerun `{written_by}`"
         ) from exc

@@ -139,7 +139,10 @@ def test_unknown_guards_and_foreign_baselines_are_refused(tmp_path: Path) -> Non
     with pytest.raises(UsageError, match="recorded for model a, not b"):
         load_baseline(path, "b")
     path.write_text("{nope")
-    with pytest.raises(UsageError, match="not a sparkrig check baseline"):
+    with pytest.raises(UsageError, match=r"check baseline .* is not JSON"):
+        load_baseline(path, "a")
+    path.write_text('{"kind": "sparkrig-bench"}')  # a receipt: named, and never "delete it"
+    with pytest.raises(UsageError, match="is a sparkrig bench receipt, not a check baseline"):
         load_baseline(path, "a")
     assert load_baseline(tmp_path / "none.json", "a").scores == {}
 

@@ -113,6 +113,9 @@ def _compare_point(
         row.note = "degenerate output in one run: not compared"
     else:
         first, second, row.note = comparable_values(before_values, after_values)
+        if sum(first) == 0:  # a zero reference mean has no percent change
+            row.note = "zero in the reference run: no percent change"
+            return row
         row.change = welch_change(first, second)
         row.verdict = verdict(row.change, tolerance_pct, higher_is_better=quantity == "tok/s")
     return row

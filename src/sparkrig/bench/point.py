@@ -33,11 +33,13 @@ TextCheck = Callable[[str], list[str]]
 
 
 class BenchSettings(BaseModel):
-    precision: float = Field(default=defaults.BENCH_PRECISION, gt=0)
+    precision: float = Field(default=defaults.BENCH_PRECISION, gt=0, lt=1)
     min_samples: int = Field(default=defaults.BENCH_MIN_SAMPLES, ge=2)
-    max_samples: int = Field(default=defaults.BENCH_MAX_SAMPLES, ge=2)
+    max_samples: int = Field(default=defaults.BENCH_MAX_SAMPLES, ge=defaults.BENCH_MIN_SAMPLES_CAP)
     warmup_requests: int = Field(default=defaults.BENCH_WARMUP_REQUESTS, ge=0)
-    decode_tokens: int = Field(default=defaults.BENCH_DECODE_TOKENS, ge=8)
+    decode_tokens: int = Field(
+        default=defaults.BENCH_DECODE_TOKENS, ge=defaults.BENCH_MIN_DECODE_TOKENS
+    )
     concurrency: list[int] = Field(default_factory=lambda: list(defaults.BENCH_CONCURRENCY_LADDER))
     prefill_depths: list[int] = Field(default_factory=lambda: list(defaults.BENCH_PREFILL_DEPTHS))
     rounds: int = Field(
@@ -63,7 +65,7 @@ class RequestSummary(BaseModel):
 
 
 class Sample(BaseModel):
-    value: float
+    value: float = Field(allow_inf_nan=False, description="a rate or a time, always finite")
     round: int = Field(default=1, description="which pass over the suites took this sample")
     requests: list[RequestSummary]
     metrics: MetricsDelta | None = None
@@ -92,6 +94,23 @@ class PointResult(BaseModel):
     warmup_primes_cache: bool = Field(
         default=False, description="the warm-up fills the prefix cache on purpose: no cold flag"
     )
+    requests_sent: int = Field(default=0, description="requests sent, warm-up included")
+    request_errors: dict[str, int] = Field(
+        default_factory=dict, description="failed requests by kind (malformed, timeout, …)"
+    )
+    first_error: str | None = Field(default=None, description="the first failure's message")
+
+    def count_requests(self, records: Sequence[RequestRecord]) -> None:
+        self.requests_sent += len(records)
+        for record in records:
+            if record.error is not None:
+                kind = record.error.kind
+                self.request_errors[kind] = self.request_errors.get(kind, 0) + 1
+                self.first_error = self.first_error or record.error.message
+
+    @property
+    def every_request_failed(self) -> bool:
+        return self.requests_sent > 0 and sum(self.request_errors.values()) == self.requests_sent
 
 
 def prompt_sha256(request: ChatRequest | CompletionRequest) -> str:
@@ -165,6 +184,7 @@ async def measure_point(
     """Warm up, then sample until this round's samples are precise enough or max_samples."""
     for _ in range(settings.warmup_requests):
         records = await asyncio.gather(*(client.send(r) for r in make_requests()))
+        point.count_requests(records)
         warm_value = value_of(list(records))
         if warm_value is not None:
             point.warmup_values.append(warm_value)
@@ -210,6 +230,7 @@ async def _take_sample(
     requests = make_requests()
     before = await try_scrape_metrics(client)
     records = list(await asyncio.gather(*(client.send(r) for r in requests)))
+    point.count_requests(records)
     after = await _settled_snapshot(client)
     failed = [record.error for record in records if record.error is not None]
     if failed:

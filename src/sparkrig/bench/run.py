@@ -13,7 +13,7 @@ from sparkrig.client.metrics import try_scrape_metrics
 from sparkrig.client.probe import first_model_id
 from sparkrig.client.tokenize import server_tokenize
 from sparkrig.engines.metric_map import Quantity
-from sparkrig.errors import EndpointError, UsageError
+from sparkrig.errors import EndpointError, UsageError, excerpt
 from sparkrig.guards.detectors import degeneration_findings
 from sparkrig.launch.process_record import recorded_engine_build
 
@@ -113,10 +113,12 @@ async def run_bench(
         }
         on_plan(settings.rounds * sum(len(list(SUITES[s](c))) for s, c in contexts.items()))
         for round_index in range(1, settings.rounds + 1):
-            await _run_round(
+            going = await _run_round(
                 client, receipt, contexts, round_index, saved=saved, on_point_done=on_point_done
             )
-        receipt.complete = True
+            if not going:
+                break
+        receipt.close()
         save_receipt(receipt, out_path)
     return receipt
 
@@ -129,8 +131,11 @@ async def _run_round(
     *,
     saved: Callable[[PointResult], None],
     on_point_done: Callable[[PointResult], None],
-) -> None:
-    """One pass over every point of the suites; later rounds add samples to the same points."""
+) -> bool:
+    """One pass over every point of the suites; later rounds add samples to the same points.
+
+    False when the run should stop: a point ended without a sample and nothing has been measured
+    yet, so the server is not answering usably and the other points would only wait on it."""
     for suite, context in contexts.items():
         for plan in SUITES[suite](context):
             point = _point_named(receipt, plan.point)
@@ -145,6 +150,13 @@ async def _run_round(
                 round_index=round_index,
             )
             on_point_done(point)
+            if not any(p.samples for p in receipt.points):
+                last = point.discarded[-1].reason if point.discarded else "no sample"
+                receipt.warnings.append(
+                    f"stopped at {suite}/{point.name}: its first point gave no sample "
+                    f"({excerpt(last, 160)}), so the others would only repeat it"
+                )
+                return False
             if suite == "spec" and point.spec is None:
                 message = (
                     "spec suite stopped: the server made no drafts — speculative decoding is off "
@@ -153,6 +165,7 @@ async def _run_round(
                 if message not in receipt.warnings:
                     receipt.warnings.append(message)
                 break
+    return True
 
 
 def _point_named(receipt: BenchReceipt, fresh: PointResult) -> PointResult:

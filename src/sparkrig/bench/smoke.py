@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
-from pydantic import BaseModel, Field
+from pydantic import AwareDatetime, BaseModel, Field
 
 from sparkrig import __version__, defaults
 from sparkrig.client import ChatRequest, EndpointClient, RequestRecord
@@ -30,7 +30,7 @@ class SmokeReceipt(BaseModel):
 
     schema_version: int = SMOKE_SCHEMA_VERSION
     sparkrig_version: str = __version__
-    started_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    started_at: AwareDatetime = Field(default_factory=lambda: datetime.now(UTC))
     base_url: str
     model: str
     engine: dict[str, str] = Field(default_factory=dict, description="engine identity")

@@ -9,14 +9,9 @@ happens inside the command that needs it, so `sparkrig --help` stays fast.
 
 from __future__ import annotations
 
-import sys
-
-from rich.markup import escape
-
-from sparkrig.cli.common import app, err_console
+from sparkrig.cli.common import app
 from sparkrig.cli import engine, serve, client, bench, check  # noqa: F401
 from sparkrig.cli import doctor, fabric, fabric_test, gateway  # noqa: F401 - fabric_test registers `fabric test`
-from sparkrig.errors import SparkrigError
 
 app.add_typer(fabric.fabric_app, name="fabric")
 app.command()(gateway.gateway)
@@ -25,18 +20,8 @@ __all__ = ["app", "main"]
 
 
 def main() -> None:
+    """The console script; every failure becomes one line in `cli/one_line.py`."""
     from sparkrig.launch.signals import stop_cleanly_on_sigterm
 
     stop_cleanly_on_sigterm()
-    debug = "--debug" in sys.argv
-    try:
-        app()
-    except SparkrigError as exc:
-        if debug:
-            raise
-        # messages quote server text ("[/INST]" …): never let rich read it as markup
-        err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        err_console.print("interrupted")
-        sys.exit(130)
+    app()

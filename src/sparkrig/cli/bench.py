@@ -12,6 +12,12 @@ from rich.markup import escape
 
 from sparkrig import defaults
 from sparkrig.cli.common import (
+    COUNT,
+    DECODE_TOKENS,
+    NON_NEGATIVE,
+    SAMPLES,
+    SHARE,
+    ForceFlag,
     JsonFlag,
     _ladder,
     _print_json,
@@ -19,6 +25,8 @@ from sparkrig.cli.common import (
     app,
     console,
     err_console,
+    ranged,
+    refuse_to_replace,
 )
 from sparkrig.errors import SparkrigError, UsageError
 
@@ -32,6 +40,7 @@ def demo(
     spec_type: Annotated[
         str | None, typer.Option(help="speculative decoding mode, e.g. draft-simple")
     ] = None,
+    force: ForceFlag = False,
 ) -> None:
     """The main job on this machine: serve the bundled model, smoke it, bench it, check it.
 
@@ -44,6 +53,7 @@ def demo(
 
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out_path = out or Path("sparkrig-runs") / f"demo-{stamp}.json"
+    refuse_to_replace(out_path, force=force)
     speculative = _speculative(spec_type, None, defaults.LOCAL_SPEC_DRAFT_MAX, None)
     receipt = asyncio.run(
         run_demo(console, model=model, out_path=out_path, speculative=speculative)
@@ -84,27 +94,27 @@ def bench(
     ] = ",".join(map(str, defaults.BENCH_PREFILL_DEPTHS)),
     precision: Annotated[
         float,
-        typer.Option(help="stop a point when the 95% half-width is within this share of the mean"),
+        ranged("stop a point when the 95% half-width is within this share of the mean", SHARE),
     ] = defaults.BENCH_PRECISION,
     max_samples: Annotated[
-        int, typer.Option(help="samples per point at most")
+        int, ranged("samples per point at most", SAMPLES)
     ] = defaults.BENCH_MAX_SAMPLES,
     tokens: Annotated[
-        int, typer.Option(help="tokens generated per request")
+        int, ranged("tokens generated per request", DECODE_TOKENS)
     ] = defaults.BENCH_DECODE_TOKENS,
     rounds: Annotated[
         int,
-        typer.Option(
-            min=1,
-            help="passes over every point; compare judges by the spread between rounds, so "
+        ranged(
+            "passes over every point; compare judges by the spread between rounds, so "
             "3 gives verdicts that hold across runs on a shared machine",
+            COUNT,
         ),
     ] = 1,
     model: Annotated[
         str | None, typer.Option(help="model id (default: the server's first)")
     ] = None,
     slots: Annotated[
-        int, typer.Option(help="with --local: parallel slots")
+        int, ranged("with --local: parallel slots", COUNT)
     ] = defaults.LOCAL_PARALLEL_SLOTS,
     out: Annotated[
         Path | None, typer.Option(help="receipt path (default: sparkrig-runs/bench-<time>.json)")
@@ -126,6 +136,7 @@ def bench(
             help="also sample every node of this cluster file through its \\[executor]",
         ),
     ] = None,
+    force: ForceFlag = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Measure honest serving speed: decode, concurrency, prefill, speculative decoding.
@@ -136,11 +147,14 @@ def bench(
     from sparkrig.bench.point import BenchSettings
     from sparkrig.bench.run import check_suites, run_bench
     from sparkrig.client.endpoint import api_key_from_env
+    from sparkrig.client.http_failures import checked_base_url
     from sparkrig.report.bench_table import bench_table, spec_table
     from sparkrig.report.html_report import write_report
 
     if (url is None) == (not local):
         raise UsageError("give either a server URL or --local — e.g. `sparkrig bench --local`")
+    if url is not None:
+        checked_base_url(url)  # a URL that cannot work fails before anything runs
     speculative = _speculative(spec_type, None, defaults.LOCAL_SPEC_DRAFT_MAX, None)
     if spec_type and not local:
         raise UsageError("--spec-type starts the embedded engine — add --local, or drop it")
@@ -151,13 +165,14 @@ def bench(
             if name.strip()
         ]
     )
+    depths = _ladder(prefill_depths, "--prefill-depths", defaults.BENCH_MAX_PREFILL_DEPTH)
     settings = BenchSettings(
         precision=precision, max_samples=max_samples, decode_tokens=tokens,
-        concurrency=_ladder(concurrency), rounds=rounds,
-        prefill_depths=_ladder(prefill_depths, "--prefill-depths"),
+        concurrency=_ladder(concurrency), rounds=rounds, prefill_depths=depths,
     )  # fmt: skip
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out_path = out or Path("sparkrig-runs") / f"bench-{stamp}.json"
+    refuse_to_replace(out_path, force=force)
 
     from sparkrig.report.bench_progress import BenchProgress
 
@@ -192,6 +207,7 @@ def bench(
         raise
     if as_json:
         _print_json(receipt.model_dump(mode="json"))
+        _fail_when_nothing_measured(receipt, out_path)
         return
     console.print(bench_table(receipt))
     if (acceptance := spec_table(receipt)) is not None:
@@ -203,6 +219,17 @@ def bench(
             console.print(f"[yellow]{point.suite}/{point.name}:[/] {warning}", highlight=False)
     page = write_report(out_path, receipt)
     console.print(f"receipt written to {out_path}; report {page}", highlight=False)
+    _fail_when_nothing_measured(receipt, out_path)
+
+
+def _fail_when_nothing_measured(receipt: Any, out_path: Path) -> None:
+    if not receipt.measured:
+        first = receipt.first_error or "no request was sent"
+        raise SparkrigError(
+            f"nothing was measured: {receipt.requests_failed()} of {receipt.requests_sent} "
+            f"requests failed (first: {first.split(' — ')[0]}) — fix what the first error names "
+            f"and rerun; {out_path} records the failed run"
+        )
 
 
 @app.command()
@@ -210,7 +237,7 @@ def compare(
     before: Annotated[Path, typer.Argument(help="the reference receipt")],
     after: Annotated[Path, typer.Argument(help="the receipt to judge")],
     tolerance: Annotated[
-        float, typer.Option(help="percent change below which a point is 'same'")
+        float, ranged("percent change below which a point is 'same'", NON_NEGATIVE)
     ] = 3.0,
     as_json: JsonFlag = False,
 ) -> None:

@@ -12,11 +12,17 @@ import typer
 
 from sparkrig import defaults
 from sparkrig.cli.common import (
+    KV_BLOCK_TOKENS,
+    NEEDLE_CAP_TOKENS,
+    POSITIVE,
+    ForceFlag,
     JsonFlag,
     _print_json,
     app,
     console,
     err_console,
+    ranged,
+    refuse_to_replace,
 )
 from sparkrig.errors import UsageError
 
@@ -51,16 +57,21 @@ def check(
         Path | None, typer.Option(help="baseline file (default: one per server and model)")
     ] = None,
     kv_block_tokens: Annotated[
-        int | None, typer.Option(help="KV block size in tokens (default: from /metrics, or 256)")
+        int | None,
+        ranged("KV block size in tokens (default: from /metrics, or 256)", KV_BLOCK_TOKENS),
     ] = None,
     needle_cap: Annotated[
-        int, typer.Option(help="longest needle prompt in tokens (capped by the server's context)")
+        int,
+        ranged(
+            "longest needle prompt in tokens (capped by the server's context)", NEEDLE_CAP_TOKENS
+        ),
     ] = defaults.CHECK_NEEDLE_CAP_TOKENS,
     repeat_every: Annotated[
         float | None,
-        typer.Option(
-            help="after the battery, rerun the margin probe every this many seconds until "
-            "Ctrl-C (a soak: seed 000's bug showed only after hours)"
+        ranged(
+            "after the battery, rerun the margin probe every this many seconds until "
+            "Ctrl-C (a soak: some faults show only after hours)",
+            POSITIVE,
         ),
     ] = None,
     model: Annotated[
@@ -85,6 +96,7 @@ def check(
             help="also sample every node of this cluster file through its \\[executor]",
         ),
     ] = None,
+    force: ForceFlag = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Run the guards that catch silent serving corruption; exit 1 on any FAIL.
@@ -93,12 +105,15 @@ def check(
     cached) or with a recorded baseline (docs/guards.md). The receipt is rewritten after every
     guard, so an interrupted run keeps what it found."""
     from sparkrig.client.endpoint import api_key_from_env
+    from sparkrig.client.http_failures import checked_base_url
     from sparkrig.guards.battery import choose_guards
     from sparkrig.guards.context import CheckSettings
     from sparkrig.report.check_table import check_table, result_line
 
     if (url is None) == (not local):
         raise UsageError("give either a server URL or --local — e.g. `sparkrig check --local`")
+    if url is not None:
+        checked_base_url(url)  # a URL that cannot work fails before anything runs
     if quick and full:
         raise UsageError("--quick and --full contradict each other — pick one")
     names = [name.strip() for name in guard.split(",") if name.strip()] if guard else None
@@ -108,6 +123,7 @@ def check(
     choose_guards(names, quick)  # a bad guard name fails before any engine starts
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out_path = out or Path("sparkrig-runs") / f"check-{stamp}.json"
+    refuse_to_replace(out_path, force=force)
     debug = "--debug" in sys.argv
 
     async def go() -> Any:

@@ -10,10 +10,13 @@ from rich.table import Table
 
 from sparkrig import defaults
 from sparkrig.cli.common import (
+    COUNT,
     JsonFlag,
     _print_json,
     app,
     console,
+    err_console,
+    ranged,
 )
 from sparkrig.errors import SparkrigError
 
@@ -25,7 +28,7 @@ def ask(
     model: Annotated[
         str | None, typer.Option(help="model id (default: the server's first)")
     ] = None,
-    max_tokens: Annotated[int, typer.Option(help="tokens to generate at most")] = 128,
+    max_tokens: Annotated[int, ranged("tokens to generate at most", COUNT)] = 128,
     no_stream: Annotated[bool, typer.Option("--no-stream", help="ask for one JSON reply")] = False,
     api_key_env: Annotated[
         str, typer.Option(help="env var holding the API key")
@@ -35,19 +38,33 @@ def ask(
     """Send one chat request through sparkrig's client and show its timing record."""
     from sparkrig.client.probe import ask_once
 
-    record = asyncio.run(ask_once(url, prompt, model=model, max_tokens=max_tokens,
-                                  stream=not no_stream, api_key_env=api_key_env))  # fmt: skip
+    # visible while a cold prefill keeps the first byte away (shown on a terminal only)
+    with err_console.status(f"waiting for {url} (a cold prefill can take minutes)"):
+        record = asyncio.run(ask_once(url, prompt, model=model, max_tokens=max_tokens,
+                                      stream=not no_stream, api_key_env=api_key_env))  # fmt: skip
     if as_json:
         _print_json(record.model_dump(mode="json"))
     if record.error is not None:
         raise SparkrigError(record.error.message)
+    if not (record.content or record.reasoning or record.tool_calls):
+        raise SparkrigError(
+            f"the server finished with an empty reply ({len(record.events)} events, "
+            f"finish_reason {record.finish_reason}, {_tokens(record.completion_tokens)}) — check "
+            "the model answers this prompt (its chat template, stop strings, --max-tokens)"
+        )
     if not as_json:
+        if record.reasoning and not record.content:
+            console.print(f"(reasoning only) {record.reasoning}", markup=False, highlight=False)
         console.print(record.content, markup=False, highlight=False)
         console.print(
-            f"[dim]{record.completion_tokens} tokens ({record.token_source}), "
+            f"[dim]{_tokens(record.completion_tokens)} ({record.token_source}), "
             f"TTFT {_ms(record.ttft_s)}, decode {_rate(record.decode_tps)}, "
             f"finish {record.finish_reason}[/]"
         )
+
+
+def _tokens(count: int | None) -> str:
+    return "token count not reported" if count is None else f"{count} tokens"
 
 
 def _ms(value: float | None) -> str:

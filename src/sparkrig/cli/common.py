@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
-from sparkrig import __version__
+from sparkrig import __version__, defaults
+from sparkrig.cli.one_line import OneLineErrors
 from sparkrig.errors import UsageError
 
 app = typer.Typer(
+    cls=OneLineErrors,
     help="Serve LLMs across a few directly wired GPU boxes, and prove output and speed are right.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -22,7 +26,76 @@ app = typer.Typer(
 console = Console()
 err_console = Console(stderr=True)
 
+
+@dataclass(frozen=True)
+class Range:
+    """The values a numeric option accepts; checked while the command line is parsed, before any
+    work, so a bad value is a one-line usage error and never a pydantic dump mid-run."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False  # low itself is excluded
+    high_open: bool = False
+
+    def problem(self, value: float) -> str | None:
+        if not math.isfinite(value):
+            return f"{value} is not a finite number: use {self.text()}"
+        if self.low is not None and (value < self.low or (self.low_open and value == self.low)):
+            return f"{value:g} is too small: use {self.text()}"
+        if self.high is not None and (value > self.high or (self.high_open and value == self.high)):
+            return f"{value:g} is too large: use {self.text()}"
+        return None
+
+    def text(self) -> str:
+        parts = []
+        if self.low is not None:
+            parts.append(f"above {self.low:g}" if self.low_open else f"{self.low:g} or more")
+        if self.high is not None:
+            parts.append(f"below {self.high:g}" if self.high_open else f"at most {self.high:g}")
+        return " and ".join(parts)
+
+
+# Every numeric option's range, in one place; the models behind the options keep the same
+# bounds (the defaults named here) as a second line.
+COUNT = Range(low=1)
+NON_NEGATIVE = Range(low=0)
+POSITIVE = Range(low=0, low_open=True)
+SHARE = Range(low=0, high=1, low_open=True, high_open=True)
+PORT = Range(low=1, high=65535)
+PORT_OR_ZERO = Range(low=0, high=65535)
+SAMPLES = Range(low=defaults.BENCH_MIN_SAMPLES_CAP)
+DECODE_TOKENS = Range(low=defaults.BENCH_MIN_DECODE_TOKENS)
+KV_BLOCK_TOKENS = Range(low=defaults.CHECK_MIN_KV_BLOCK_TOKENS)
+NEEDLE_CAP_TOKENS = Range(low=defaults.CHECK_MIN_NEEDLE_CAP_TOKENS)
+CONTEXT_TOKENS = Range(low=defaults.LOCAL_MIN_CONTEXT_TOKENS)
+
+
+def ranged(help: str, within: Range, *flags: str) -> Any:
+    """A typer option whose value is checked against `within` before the command runs."""
+
+    def check(value: float | None) -> float | None:
+        if value is not None and (problem := within.problem(value)) is not None:
+            raise typer.BadParameter(problem)
+        return value
+
+    return typer.Option(*flags, help=f"{help} [{within.text()}]", callback=check)
+
+
 JsonFlag = Annotated[bool, typer.Option("--json", help="print machine-readable JSON")]
+ForceFlag = Annotated[bool, typer.Option("--force", help="let --out replace an existing file")]
+
+
+def refuse_to_replace(path: Path, *, force: bool) -> None:
+    """A run writes its receipt early and often; it must not replace a user's file (an earlier
+    good receipt, or anything else) unless asked to. Checked before any work."""
+    if path.is_dir():
+        raise UsageError(f"--out {path} is a directory — name a file, e.g. {path}/run.json")
+    if (path.exists() or path.is_symlink()) and not force:
+        raise UsageError(
+            f"--out {path} already exists — pick another path, or add --force to replace it"
+        )
+
+
 ApplyFlag = Annotated[bool, typer.Option("--apply", help="act; without it, only print the plan")]
 
 
@@ -30,14 +103,21 @@ def _print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        console.print(__version__)
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(
     debug: Annotated[bool, typer.Option("--debug", help="show tracebacks on errors")] = False,
-    version: Annotated[bool, typer.Option("--version", help="print the version")] = False,
+    version: Annotated[
+        bool,
+        typer.Option("--version", help="print the version", is_eager=True, callback=_print_version),
+    ] = False,
 ) -> None:
-    if version:
-        console.print(__version__)
-        raise typer.Exit()
+    """Eager --version acts while the options are parsed, so it needs no command after it."""
 
 
 # --- engine -----------------------------------------------------------------------------------
@@ -73,7 +153,9 @@ def _speculative(
     )
 
 
-def _ladder(text: str, option: str = "--concurrency") -> list[int]:
+def _ladder(
+    text: str, option: str = "--concurrency", most: int = defaults.BENCH_MAX_CONCURRENCY
+) -> list[int]:
     try:
         values = [int(part) for part in text.split(",") if part.strip()]
     except ValueError as exc:
@@ -82,4 +164,6 @@ def _ladder(text: str, option: str = "--concurrency") -> list[int]:
         ) from exc
     if not values or any(value <= 0 for value in values):
         raise UsageError(f"{option} {text!r} needs values of 1 or more — e.g. 1,2,4,8")
+    if (largest := max(values)) > most:
+        raise UsageError(f"{option} {largest} is above {most} — a typo? use {most} or less")
     return values

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
+from sparkrig.cli.common import COUNT, ranged
 from sparkrig.errors import UsageError
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ ClusterArg = Annotated[Path, typer.Argument(help="cluster TOML (see examples/)")
 JsonFlag = Annotated[bool, typer.Option("--json", help="print machine-readable JSON")]
 TpOption = Annotated[
     int | None,
-    typer.Option("--tp", help="tensor-parallel size (default: the file's, else every node)"),
+    ranged("tensor-parallel size (default: the file's, else every node)", COUNT, "--tp"),
 ]
 ExecutorOption = Annotated[
     str, typer.Option("--executor", help="how to reach the nodes: local, netns or ssh")
@@ -241,6 +242,8 @@ def gids_command(
     from sparkrig.fabric.gid import read_gid_table, resolve_gid_index
     from sparkrig.fabric.plan import plan_fabric
 
+    if not sysfs.is_dir():
+        raise UsageError(f"--sysfs {sysfs} is not a folder — pass the sysfs root, e.g. /sys")
     plan = plan_fabric(load_cluster(cluster_file))
     if node not in plan.rank_order:
         raise UsageError(f"--node {node} is not a node — use one of {', '.join(plan.rank_order)}")

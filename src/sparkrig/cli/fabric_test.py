@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from sparkrig import defaults
+from sparkrig.cli.common import COUNT, PORT, POSITIVE, ranged
 from sparkrig.cli.fabric import (
     ClusterArg,
     ExecutorOption,
@@ -51,12 +52,12 @@ def fabric_test_command(
         typer.Option(help="ladder, e.g. 8K,64K,1M (default: 8 KiB x8 to 64 MiB, 256 MiB on GPU)"),
     ] = None,
     iterations: Annotated[
-        int, typer.Option(min=1, help="timed iterations per size")
+        int, ranged("timed iterations per size", COUNT)
     ] = defaults.FABRIC_TEST_ITERATIONS,
-    port: Annotated[int, typer.Option(help="master port on rank 0")] = defaults.FABRIC_TEST_PORT,
+    port: Annotated[int, ranged("master port on rank 0", PORT)] = defaults.FABRIC_TEST_PORT,
     checks: Annotated[bool, typer.Option("--checks/--no-checks", help="correctness first")] = True,
     liveness: Annotated[
-        float, typer.Option(help="seconds without a heartbeat before a node is named hung")
+        float, ranged("seconds without a heartbeat before a node is named hung", POSITIVE)
     ] = defaults.FABRIC_TEST_LIVENESS_S,
     python: Annotated[
         str | None, typer.Option(help="python on the nodes (default: this one; python3 on ssh)")

@@ -9,18 +9,19 @@ import typer
 from rich.console import Console
 
 from sparkrig import defaults
+from sparkrig.cli.common import COUNT, NON_NEGATIVE, PORT_OR_ZERO, ranged
 
 
 # typer options are positional, and the command imports its stage lazily, as in cli.py
 def gateway(
     upstream: Annotated[str, typer.Argument(help="base URL of the server to proxy")],
-    port: Annotated[int, typer.Option(help="port to listen on (default: a free one)")] = 0,
+    port: Annotated[int, ranged("port to listen on (0: a free one)", PORT_OR_ZERO)] = 0,
     host: Annotated[str, typer.Option(help="address to listen on")] = defaults.LOCAL_HOST,
     inject: Annotated[
         str, typer.Option(help="comma-separated faults to inject, e.g. loop,markup-leak")
     ] = "",
     after: Annotated[
-        int, typer.Option(help="degrade-after: generation requests served before it fires")
+        int, ranged("degrade-after: generation requests served before it fires", NON_NEGATIVE)
     ] = defaults.GATEWAY_DEGRADE_AFTER_REQUESTS,
     emulate_reasoning: Annotated[
         bool,
@@ -30,16 +31,19 @@ def gateway(
         ),
     ] = False,
     reasoning_chars: Annotated[
-        int, typer.Option(help="characters of each reply served as reasoning")
+        int, ranged("characters of each reply served as reasoning", COUNT)
     ] = defaults.GATEWAY_REASONING_CHARS,
     long_prompt_chars: Annotated[
-        int, typer.Option(help="prompt characters that make a prompt long")
+        int, ranged("prompt characters that make a prompt long", COUNT)
     ] = defaults.GATEWAY_LONG_PROMPT_CHARS,
 ) -> None:
     """Proxy UPSTREAM, injecting faults that guards must catch (docs/gateway.md lists them).
 
     Every other path passes through unchanged; with no fault the gateway is transparent."""
+    from sparkrig.client.http_failures import checked_base_url
     from sparkrig.gateway import Fault, GatewayConfig, parse_faults, running_gateway
+
+    checked_base_url(upstream)  # the gateway would otherwise answer every request with a 502
 
     config = GatewayConfig(
         faults=parse_faults(inject), after_requests=after, emulate_reasoning=emulate_reasoning,

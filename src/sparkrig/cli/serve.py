@@ -13,12 +13,17 @@ from rich.table import Table
 
 from sparkrig import defaults
 from sparkrig.cli.common import (
+    CONTEXT_TOKENS,
+    COUNT,
+    PORT,
+    POSITIVE,
     ApplyFlag,
     JsonFlag,
     _print_json,
     _speculative,
     app,
     console,
+    ranged,
 )
 from sparkrig.errors import SparkrigError, UsageError
 
@@ -40,17 +45,15 @@ def up(
     model: Annotated[
         Path | None, typer.Option(help="GGUF to serve (default: the bundled SmolLM2-135M)")
     ] = None,
-    port: Annotated[
-        int | None, typer.Option(help="port on 127.0.0.1 (default: a free one)")
-    ] = None,
+    port: Annotated[int | None, ranged("port on 127.0.0.1 (default: a free one)", PORT)] = None,
     slots: Annotated[
-        int, typer.Option(help="parallel slots for continuous batching")
+        int, ranged("parallel slots for continuous batching", COUNT)
     ] = defaults.LOCAL_PARALLEL_SLOTS,
     ctx: Annotated[
-        int, typer.Option(help="context tokens shared by all slots")
+        int, ranged("context tokens shared by all slots", CONTEXT_TOKENS)
     ] = defaults.LOCAL_CONTEXT_TOKENS,
     threads: Annotated[
-        int, typer.Option(help="CPU threads (default: all cores but one)", min=1)
+        int, ranged("CPU threads (default: all cores but one)", COUNT)
     ] = defaults.LOCAL_THREADS,
     spec_type: Annotated[
         str | None, typer.Option(help="speculative decoding: draft-simple or an ngram-* mode")
@@ -59,14 +62,14 @@ def up(
         Path | None, typer.Option(help="draft GGUF for draft-simple (default: the served model)")
     ] = None,
     spec_draft_max: Annotated[
-        int, typer.Option(help="tokens drafted per step")
+        int, ranged("tokens drafted per step", COUNT)
     ] = defaults.LOCAL_SPEC_DRAFT_MAX,
     spec_synth_rates: Annotated[
         str | None,
         typer.Option(help="per-position synthetic acceptance, e.g. 0.9,0.5 (benchmarking)"),
     ] = None,
     ready_timeout: Annotated[
-        float, typer.Option(help="seconds to wait for ready")
+        float, ranged("seconds to wait for ready", POSITIVE)
     ] = defaults.READY_TIMEOUT_S,
     profile: Annotated[
         str | None, typer.Option(help="cluster: the table profiles.NAME instead of profile")
@@ -193,7 +196,7 @@ def logs(
     cluster_file: ClusterFileArg = None,
     node: Annotated[str | None, typer.Argument(help="cluster: the node whose log to show")] = None,
     name: Annotated[str | None, typer.Option(help="instance name (default: the only one)")] = None,
-    lines: Annotated[int, typer.Option("-n", "--lines", help="how many last lines")] = 40,
+    lines: Annotated[int, ranged("how many last lines", COUNT, "-n", "--lines")] = 40,
 ) -> None:
     """Print the last lines of an engine log: a cluster node's, or a --local instance's."""
     if cluster_file is not None:
@@ -270,7 +273,7 @@ def plan_capacity(
     cluster_file: Annotated[Path, typer.Argument(help="cluster TOML with a profile table")],
     profile: Annotated[str | None, typer.Option(help="the table profiles.NAME instead")] = None,
     steps_per_second: Annotated[
-        float | None, typer.Option(help="measured decode steps/s, for the spec-decode ceiling")
+        float | None, ranged("measured decode steps/s, for the spec-decode ceiling", POSITIVE)
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sparkrig.client import fields as field
 from sparkrig.client.reasoning import split_think_tags
 from sparkrig.client.records import (
     ReasoningSource,
@@ -60,14 +61,19 @@ class StreamAccumulator:
         return len(self._events)
 
     def add_chunk(self, t_ns: int, chunk: dict[str, Any]) -> None:
+        """Raises `fields.MalformedField` for a field of the wrong type; the caller records it."""
         fields: dict[str, Any] = {"t_ns": t_ns}
-        for choice in chunk.get("choices") or []:
-            self._add_choice(fields, choice, len(self._events))
-        timings, usage = chunk.get("timings"), chunk.get("usage")
+        for position, choice in enumerate(field.items(chunk.get("choices"), "choices")):
+            where = f"choices[{position}]"
+            if not isinstance(choice, dict):
+                raise field.MalformedField(where, "an object", choice)
+            self._add_choice(fields, choice, len(self._events), where)
+        timings = field.mapping(chunk.get("timings"), "timings")
+        usage = field.mapping(chunk.get("usage"), "usage")
         tokens = fields["tokens"] = self._tokens_from_counters(timings, usage)
-        if isinstance(usage, dict):
+        if usage is not None:
             self.record.usage = _usage(usage)
-        if isinstance(timings, dict):
+        if timings is not None:
             self._server_timings = timings
         self._events.append(fields)
         if carries_output(
@@ -97,52 +103,71 @@ class StreamAccumulator:
             self.record.server_timings = self._server_timings
         return self.record
 
-    def _add_choice(self, fields: dict[str, Any], choice: dict[str, Any], index: int) -> None:
-        delta = choice.get("delta") or choice.get("message") or {}
-        text = delta.get("content") if delta else choice.get("text")
-        if isinstance(text, str) and text:
+    def _add_choice(
+        self, fields: dict[str, Any], choice: dict[str, Any], index: int, where: str
+    ) -> None:
+        key = "delta" if choice.get("delta") is not None else "message"
+        delta = field.mapping(choice.get(key), f"{where}.{key}") or {}
+        if delta:
+            text = field.text(delta.get("content"), f"{where}.{key}.content")
+        else:
+            text = field.text(choice.get("text"), f"{where}.text")
+        if text:
             fields["content_chars"] = fields.get("content_chars", 0) + len(text)
             self._content_parts.append(text)
             self._content_deltas.append((index, text))
-        for key in _REASONING_KEYS:
-            value = delta.get(key)
-            if isinstance(value, str) and value:
+        for reasoning_key in _REASONING_KEYS:
+            value = field.text(delta.get(reasoning_key), f"{where}.{key}.{reasoning_key}")
+            if value:
                 fields["reasoning_chars"] = fields.get("reasoning_chars", 0) + len(value)
                 self._reasoning_parts.append(value)
-                self.record.reasoning_source = key
+                self.record.reasoning_source = reasoning_key
                 break  # some servers mirror the same text in both keys: read it once
-        for call in delta.get("tool_calls") or []:
+        calls = field.items(delta.get("tool_calls"), f"{where}.{key}.tool_calls")
+        for position, call in enumerate(calls):
             fields["tool_call"] = True
-            self._merge_tool_call(call)
-        logprobs = choice.get("logprobs")
-        if isinstance(logprobs, dict):
-            self.record.logprobs.extend(_logprobs(logprobs))
-        if choice.get("finish_reason"):
-            fields["finish_reason"] = choice["finish_reason"]
-            self.record.finish_reason = choice["finish_reason"]
+            self._merge_tool_call(call, f"{where}.{key}.tool_calls[{position}]")
+        logprobs = field.mapping(choice.get("logprobs"), f"{where}.logprobs")
+        if logprobs is not None:
+            self.record.logprobs.extend(_logprobs(logprobs, f"{where}.logprobs"))
+        finish_reason = field.text(choice.get("finish_reason"), f"{where}.finish_reason")
+        if finish_reason:
+            fields["finish_reason"] = finish_reason
+            self.record.finish_reason = finish_reason
 
-    def _tokens_from_counters(self, timings: Any, usage: Any) -> int | None:
+    def _tokens_from_counters(
+        self, timings: dict[str, Any] | None, usage: dict[str, Any] | None
+    ) -> int | None:
         """Tokens in this chunk from the server's cumulative counters, when it sends them.
 
         llama.cpp's `timings.predicted_n` comes first: its last chunk also carries `usage`, whose
         total would otherwise count as a burst of tokens at the very end.
         """
-        if isinstance(timings, dict) and isinstance(timings.get("predicted_n"), int):
-            return self._predicted_n.advance(int(timings["predicted_n"]))
-        if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
-            return self._usage_tokens.advance(int(usage["completion_tokens"]))
+        if timings is not None:
+            predicted = field.count(timings.get("predicted_n"), "timings.predicted_n")
+            if predicted is not None:
+                return self._predicted_n.advance(predicted)
+        if usage is not None:
+            completion = field.count(usage.get("completion_tokens"), "usage.completion_tokens")
+            if completion is not None:
+                return self._usage_tokens.advance(completion)
         return None
 
-    def _merge_tool_call(self, call: dict[str, Any]) -> None:
+    def _merge_tool_call(self, call: Any, where: str) -> None:
+        if not isinstance(call, dict):
+            raise field.MalformedField(where, "an object", call)
+        index = field.count(call.get("index"), f"{where}.index")
         slot = self._tool_calls.setdefault(
-            int(call.get("index", len(self._tool_calls))),
+            len(self._tool_calls) if index is None else index,
             {"id": None, "type": "function", "function": {"name": "", "arguments": ""}},
         )
-        if call.get("id"):
-            slot["id"] = call["id"]
-        function = call.get("function") or {}
-        slot["function"]["name"] += function.get("name") or ""
-        slot["function"]["arguments"] += function.get("arguments") or ""
+        if call_id := field.text(call.get("id"), f"{where}.id"):
+            slot["id"] = call_id
+        function = field.mapping(call.get("function"), f"{where}.function") or {}
+        slot["function"]["name"] += field.text(function.get("name"), f"{where}.function.name") or ""
+        slot["function"]["arguments"] += (
+            field.text(function.get("arguments"), f"{where}.function.arguments") or ""
+        )
 
     def finish(self, end_ns: int) -> RequestRecord:
         record = self.record
@@ -194,39 +219,66 @@ class StreamAccumulator:
 
 
 def _usage(raw: dict[str, Any]) -> Usage:
-    prompt_details = raw.get("prompt_tokens_details") or {}
-    completion_details = raw.get("completion_tokens_details") or {}
+    prompt_details = field.mapping(raw.get("prompt_tokens_details"), "usage.prompt_tokens_details")
+    completion_details = field.mapping(
+        raw.get("completion_tokens_details"), "usage.completion_tokens_details"
+    )
     return Usage(
-        prompt_tokens=raw.get("prompt_tokens"),
-        completion_tokens=raw.get("completion_tokens"),
-        total_tokens=raw.get("total_tokens"),
-        cached_prompt_tokens=prompt_details.get("cached_tokens"),
-        reasoning_tokens=completion_details.get("reasoning_tokens"),
+        prompt_tokens=field.count(raw.get("prompt_tokens"), "usage.prompt_tokens"),
+        completion_tokens=field.count(raw.get("completion_tokens"), "usage.completion_tokens"),
+        total_tokens=field.count(raw.get("total_tokens"), "usage.total_tokens"),
+        cached_prompt_tokens=field.count(
+            (prompt_details or {}).get("cached_tokens"), "usage.prompt_tokens_details.cached_tokens"
+        ),
+        reasoning_tokens=field.count(
+            (completion_details or {}).get("reasoning_tokens"),
+            "usage.completion_tokens_details.reasoning_tokens",
+        ),
     )
 
 
-def _logprobs(raw: dict[str, Any]) -> list[TokenLogprob]:
+def _logprobs(raw: dict[str, Any], where: str) -> list[TokenLogprob]:
     """Chat-style `{content: [...]}` (also llama.cpp completions) or legacy completions style."""
     if isinstance(raw.get("content"), list):
         return [
-            TokenLogprob(
-                token=item.get("token", ""),
-                logprob=None if item.get("logprob") is None else float(item["logprob"]),
-                top=[
-                    TopLogprob(token=top.get("token", ""), logprob=float(top.get("logprob", 0.0)))
-                    for top in item.get("top_logprobs") or []
-                ],
-            )
-            for item in raw["content"]
+            _chat_logprob(item, f"{where}.content[{n}]") for n, item in enumerate(raw["content"])
         ]
-    tokens = raw.get("tokens") or []
-    values = raw.get("token_logprobs") or []
-    tops = raw.get("top_logprobs") or [None] * len(tokens)
-    return [
-        TokenLogprob(
-            token=token,
-            logprob=None if value is None else float(value),
-            top=[TopLogprob(token=k, logprob=float(v)) for k, v in (top or {}).items()],
-        )
-        for token, value, top in zip(tokens, values, tops, strict=False)
-    ]
+    tokens = field.items(raw.get("tokens"), f"{where}.tokens")
+    values = field.items(raw.get("token_logprobs"), f"{where}.token_logprobs")
+    tops = field.items(raw.get("top_logprobs"), f"{where}.top_logprobs") or [None] * len(tokens)
+    result = []
+    for n, (token, value, top) in enumerate(zip(tokens, values, tops, strict=False)):
+        alternatives = field.mapping(top, f"{where}.top_logprobs[{n}]") or {}
+        result.append(TokenLogprob(
+            token=field.text(token, f"{where}.tokens[{n}]") or "",
+            logprob=field.number(value, f"{where}.token_logprobs[{n}]"),
+            top=[TopLogprob(token=k, logprob=_required_number(v, f"{where}.top_logprobs[{n}].{k}"))
+                 for k, v in alternatives.items()],
+        ))  # fmt: skip
+    return result
+
+
+def _chat_logprob(item: Any, where: str) -> TokenLogprob:
+    if not isinstance(item, dict):
+        raise field.MalformedField(where, "an object", item)
+    top = []
+    for n, alternative in enumerate(field.items(item.get("top_logprobs"), f"{where}.top_logprobs")):
+        at = f"{where}.top_logprobs[{n}]"
+        if not isinstance(alternative, dict):
+            raise field.MalformedField(at, "an object", alternative)
+        top.append(TopLogprob(
+            token=field.text(alternative.get("token"), f"{at}.token") or "",
+            logprob=_required_number(alternative.get("logprob", 0.0), f"{at}.logprob"),
+        ))  # fmt: skip
+    return TokenLogprob(
+        token=field.text(item.get("token"), f"{where}.token") or "",
+        logprob=field.number(item.get("logprob"), f"{where}.logprob"),
+        top=top,
+    )
+
+
+def _required_number(value: Any, where: str) -> float:
+    number = field.number(value, where)
+    if number is None:
+        raise field.MalformedField(where, "a number", value)
+    return number

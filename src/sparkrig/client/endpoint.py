@@ -6,9 +6,11 @@ reply cannot end a run of many requests.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Literal
 
@@ -17,10 +19,20 @@ from pydantic import BaseModel, Field
 
 from sparkrig import defaults
 from sparkrig.client.accumulate import StreamAccumulator
+from sparkrig.client.fields import MalformedField
+from sparkrig.client.http_failures import checked_base_url, describe_client_error, web_page_title
 from sparkrig.client.records import ErrorKind, RequestError, RequestRecord
+from sparkrig.client.timeouts import Timeouts
+from sparkrig.errors import UsageError, excerpt
 
 _BODY_EXCERPT = 500
+_ERROR_BODY_BYTES = 64 * 1024
 _MAX_LINE_BYTES = 16 * 1024 * 1024  # one SSE line; bounds memory against a server gone wrong
+_MAX_EVENT_LINES = 65_536  # `data:` lines in one event before its blank line
+_MAX_BODY_BYTES = 256 * 1024 * 1024  # one non-streamed reply
+# A reply of at most N tokens comes in about N events (fewer under speculative decoding); a few
+# more carry the role, usage and finish. Past this many a server ignores max_tokens.
+_EVENTS_PER_TOKEN, _EXTRA_EVENTS = 4, 64
 _RECV_BYTES = 64 * 1024
 
 
@@ -94,15 +106,24 @@ class EndpointClient:
         *,
         api_key: str | None = None,
         timeout_s: float = defaults.REQUEST_TIMEOUT_S,
+        first_byte_timeout_s: float | None = None,
+        idle_timeout_s: float | None = None,
+        connect_timeout_s: float | None = None,
         per_event_counts: bool = True,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
-        if self.base_url.endswith("/v1"):
-            self.base_url = self.base_url[: -len("/v1")]
+        """Timeouts left at None come from their environment variable, else sparkrig.defaults."""
+        self.base_url = checked_base_url(base_url)
+        if api_key is not None and any(ord(c) < 32 or ord(c) == 127 for c in api_key):
+            raise UsageError(
+                "the API key holds a line break or another control character (a header cannot "
+                "carry it) — set the variable to the key alone, e.g. without a trailing newline"
+            )
         self._api_key = api_key  # kept off every record, log and repr
-        self._timeout = aiohttp.ClientTimeout(
-            total=timeout_s, sock_connect=defaults.CONNECT_TIMEOUT_S
-        )
+        self.timeouts = Timeouts.from_env(
+            request_s=timeout_s, connect_s=connect_timeout_s,
+            first_byte_s=first_byte_timeout_s, idle_s=idle_timeout_s,
+        )  # fmt: skip
+        self._timeout = self.timeouts.for_metadata()
         self.per_event_counts = per_event_counts
         self._session: aiohttp.ClientSession | None = None
 
@@ -139,7 +160,7 @@ class EndpointClient:
     async def get_text(self, path: str) -> str:
         async with self.session.get(f"{self.base_url}{path}") as response:
             response.raise_for_status()
-            return await response.text()
+            return await response.text(errors="replace")  # bytes that are not text stay visible
 
     async def send(self, request: ChatRequest | CompletionRequest) -> RequestRecord:  # noqa: PLR0911
         path = "/v1/chat/completions" if request.api == "chat" else "/v1/completions"
@@ -150,22 +171,35 @@ class EndpointClient:
             send_ns=time.perf_counter_ns(),
         )  # fmt: skip
         accumulator = StreamAccumulator(record)
+        loop = asyncio.get_running_loop()
+        deadline = asyncio.timeout(self.timeouts.first_byte_s)
+
+        def received() -> None:  # each block of a stream restarts the idle timeout
+            deadline.reschedule(loop.time() + self.timeouts.idle_s)
+
         try:
-            async with self.session.post(url, json=body) as response:
+            async with (
+                deadline,
+                self.session.post(url, json=body, timeout=self.timeouts.for_requests()) as response,
+            ):
                 record.response_ns = time.perf_counter_ns()
                 _read_in_small_buffers(response)
                 if response.status >= 400:
                     return _fail(accumulator, "http_status", await _http_error(response))
                 if "text/event-stream" in response.headers.get("Content-Type", ""):
-                    await _read_stream(response, accumulator)
+                    most = request.max_tokens and request.max_tokens * _EVENTS_PER_TOKEN
+                    await _read_stream(response, accumulator, received, most)
                 else:
                     await _read_body(response, accumulator)
         except aiohttp.ClientConnectorError as exc:
-            return _fail(accumulator, "connect", _connect_message(url, exc))
-        except TimeoutError:
-            return _fail(accumulator, "timeout", RequestError(kind="timeout", message=(
-                f"no complete reply from {url} within {self._timeout.total:g}s — raise the "
-                "timeout or check the server is not stuck")))  # fmt: skip
+            return _fail(accumulator, "connect", RequestError(
+                kind="connect", message=describe_client_error(exc, url)))  # fmt: skip
+        except TimeoutError as exc:
+            message = self.timeouts.message(
+                url, exc, ours=deadline.expired(), events=accumulator.event_count,
+                first_byte_seen=record.first_byte_ns is not None,
+            )  # fmt: skip
+            return _fail(accumulator, "timeout", RequestError(kind="timeout", message=message))
         except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError) as exc:
             return _fail(accumulator, "stream_cut", RequestError(kind="stream_cut", message=(
                 f"the connection closed mid-reply ({exc.__class__.__name__}) — check the "
@@ -173,10 +207,20 @@ class EndpointClient:
         except _ProtocolFault as fault:
             return _fail(accumulator, fault.error.kind, fault.error)
         except aiohttp.ClientError as exc:
-            return _fail(accumulator, "protocol", RequestError(kind="protocol", message=(
-                f"{exc.__class__.__name__}: {exc} — check the URL points at an "
-                "OpenAI-compatible server")))  # fmt: skip
+            return _fail(accumulator, "protocol", RequestError(
+                kind="protocol", message=describe_client_error(exc, url)))  # fmt: skip
         return accumulator.finish(time.perf_counter_ns())
+
+
+async def read_at_most(response: aiohttp.ClientResponse, limit: int) -> bytes:
+    """The body up to its end or `limit` bytes, whichever comes first: a server cannot make
+    sparkrig hold an endless body (aiohttp's `read(n)` returns what has arrived, not n)."""
+    parts: list[bytes] = []
+    size = 0
+    while size < limit and (block := await response.content.read(limit - size)):
+        parts.append(block)
+        size += len(block)
+    return b"".join(parts)
 
 
 def _read_in_small_buffers(response: aiohttp.ClientResponse) -> None:
@@ -205,26 +249,20 @@ def _fail(accumulator: StreamAccumulator, kind: ErrorKind, error: RequestError) 
     return record
 
 
-def _connect_message(url: str, exc: aiohttp.ClientConnectorError) -> RequestError:
-    reason = exc.os_error.strerror if exc.os_error and exc.os_error.strerror else str(exc)
-    return RequestError(
-        kind="connect",
-        message=f"cannot connect to {url} ({reason}) — check the server is running and the "
-        "host and port are right (`sparkrig status` lists local instances)",
-    )
-
-
 async def _http_error(response: aiohttp.ClientResponse) -> RequestError:
-    text = (await response.text(errors="replace"))[:_BODY_EXCERPT]
+    raw = await read_at_most(response, _ERROR_BODY_BYTES)  # a 3 MB error page stays unread
+    text = raw.decode(errors="replace")
     hint = {
         401: "set the API key (--api-key-env, default $SPARKRIG_API_KEY)",
         404: "check the URL and that the server speaks the OpenAI API at /v1",
     }.get(response.status, "read the server's message and its log")
+    title = web_page_title(raw)
+    said = f"a web page titled {title!r}" if title else repr(excerpt(text))
     return RequestError(
         kind="http_status",
         status=response.status,
-        body=text,
-        message=f"HTTP {response.status} from {response.url}: {text[:120]!r} — {hint}",
+        body=text[:_BODY_EXCERPT],
+        message=f"HTTP {response.status} from {response.url}: {said} — {hint}",
     )
 
 
@@ -240,27 +278,51 @@ def _parse_json(text: str, where: str) -> Any:
         pass
     try:  # anything else is json.loads's to accept (surrounding whitespace) or reject
         return json.loads(text)
+    except RecursionError as exc:
+        raise _ProtocolFault(RequestError(
+            kind="non_json", body=text[:_BODY_EXCERPT],
+            message=f"{where} is JSON nested too deeply to read — check the URL points at an "
+            "OpenAI-compatible server")) from exc  # fmt: skip
     except json.JSONDecodeError as exc:
         raise _ProtocolFault(RequestError(
             kind="non_json", body=text[:_BODY_EXCERPT],
-            message=f"{where} is not JSON ({exc.msg}): {text[:80]!r} — check the URL points at "
-            "an OpenAI-compatible server, not a web page or proxy")) from exc  # fmt: skip
+            message=f"{where} is not JSON ({exc.msg}): {excerpt(text, 80)!r} — check the URL "
+            "points at an OpenAI-compatible server, not a web page or proxy")) from exc  # fmt: skip
 
 
 async def _read_body(response: aiohttp.ClientResponse, accumulator: StreamAccumulator) -> None:
-    raw = await response.read()
+    raw = await read_at_most(response, _MAX_BODY_BYTES + 1)
+    if len(raw) > _MAX_BODY_BYTES:
+        message = (
+            f"the reply body ran past {_MAX_BODY_BYTES} bytes — a chat reply is far smaller; "
+            "check the URL points at an OpenAI-compatible server"
+        )
+        raise _ProtocolFault(RequestError(kind="protocol", message=message))
     t_ns = time.perf_counter_ns()
     accumulator.record.first_byte_ns = t_ns
+    if (title := web_page_title(raw)) is not None:
+        raise _ProtocolFault(RequestError(
+            kind="non_json", body=raw[:_BODY_EXCERPT].decode(errors="replace"),
+            message=f"the reply is a web page titled {title!r}, not JSON — point the URL at the "
+            "OpenAI-compatible server itself, not a web UI, login page or proxy"))  # fmt: skip
     body = _parse_json(raw.decode(errors="replace"), "the reply body")
     if not isinstance(body, dict):
         raise _ProtocolFault(RequestError(
             kind="protocol", body=raw[:_BODY_EXCERPT].decode(errors="replace"),
             message="the reply is JSON but not an object — is this an OpenAI-compatible "
             "server?"))  # fmt: skip
-    accumulator.add_body(t_ns, body)
+    try:
+        accumulator.add_body(t_ns, body)
+    except MalformedField as exc:
+        raise _malformed("the reply body", exc, raw.decode(errors="replace")) from exc
 
 
-async def _read_stream(response: aiohttp.ClientResponse, accumulator: StreamAccumulator) -> None:
+async def _read_stream(
+    response: aiohttp.ClientResponse,
+    accumulator: StreamAccumulator,
+    received: Callable[[], None] = lambda: None,
+    max_tokens_events: int | None = None,
+) -> None:
     """Read SSE: `data:` lines joined until a blank line make one event; `[DONE]` ends it.
 
     Lines are split here from whatever bytes have arrived: aiohttp's readline cost more than the
@@ -268,10 +330,12 @@ async def _read_stream(response: aiohttp.ClientResponse, accumulator: StreamAccu
     line is handled, as a line-by-line reader would stamp it.
     """
     record = accumulator.record
+    most = None if max_tokens_events is None else max_tokens_events + _EXTRA_EVENTS
     data_lines: list[bytes] = []
     done = False
     pending = b""
     while not done and (block := await response.content.readany()):
+        received()
         if record.first_byte_ns is None:
             record.first_byte_ns = time.perf_counter_ns()
         lines = (pending + block if pending else block).split(b"\n")
@@ -288,6 +352,15 @@ async def _read_stream(response: aiohttp.ClientResponse, accumulator: StreamAccu
                     done = True
                     break
                 _add_event(accumulator, time.perf_counter_ns(), data)
+                if most is not None and accumulator.event_count > most:
+                    raise _ProtocolFault(RequestError(kind="protocol", message=(
+                        f"the server sent more than {most} events for a reply of at most "
+                        f"{most // _EVENTS_PER_TOKEN} tokens — it ignores max_tokens; check "
+                        "the server (or a proxy replaying the stream)")))  # fmt: skip
+        if len(data_lines) > _MAX_EVENT_LINES:
+            raise _ProtocolFault(RequestError(kind="protocol", message=(
+                f"an SSE event ran past {_MAX_EVENT_LINES} data lines with no blank line — is "
+                "this an event stream? check the server or proxy")))  # fmt: skip
     if pending and not done:
         _take_line(pending, data_lines)  # a last line with no newline; its event is read below
     if data_lines and not done:  # a final event without its blank line
@@ -323,4 +396,13 @@ def _add_event(accumulator: StreamAccumulator, t_ns: int, data: str) -> None:
         text = detail.get("message", str(detail)) if isinstance(detail, dict) else detail
         raise _ProtocolFault(RequestError(kind="protocol", body=data[:_BODY_EXCERPT],
             message=f"the server reported an error mid-stream: {text} — read its log"))  # fmt: skip
-    accumulator.add_chunk(t_ns, chunk)
+    try:
+        accumulator.add_chunk(t_ns, chunk)
+    except MalformedField as exc:
+        raise _malformed(f"SSE event {accumulator.event_count + 1}", exc, data) from exc
+
+
+def _malformed(where: str, exc: MalformedField, data: str) -> _ProtocolFault:
+    return _ProtocolFault(RequestError(kind="malformed", body=data[:_BODY_EXCERPT],
+        message=f"{where}: {exc.describe()} — the server (or a proxy) sent a malformed reply; "
+        "check its version and the OpenAI API it claims"))  # fmt: skip

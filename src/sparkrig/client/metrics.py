@@ -9,12 +9,13 @@ import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import BaseModel, Field
 
+from sparkrig.client.http_failures import web_page_title
 from sparkrig.engines.llamacpp.metric_names import LLAMACPP_METRICS
 from sparkrig.engines.llamacpp.metric_names import PREFIX as LLAMACPP_PREFIX
 from sparkrig.engines.metric_map import EngineMetricMap, MetricSource, Quantity
 from sparkrig.engines.vllm import PREFIX as VLLM_PREFIX
 from sparkrig.engines.vllm import VLLM_METRICS
-from sparkrig.errors import EndpointError, MetricsError
+from sparkrig.errors import EndpointError, MetricsError, excerpt
 
 ENGINE_MAPS: dict[str, tuple[str, EngineMetricMap]] = {
     "llama.cpp": (LLAMACPP_PREFIX, LLAMACPP_METRICS),
@@ -63,6 +64,13 @@ class MetricsDelta(BaseModel):
 
 def parse_metrics(text: str, taken_ns: int | None = None) -> MetricsSnapshot:
     samples: dict[str, list[Sample]] = {}
+    first = text.strip().splitlines()[0][:80] if text.strip() else "(empty)"
+    if (title := web_page_title(text.encode(errors="replace"))) is not None:
+        raise MetricsError(
+            f"/metrics answered a web page titled {title!r}, not Prometheus text (starts "
+            f"{first!r}) — check the URL is the engine's own, not a web UI or login proxy in "
+            "front of it, and that metrics are enabled (llama-server needs --metrics)"
+        )
     try:
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
@@ -70,9 +78,9 @@ def parse_metrics(text: str, taken_ns: int | None = None) -> MetricsSnapshot:
                     Sample(labels=dict(sample.labels), value=float(sample.value))
                 )
     except (ValueError, TypeError, IndexError, KeyError) as exc:
-        first = text.strip().splitlines()[0][:80] if text.strip() else "(empty)"
         raise MetricsError(
-            f"the /metrics text is not Prometheus exposition format ({exc}; starts {first!r}) "
+            f"the /metrics text is not Prometheus exposition format ({excerpt(str(exc), 80)}; "
+            f"starts {first!r}) "
             "— check the URL is the engine's /metrics and that metrics are enabled "
             "(llama-server needs --metrics)"
         ) from exc

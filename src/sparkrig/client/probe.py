@@ -2,23 +2,63 @@
 
 from __future__ import annotations
 
+import json
+
 import aiohttp
 
-from sparkrig.client.endpoint import ChatRequest, EndpointClient, api_key_from_env
+from sparkrig.client.endpoint import ChatRequest, EndpointClient, api_key_from_env, read_at_most
+from sparkrig.client.http_failures import describe_client_error, not_http, web_page_title
 from sparkrig.client.metrics import MetricsSnapshot, parse_metrics
 from sparkrig.client.records import RequestRecord
-from sparkrig.errors import EndpointError
+from sparkrig.errors import EndpointError, excerpt
+
+_MODEL_LIST_BYTES = 4 * 1024 * 1024  # a long list of models, but never an endless body
 
 
 async def first_model_id(client: EndpointClient) -> str:
+    """The first model the server lists; EndpointError naming why there is none."""
+    url = f"{client.base_url}/v1/models"
     try:
-        listing = await client.get_json("/v1/models")
-        return str(listing["data"][0]["id"])
-    except (aiohttp.ClientError, TimeoutError, KeyError, IndexError, TypeError, ValueError) as exc:
+        async with client.session.get(url) as response:
+            body = await read_at_most(response, _MODEL_LIST_BYTES)
+            status = response.status
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        raise EndpointError(describe_client_error(exc, url)) from exc
+    if (title := web_page_title(body)) is not None:
         raise EndpointError(
-            f"could not read a model id from {client.base_url}/v1/models ({_reason(exc)}) — "
-            "check the URL, or pass --model"
+            f"{url} answered a web page titled {title!r} where a JSON model list belongs — point "
+            "the URL at the OpenAI-compatible server, not a web UI, login page or proxy"
+        )
+    if status >= 400:
+        raise EndpointError(
+            f"{url} answered HTTP {status}: {excerpt(body.decode(errors='replace'))!r} — check "
+            "the URL (and the API key), or pass --model"
+        )
+    try:
+        listing = json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        raise EndpointError(
+            f"{url} did not answer JSON ({excerpt(body.decode(errors='replace'), 80)!r}) — "
+            "check the URL points at an OpenAI-compatible server, or pass --model"
         ) from exc
+    entries = listing.get("data") if isinstance(listing, dict) else None
+    if not isinstance(entries, list):
+        raise EndpointError(
+            f"{url} answered JSON without a `data` list of models — check the URL points at an "
+            "OpenAI-compatible server, or pass --model"
+        )
+    if not entries:
+        raise EndpointError(
+            f"{url} lists no models — load a model on the server first, or pass --model"
+        )
+    first = entries[0]
+    model_id = first.get("id") if isinstance(first, dict) else None
+    if not isinstance(model_id, str) or not model_id:
+        raise EndpointError(
+            f"{url}: the first model has no string `id` (got {excerpt(repr(first), 60)}) — "
+            "pass --model"
+        )
+    return model_id
 
 
 async def ask_once(
@@ -39,17 +79,13 @@ async def scrape_once(url: str) -> MetricsSnapshot:
     async with EndpointClient(url) as client:
         try:
             text = await client.get_text("/metrics")
-        except (aiohttp.ClientError, TimeoutError) as exc:
+        except aiohttp.ClientResponseError as exc:
+            if not_http(exc):
+                raise EndpointError(describe_client_error(exc, client.base_url)) from exc
             raise EndpointError(
-                f"could not read {client.base_url}/metrics ({_reason(exc)}) — check the URL and "
-                "that the engine exposes metrics (llama-server needs --metrics)"
+                f"{client.base_url}/metrics answered HTTP {exc.status} — check that the engine "
+                "exposes metrics (llama-server needs --metrics)"
             ) from exc
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise EndpointError(describe_client_error(exc, f"{client.base_url}/metrics")) from exc
     return parse_metrics(text)
-
-
-def _reason(exc: BaseException) -> str:
-    if isinstance(exc, aiohttp.ClientResponseError):
-        return f"HTTP {exc.status}"
-    if isinstance(exc, aiohttp.ClientConnectorError) and exc.os_error is not None:
-        return exc.os_error.strerror or str(exc)
-    return exc.__class__.__name__ if not str(exc) else str(exc)

@@ -22,7 +22,10 @@ TokenSource = Literal["per_event_usage", "per_event_timings", "final_usage", "ev
 - events_only: no token counts at all; events are NOT tokens and no rate is derived
 """
 
-ErrorKind = Literal["connect", "timeout", "http_status", "non_json", "stream_cut", "protocol"]
+ErrorKind = Literal[
+    "connect", "timeout", "http_status", "non_json", "stream_cut", "protocol", "malformed"
+]
+"""`malformed`: a reply field of the wrong type (`fields.MalformedField`)."""
 ReasoningSource = Literal["reasoning_content", "reasoning", "think_tags"]
 
 

@@ -12,19 +12,16 @@ from pydantic import ValidationError
 
 from sparkrig.config.cluster import Cluster
 from sparkrig.errors import ConfigError
+from sparkrig.json_files import read_text_file
 
 _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 
 def load_cluster(path: Path) -> Cluster:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise ConfigError(
-            f"cluster file {path} does not exist — pass the path of a cluster TOML (see examples/)"
-        ) from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read cluster file {path}: {exc} — check the path") from exc
+    text = read_text_file(
+        path, what="cluster file", error=ConfigError,
+        fix="pass the path of a cluster TOML (see examples/)",
+    )  # fmt: skip
     cluster = parse_cluster(text, source=str(path))
     if cluster.name is None:
         cluster = cluster.model_copy(update={"name": path.stem})

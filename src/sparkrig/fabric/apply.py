@@ -13,13 +13,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import AwareDatetime, BaseModel, Field
 
 from sparkrig.errors import FabricError, StateError
 from sparkrig.fabric.plan_model import FabricPlan
 from sparkrig.fabric.runner import CommandRunner, ExecutorSpec
 from sparkrig.fabric.steps import Step, node_steps
-from sparkrig.json_files import write_atomically
+from sparkrig.json_files import read_model_file, write_atomically
 from sparkrig.paths import state_dir
 
 ALREADY_THERE = "File exists"
@@ -38,7 +38,7 @@ class JournalEntry(BaseModel):
 class FabricJournal(BaseModel):
     version: Literal[1] = 1
     cluster: str
-    applied_at: datetime
+    applied_at: AwareDatetime
     executors: dict[str, ExecutorSpec]
     entries: list[JournalEntry] = Field(default_factory=list)
     complete: bool = False
@@ -53,18 +53,15 @@ def save_journal(journal: FabricJournal, path: Path) -> None:
 
 
 def load_journal(path: Path) -> FabricJournal:
-    try:
-        return FabricJournal.model_validate_json(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
+    if not path.exists() and not path.is_symlink():
         raise StateError(
             f"no fabric journal at {path} — nothing to restore (apply first, or check "
             "SPARKRIG_STATE_DIR)"
-        ) from exc
-    except (OSError, ValidationError) as exc:
-        raise StateError(
-            f"fabric journal {path} is unreadable: {exc} — inspect it; the changes it lists "
-            "must be undone by hand"
-        ) from exc
+        )
+    return read_model_file(
+        path, FabricJournal, what="fabric journal", error=StateError,
+        fix="inspect it; the changes it lists must be undone by hand",
+    )  # fmt: skip
 
 
 def apply_plan(

@@ -18,6 +18,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from sparkrig.errors import UsageError
+from sparkrig.json_files import read_text_file
+
 ROCE_V2 = "RoCE v2"
 
 
@@ -44,8 +47,8 @@ def ipv4_mapped(address: ipaddress.IPv4Address) -> ipaddress.IPv6Address:
 
 def _read(path: Path) -> str | None:
     try:
-        return path.read_text(encoding="ascii").strip()
-    except (OSError, UnicodeDecodeError):  # unpopulated entries answer EINVAL on a real sysfs
+        return read_text_file(path, what="sysfs entry", fix="", encoding="ascii").strip()
+    except UsageError:  # unpopulated entries answer EINVAL on a real sysfs
         return None
 
 

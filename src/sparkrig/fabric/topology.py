@@ -36,6 +36,13 @@ def check_cabling(cluster: Cluster) -> None:
     switch = cluster.switch.name if cluster.switch else None
     used: dict[tuple[str, str], Cable] = {}
     for cable in cluster.cables:
+        # first: a cable from a port to itself would otherwise read as that port in two cables
+        if cable.a.node == cable.b.node:
+            what = f"port {cable.a}" if cable.a.port == cable.b.port else f"node {cable.a.node}"
+            raise CablingError(
+                f"cable '{cable}' is a self-loop: it joins {what} to itself — connect it to "
+                "another node's port"
+            )
         for end in (cable.a, cable.b):
             if end.node == switch:
                 continue
@@ -47,11 +54,6 @@ def check_cabling(cluster: Cluster) -> None:
                     "one cable; fix one of them"
                 )
             used[key] = cable
-        if cable.a.node == cable.b.node:
-            raise CablingError(
-                f"cable '{cable}' joins node {cable.a.node} to itself — connect it to another "
-                "node's port"
-            )
         if switch is not None and switch not in (cable.a.node, cable.b.node):
             raise CablingError(
                 f"cable '{cable}' bypasses switch {switch} — with a [switch], every cable "

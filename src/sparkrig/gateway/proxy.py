@@ -17,7 +17,7 @@ import aiohttp
 from aiohttp import web
 
 from sparkrig import defaults
-from sparkrig.errors import PortInUseError
+from sparkrig.errors import PortInUseError, UsageError
 from sparkrig.gateway.config import Fault, GatewayConfig
 from sparkrig.gateway.ledger import ServingLedger, TrackedRequest
 from sparkrig.gateway.plan import ReplyPlan, plan_arrival
@@ -246,6 +246,12 @@ def _listen(host: str, port: int) -> socket.socket:
     try:
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind((host, port))
+    except socket.gaierror as exc:
+        listener.close()
+        raise UsageError(
+            f"the gateway cannot listen on {host}: the address does not resolve "
+            f"({exc.strerror}) — pass an address of this machine with --host, e.g. 127.0.0.1"
+        ) from exc
     except OSError as exc:
         listener.close()
         raise PortInUseError(

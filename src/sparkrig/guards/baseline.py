@@ -6,14 +6,13 @@ A weak model passes when it is as good as it was; a config change that makes it 
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from sparkrig.errors import UsageError
-from sparkrig.json_files import write_atomically
+from sparkrig.json_files import read_model_file, write_atomically
 from sparkrig.paths import state_dir
 
 
@@ -36,15 +35,13 @@ def default_baseline_path(scope: str, model: str) -> Path:
 
 def load_baseline(path: Path, model: str) -> Baseline:
     """The baseline at `path`, or an empty one for `model` when there is none yet."""
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return Baseline(model=model)
-    try:
-        baseline = Baseline.model_validate(json.loads(path.read_text()))
-    except (json.JSONDecodeError, ValidationError) as exc:
-        raise UsageError(
-            f"{path} is not a sparkrig check baseline — delete it and record a new one with "
-            "`sparkrig check --record-baseline`"
-        ) from exc
+    baseline = read_model_file(
+        path, Baseline, what="check baseline", kind="sparkrig-check-baseline",
+        fix="pass a baseline file with --baseline, or leave --baseline out to use the default",
+        damaged_fix="move it aside and record a new one with `sparkrig check --record-baseline`",
+    )  # fmt: skip
     if baseline.model != model:
         raise UsageError(
             f"the baseline {path} was recorded for model {baseline.model}, not {model} — pass "

@@ -20,13 +20,15 @@ class CheckSettings(BaseModel):
     quick: bool = Field(default=False, description="reduced battery (guards 1, 2 reduced, 6, 8, 9)")
     kv_block_tokens: int | None = Field(
         default=None,
-        ge=16,
+        ge=defaults.CHECK_MIN_KV_BLOCK_TOKENS,
         description="KV block size in tokens (None: from /metrics, else "
         f"{defaults.CHECK_KV_BLOCK_TOKENS_FALLBACK})",
     )
     kv_blocks_per_document: int = Field(default=defaults.CHECK_KV_BLOCKS_PER_DOCUMENT, ge=2)
     kv_documents: int = Field(default=defaults.CHECK_KV_DOCUMENTS, ge=3)
-    needle_cap_tokens: int = Field(default=defaults.CHECK_NEEDLE_CAP_TOKENS, ge=128)
+    needle_cap_tokens: int = Field(
+        default=defaults.CHECK_NEEDLE_CAP_TOKENS, ge=defaults.CHECK_MIN_NEEDLE_CAP_TOKENS
+    )
     concurrency: int = Field(default=defaults.CHECK_CONCURRENCY, ge=4)
 
 

@@ -16,7 +16,7 @@ from typing import Final
 from sparkrig import defaults
 from sparkrig.client import ChatRequest, RequestRecord
 from sparkrig.guards.context import GuardContext
-from sparkrig.guards.divergence import Divergence, first_divergence
+from sparkrig.guards.divergence import Divergence, first_divergence, reference_problem
 from sparkrig.guards.verdict import GuardResult, failed, passed
 
 NAME: Final = "determinism"
@@ -80,8 +80,8 @@ async def determinism_guard(context: GuardContext) -> GuardResult:
     ]
     cold = await _alone(context, requests)  # fills the prefix cache
     reference = await _alone(context, requests)
-    if errors := [r.error for r in cold + reference if r.error is not None]:
-        return failed(NAME, f"a reference request failed: {errors[0].message}")
+    if problem := reference_problem(cold + reference):
+        return failed(NAME, problem)
     names = QUICK_SCENARIOS if quick else tuple(SCENARIOS)
     outcomes: dict[str, list[Divergence]] = {
         "cold (first run)": [first_divergence(r, c) for r, c in zip(reference, cold, strict=True)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final, Literal
 
 from pydantic import BaseModel, Field
@@ -25,6 +26,23 @@ class Divergence(BaseModel):
     candidate_top: list[tuple[str, float]] = Field(
         default_factory=list, description="the candidate's candidates there"
     )
+
+
+def reference_problem(records: Sequence[RequestRecord], what: str = "reference") -> str | None:
+    """Why these replies cannot serve as a reference to compare against, or None.
+
+    A failed request has no text; an empty reply (no content, reasoning or tool call) agrees
+    with every other empty reply, so twelve "identical" empty replies would prove nothing."""
+    for index, record in enumerate(records, start=1):
+        if record.error is not None:
+            return f"{what} request {index} failed: {record.error.message}"
+        if not (record.content or record.reasoning or record.tool_calls):
+            return (
+                f"{what} reply {index} is empty ({len(record.events)} events, finish_reason "
+                f"{record.finish_reason}): empty replies cannot show agreement — check the "
+                "server answers this prompt (its chat template, its stop strings)"
+            )
+    return None
 
 
 def first_difference(a: str, b: str) -> int | None:

@@ -22,7 +22,7 @@ import aiohttp
 from sparkrig import defaults
 from sparkrig.client import ChatRequest, RequestRecord
 from sparkrig.guards.context import GuardContext
-from sparkrig.guards.divergence import first_divergence
+from sparkrig.guards.divergence import first_divergence, reference_problem
 from sparkrig.guards.long_prompts import TokenCounter, filler_sentence, text_of_tokens
 from sparkrig.guards.verdict import GuardResult, failed, passed
 
@@ -114,8 +114,8 @@ async def kv_integrity_guard(context: GuardContext) -> GuardResult:
     reference: dict[tuple[int, int], RequestRecord] = {}
     for cell in cells:
         reference[cell] = await context.send(question(context, documents, *cell))
-    if errors := [r.error for r in reference.values() if r.error is not None]:
-        return failed(NAME, f"a reference read failed: {errors[0].message}")
+    if problem := reference_problem(list(reference.values()), "reference read"):
+        return failed(NAME, problem)
     together: dict[tuple[int, int], RequestRecord] = {}
     for block in range(context.settings.kv_blocks_per_document):
         row = [(d, block) for d in range(len(documents))]

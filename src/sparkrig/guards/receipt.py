@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import AwareDatetime, BaseModel, Field
 
 from sparkrig import __version__
 from sparkrig.guards.context import CheckSettings
@@ -19,7 +19,7 @@ class CheckReceipt(BaseModel):
     kind: Literal["sparkrig-check"] = "sparkrig-check"
     schema_version: Literal[1] = 1
     sparkrig_version: str = __version__
-    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    created_at: AwareDatetime = Field(default_factory=lambda: datetime.now(UTC))
     host: str = Field(default_factory=socket.gethostname)
     base_url: str
     model: str

@@ -13,7 +13,7 @@ from typing import Any, Final
 from sparkrig import defaults
 from sparkrig.client import RequestRecord
 from sparkrig.guards.context import GuardContext
-from sparkrig.guards.divergence import first_difference, first_divergence
+from sparkrig.guards.divergence import first_difference, first_divergence, reference_problem
 from sparkrig.guards.verdict import GuardResult, failed, passed
 
 NAME: Final = "stream_parity"
@@ -45,8 +45,8 @@ async def stream_parity_guard(context: GuardContext) -> GuardResult:
             context.chat(prompt, stream=False, logprobs=defaults.CHECK_TOP_LOGPROBS)
         )
         for mode, record in (("streamed", streamed), ("non-streamed", whole)):
-            if record.error is not None:
-                return failed(NAME, f"the {mode} request failed: {record.error.message}")
+            if problem := reference_problem([record], mode):
+                return failed(NAME, problem)
         if first_divergence(streamed, whole).kind == "near_tie":
             flips += 1  # what follows a flip may differ in length and finish: not compared
             compared.append({"prompt": prompt, "differing": [], "near_tie_flip": True})

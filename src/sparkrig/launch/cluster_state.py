@@ -6,12 +6,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import AwareDatetime, BaseModel, Field
 
 from sparkrig.engines.launch_spec import ProcessSpec
 from sparkrig.errors import StateError
 from sparkrig.fabric.runner import ExecutorSpec
-from sparkrig.json_files import write_atomically
+from sparkrig.json_files import read_model_file, write_atomically
 from sparkrig.paths import state_dir
 
 CLUSTER_STATE_VERSION = 1
@@ -20,10 +20,10 @@ CLUSTER_STATE_VERSION = 1
 class StartedRecord(BaseModel):
     process: ProcessSpec
     executor: ExecutorSpec
-    pid: int
+    pid: int = Field(gt=1, description="never 0, -1 or init: those signal whole groups")
     pid_start_ticks: int = Field(description="/proc/PID/stat field 22; -1 if it died at once")
     log_path: str
-    started_at: datetime
+    started_at: AwareDatetime
 
     def uptime_s(self) -> float:
         return (datetime.now(UTC) - self.started_at).total_seconds()
@@ -49,15 +49,12 @@ def save_state(state: ClusterState) -> None:
 
 def load_state(cluster: str) -> ClusterState | None:
     path = state_path(cluster)
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return None
-    try:
-        return ClusterState.model_validate_json(path.read_text())
-    except ValueError as exc:
-        raise StateError(
-            f"state file {path} is unreadable ({exc.__class__.__name__}) — check that no "
-            "process it names still runs, then delete the file"
-        ) from exc
+    return read_model_file(
+        path, ClusterState, what="cluster state file", error=StateError,
+        fix=f"check that no process it names still runs, then move {path} aside",
+    )  # fmt: skip
 
 
 def remove_state(cluster: str) -> None:

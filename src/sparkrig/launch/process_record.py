@@ -9,10 +9,10 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import AwareDatetime, BaseModel, Field
 
 from sparkrig.errors import StateError
-from sparkrig.json_files import write_atomically
+from sparkrig.json_files import read_model_file, write_atomically
 from sparkrig.paths import state_dir
 
 RECORD_SCHEMA_VERSION = 1
@@ -24,20 +24,20 @@ class InstanceRecord(BaseModel):
     schema_version: int = RECORD_SCHEMA_VERSION
     name: str
     engine: str = "llama.cpp"
-    pid: int
+    pid: int = Field(gt=1, description="never 0, -1 or init: those signal whole groups")
     pid_start_ticks: int = Field(
         description="start time of the pid in clock ticks since boot (/proc/PID/stat field 22); "
         "a reused pid has another, so `down` never signals a stranger"
     )
     argv: list[str]
     host: str
-    port: int
+    port: int = Field(ge=1, le=65535)
     model: str
     alias: str
     parallel_slots: int
     speculative: str | None = None
     log_path: Path
-    started_at: datetime
+    started_at: AwareDatetime
     engine_build: str | None = Field(
         default=None, description="which build of the engine runs (variant, repack on or off)"
     )
@@ -68,13 +68,11 @@ def load_records() -> list[InstanceRecord]:
         return []
     records = []
     for path in sorted(folder.glob("*.json")):
-        try:
-            records.append(InstanceRecord.model_validate_json(path.read_text()))
-        except ValueError as exc:
-            raise StateError(
-                f"state file {path} is unreadable ({exc.__class__.__name__}) — check that no "
-                "process it names still runs, then delete the file"
-            ) from exc
+        fix = f"check that no process it names still runs, then move {path} aside"
+        record = read_model_file(
+            path, InstanceRecord, what="instance record", error=StateError, fix=fix
+        )
+        records.append(record)
     return records
 
 

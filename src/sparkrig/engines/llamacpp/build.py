@@ -35,7 +35,7 @@ from sparkrig.engines.llamacpp.cpu import (
 from sparkrig.engines.llamacpp.gguf_model import resolve_model
 from sparkrig.engines.llamacpp.self_test import NO_REPACK_FLAG, SelfTestOutcome, self_test
 from sparkrig.errors import EngineBuildError, EngineNotFoundError
-from sparkrig.json_files import write_atomically
+from sparkrig.json_files import read_model_file, write_atomically
 from sparkrig.paths import cache_dir
 from sparkrig.process_exit import PORTABLE_REBUILD_COMMAND, from_returncode
 
@@ -131,11 +131,13 @@ def _is_executable(path: Path) -> bool:
 
 
 def _read_record(path: Path) -> EngineInstall | None:
-    """A cached record, or None when absent, from an older sparkrig, or damaged (rebuilt)."""
-    try:
-        found = EngineInstall.model_validate_json(path.read_bytes())
-    except (OSError, ValueError):
+    """A cached record, or None when absent or from an older sparkrig (then rebuilt)."""
+    if not path.exists():
         return None
+    found = read_model_file(
+        path, EngineInstall, what="engine record", error=EngineNotFoundError,
+        fix="move it aside and run `sparkrig engine install` to rebuild it",
+    )  # fmt: skip
     if found.schema_version != RECORD_SCHEMA_VERSION or not _is_executable(found.server_binary):
         return None
     return found

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from sparkrig import defaults
 from sparkrig.errors import ModelError
+from sparkrig.json_files import read_bytes_file
 
 GGUF_MAGIC = b"GGUF"
 _HASH_CHUNK = 1 << 20
@@ -45,12 +46,10 @@ def sha256_of(path: Path) -> str:
 
 def check_gguf(path: Path) -> Path:
     """Return the resolved path if it is a readable GGUF file; raise ModelError otherwise."""
-    if not path.exists():
-        raise ModelError(f"model file {path} does not exist — check the path passed to --model")
-    if not path.is_file():
-        raise ModelError(f"model path {path} is not a file — pass the .gguf file itself")
-    with path.open("rb") as handle:
-        magic = handle.read(len(GGUF_MAGIC))
+    magic = read_bytes_file(
+        path, what="model file", error=ModelError, limit=len(GGUF_MAGIC),
+        fix="pass the .gguf file itself to --model",
+    )  # fmt: skip
     if magic != GGUF_MAGIC:
         raise ModelError(
             f"{path} is not a GGUF file (starts with {magic!r}) — llama.cpp needs a .gguf model; "

@@ -39,7 +39,9 @@ class LlamaServerSpec(BaseModel):
     host: str = defaults.LOCAL_HOST
     port: int = Field(ge=1, le=65535)
     parallel_slots: int = Field(default=defaults.LOCAL_PARALLEL_SLOTS, ge=1)
-    context_tokens: int = Field(default=defaults.LOCAL_CONTEXT_TOKENS, ge=256)
+    context_tokens: int = Field(
+        default=defaults.LOCAL_CONTEXT_TOKENS, ge=defaults.LOCAL_MIN_CONTEXT_TOKENS
+    )
     threads: int = Field(default=defaults.LOCAL_THREADS, ge=1)
     speculative: SpeculativeOptions | None = None
     extra_args: list[str] = Field(default_factory=list, description="passed through verbatim")

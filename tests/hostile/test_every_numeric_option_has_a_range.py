@@ -1,0 +1,52 @@
+"""Every numeric option of every command is range-checked while the command line is parsed.
+
+Walks the real command tree, so a command added later without a range fails here."""
+
+from __future__ import annotations
+
+import inspect
+import types
+import typing
+from collections.abc import Iterator
+from typing import Any
+
+import typer.main
+
+from sparkrig.cli import app
+
+
+def _commands(command: Any, path: str = "sparkrig") -> Iterator[tuple[str, Any]]:
+    yield path, command
+    for name, sub in (getattr(command, "commands", None) or {}).items():
+        yield from _commands(sub, f"{path} {name}")
+
+
+def _is_number(annotation: Any) -> bool:
+    if typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return any(_is_number(arg) for arg in typing.get_args(annotation))
+    return annotation in (int, float)
+
+
+def test_every_numeric_option_has_a_range() -> None:
+    unranged = []
+    for path, command in _commands(typer.main.get_command(app)):
+        if command.callback is None:
+            continue
+        hints = typing.get_type_hints(command.callback, include_extras=True)
+        for param in command.params:
+            if not _is_number(hints.get(param.name)):
+                continue
+            callback = getattr(param, "callback", None)
+            if callback is None or "ranged" not in callback.__qualname__:
+                unranged.append(f"{path} {param.opts[0] if param.opts else param.name}")
+    assert unranged == [], f"numeric options without cli.common.ranged: {', '.join(unranged)}"
+
+
+def test_the_walk_sees_numeric_options() -> None:
+    """The check can fail: bench has numeric options, and the walk finds them."""
+    bench = typer.main.get_command(app).commands["bench"]  # type: ignore[attr-defined]
+    hints = typing.get_type_hints(bench.callback, include_extras=True)
+    assert sum(_is_number(hints.get(p.name)) for p in bench.params) >= 4
+    assert inspect.isfunction(bench.callback)
