@@ -14,6 +14,13 @@ from collections.abc import Callable, Sequence
 from pydantic import BaseModel, Field
 
 from sparkrig import defaults
+from sparkrig.bench.accounting import (
+    CountText,
+    max_tokens_finding,
+    metrics_count_finding,
+    reply_text,
+    text_count_finding,
+)
 from sparkrig.bench.spec import SpecAccounting, spec_accounting
 from sparkrig.bench.statistics import PointSummary, precise_enough, summarize
 from sparkrig.client import ChatRequest, CompletionRequest, EndpointClient, RequestRecord
@@ -24,6 +31,7 @@ from sparkrig.client.metrics import (
     try_scrape_metrics,
 )
 from sparkrig.engines.metric_map import Quantity
+from sparkrig.errors import EndpointError
 
 _SETTLE_READS = 10
 _SETTLE_PAUSE_S = 0.05
@@ -53,6 +61,10 @@ class RequestSummary(BaseModel):
     prompt_sha256: str
     prompt_tokens: int | None = Field(default=None, description="as the server counted them")
     completion_tokens: int | None
+    retokenized_tokens: int | None = Field(
+        default=None,
+        description="the reply's text re-tokenized by the server's /tokenize; None without one",
+    )
     token_source: str | None
     ttft_s: float | None
     decode_tps: float | None
@@ -68,6 +80,10 @@ class Sample(BaseModel):
     requests: list[RequestSummary]
     metrics: MetricsDelta | None = None
     degenerate: list[str] = Field(default_factory=list, description="detector findings")
+    accounting: list[str] = Field(
+        default_factory=list,
+        description="token counts that disagree with the text, max_tokens or /metrics",
+    )
 
 
 class Discarded(BaseModel):
@@ -84,7 +100,12 @@ class PointResult(BaseModel):
     warmup_values: list[float] = Field(default_factory=list)
     discarded: list[Discarded] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
-    invalid: bool = Field(default=False, description="output degenerated: the figure is not valid")
+    invalid: bool = Field(default=False, description="the figure is not valid: invalid_reasons")
+    invalid_reasons: list[str] = Field(
+        default_factory=list,
+        description="why: degenerate output, token counts that do not hold; each sample keeps "
+        "its findings",
+    )
     spec: SpecAccounting | None = Field(
         default=None, description="speculative-decoding accounting over this point's samples"
     )
@@ -92,6 +113,23 @@ class PointResult(BaseModel):
     warmup_primes_cache: bool = Field(
         default=False, description="the warm-up fills the prefix cache on purpose: no cold flag"
     )
+
+
+INVALID_DEGENERATE = "degenerate output"
+INVALID_COUNTS = "token counts do not hold"
+
+
+def invalid_reasons(point: PointResult) -> list[str]:
+    """Why a point is invalid; receipts from before the reasons were kept had only one."""
+    if not point.invalid:
+        return []
+    return point.invalid_reasons or [INVALID_DEGENERATE]
+
+
+def mark_invalid(point: PointResult, reason: str) -> None:
+    point.invalid = True
+    if reason not in point.invalid_reasons:
+        point.invalid_reasons.append(reason)
 
 
 def prompt_sha256(request: ChatRequest | CompletionRequest) -> str:
@@ -161,8 +199,12 @@ async def measure_point(
     check_text: TextCheck,
     on_sample: Callable[[PointResult], None],
     round_index: int = 1,
+    count_text: CountText | None = None,
 ) -> PointResult:
-    """Warm up, then sample until this round's samples are precise enough or max_samples."""
+    """Warm up, then sample until this round's samples are precise enough or max_samples.
+
+    With `count_text` (the server's /tokenize), every reply's completion count is checked
+    against its text; without it only max_tokens and /metrics check the counts."""
     for _ in range(settings.warmup_requests):
         records = await asyncio.gather(*(client.send(r) for r in make_requests()))
         warm_value = value_of(list(records))
@@ -171,7 +213,10 @@ async def measure_point(
     retries = 0
     this_round: list[float] = []
     while len(this_round) < settings.max_samples and retries <= defaults.BENCH_MAX_RETRIES:
-        reason = await _take_sample(client, point, make_requests, value_of, check_text)
+        reason = await _take_sample(
+            client, point, make_requests=make_requests, value_of=value_of,
+            check_text=check_text, count_text=count_text,
+        )  # fmt: skip
         if reason is not None:
             point.discarded.append(Discarded(reason=reason, at_sample=len(point.samples)))
             retries += 1
@@ -197,9 +242,11 @@ async def measure_point(
 async def _take_sample(
     client: EndpointClient,
     point: PointResult,
+    *,
     make_requests: Callable[[], Sequence[ChatRequest | CompletionRequest]],
     value_of: ValueOf,
     check_text: TextCheck,
+    count_text: CountText | None,
 ) -> str | None:
     """Take one sample into `point`; return why it was discarded, or None if kept."""
     idle = await wait_until_idle(client, defaults.BENCH_IDLE_WAIT_S)
@@ -211,6 +258,7 @@ async def _take_sample(
     before = await try_scrape_metrics(client)
     records = list(await asyncio.gather(*(client.send(r) for r in requests)))
     after = await _settled_snapshot(client)
+    # the timed window is over: nothing below changes this sample's timings
     failed = [record.error for record in records if record.error is not None]
     if failed:
         return f"request failed: {failed[0].message}"
@@ -220,23 +268,62 @@ async def _take_sample(
     delta = metrics_delta(before, after) if before and after else None
     ours = sum(record.completion_tokens or 0 for record in records)
     generated = delta.values.get(Quantity.GENERATED_TOKENS) if delta else None
-    if isinstance(generated, float | int) and generated > ours:
-        return f"foreign traffic: server generated {generated:.0f} tokens, this sample {ours}"
+    generated = generated if isinstance(generated, float | int) else None
+    if generated is not None and generated > ours:
+        return (
+            f"foreign traffic: server generated {generated:.0f} tokens, this sample claimed "
+            f"{ours} (or the server under-reports its counts)"
+        )
     value = value_of(records)
     if value is None:
         return "no rate could be derived (fewer than 2 output events or no server token count)"
+    summaries = [summarize_request(r, rec) for r, rec in zip(requests, records, strict=True)]
+    accounting = await _count_findings(point, requests, records, summaries, count_text)
+    if (finding := metrics_count_finding(ours, generated)) is not None:
+        accounting.append(finding)
     findings = [finding for record in records for finding in check_text(record.content)]
     point.samples.append(
         Sample(
-            value=value,
-            requests=[summarize_request(r, rec) for r, rec in zip(requests, records, strict=True)],
-            metrics=delta,
-            degenerate=findings,
+            value=value, requests=summaries, metrics=delta, degenerate=findings,
+            accounting=accounting,
         )
-    )
+    )  # fmt: skip
     if findings:
-        point.invalid = True
+        mark_invalid(point, INVALID_DEGENERATE)
+    if accounting:
+        mark_invalid(point, INVALID_COUNTS)
     return None
+
+
+async def _count_findings(
+    point: PointResult,
+    requests: Sequence[ChatRequest | CompletionRequest],
+    records: list[RequestRecord],
+    summaries: list[RequestSummary],
+    count_text: CountText | None,
+) -> list[str]:
+    """Each request's claimed completion count against its max_tokens and, with a tokenizer,
+    its own text; the re-tokenized count is kept on the request's summary."""
+    findings: list[str] = []
+    for index, (request, record, summary) in enumerate(
+        zip(requests, records, summaries, strict=True)
+    ):
+        claimed = record.completion_tokens
+        checks = [max_tokens_finding(claimed, request.max_tokens, record.finish_reason)]
+        if count_text is not None and claimed is not None:
+            try:
+                summary.retokenized_tokens = await count_text(reply_text(record))
+            except EndpointError as exc:
+                _warn_once(point, f"a count was not checked against its text: {exc}")
+            checks.append(text_count_finding(claimed, summary.retokenized_tokens))
+        where = f"request {index + 1} of {len(requests)}: " if len(requests) > 1 else ""
+        findings += [where + finding for finding in checks if finding is not None]
+    return findings
+
+
+def _warn_once(point: PointResult, warning: str) -> None:
+    if warning not in point.warnings:
+        point.warnings.append(warning)
 
 
 def _flag_cold_start(point: PointResult) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from sparkrig.bench.accounting import CountText, server_text_counter
 from sparkrig.bench.point import BenchSettings, PointResult, measure_point
 from sparkrig.bench.receipt import BenchReceipt, save_receipt
 from sparkrig.bench.suites import SUITES, SuiteContext
@@ -59,6 +60,22 @@ async def _suite_context(
     return context
 
 
+async def text_counter(
+    client: EndpointClient, model: str, receipt: BenchReceipt
+) -> CountText | None:
+    """The server's tokenizer, to check every completion count against its text; None (and a
+    warning on the receipt) when the server has no /tokenize."""
+    try:
+        await server_tokenize(client, model, "a probe")
+    except EndpointError as exc:
+        receipt.warnings.append(
+            f"completion counts are checked against max_tokens and /metrics only, not the "
+            f"text: {exc}"
+        )
+        return None
+    return server_text_counter(client, model)
+
+
 def degeneration_messages(text: str) -> list[str]:
     return [f"{finding.detector}: {finding.message}" for finding in degeneration_findings(text)]
 
@@ -109,11 +126,13 @@ async def run_bench(
             suite: await _suite_context(client, model_id, settings, suite, receipt)
             for suite in suites
         }
+        count_text = await text_counter(client, model_id, receipt)
         on_plan(settings.rounds * sum(len(list(SUITES[s](c))) for s, c in contexts.items()))
         for round_index in range(1, settings.rounds + 1):
             await _run_round(
-                client, receipt, contexts, round_index, saved=saved, on_point_done=on_point_done
-            )
+                client, receipt, contexts, round_index, saved=saved,
+                on_point_done=on_point_done, count_text=count_text,
+            )  # fmt: skip
         receipt.complete = True
         save_receipt(receipt, out_path)
     return receipt
@@ -127,6 +146,7 @@ async def _run_round(
     *,
     saved: Callable[[PointResult], None],
     on_point_done: Callable[[PointResult], None],
+    count_text: CountText | None,
 ) -> None:
     """One pass over every point of the suites; later rounds add samples to the same points."""
     for suite, context in contexts.items():
@@ -141,6 +161,7 @@ async def _run_round(
                 check_text=degeneration_messages,
                 on_sample=saved,
                 round_index=round_index,
+                count_text=count_text,
             )
             on_point_done(point)
             if suite == "spec" and point.spec is None:

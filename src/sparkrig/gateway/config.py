@@ -25,6 +25,7 @@ class Fault(StrEnum):
     TRUNCATE_CONTEXT = "truncate-context"
     BROKEN_TOOL_ARGS = "broken-tool-args"
     WRONG_ANSWERS = "wrong-answers"
+    INFLATED_COUNTS = "inflated-counts"
 
 
 class GatewayConfig(BaseModel):

@@ -90,12 +90,13 @@ class ReplyPlan:
     drop_last_word: bool = False
     merge_events: int = 0
     emulated_reasoning: bool = False
+    inflate_counts: float = 0.0
 
     @property
     def is_identity(self) -> bool:
         return not (
             self.pipeline or self.soften_logprobs or self.break_tool_args
-            or self.drop_last_word or self.merge_events
+            or self.drop_last_word or self.merge_events or self.inflate_counts
         )  # fmt: skip
 
 
@@ -187,5 +188,8 @@ def plan_arrival(
         drop_last_word=config.has(Fault.STREAM_MISMATCH),
         merge_events=defaults.GATEWAY_MERGE_EVENTS if config.has(Fault.MERGED_EVENTS) else 0,
         emulated_reasoning=reasoning is not None,
+        inflate_counts=defaults.GATEWAY_INFLATE_COUNTS_FACTOR
+        if config.has(Fault.INFLATED_COUNTS)
+        else 0.0,
     )
     return Arrival(upstream_body, changed, plan)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
-from sparkrig.bench.point import PointResult
+from sparkrig.bench.point import PointResult, invalid_reasons
 from sparkrig.bench.receipt import BenchReceipt
 from sparkrig.bench.suites import per_stream_mean
 from sparkrig.guards.receipt import CheckReceipt
@@ -153,9 +153,12 @@ def _warnings(receipt: BenchReceipt) -> str:
 def _flags(point: PointResult) -> str:
     flags = []
     if point.invalid:
-        findings = dict.fromkeys(f for sample in point.samples for f in sample.degenerate)
+        findings = dict.fromkeys(
+            f for sample in point.samples for f in (*sample.degenerate, *sample.accounting)
+        )
         detail = f" ({'; '.join(list(findings)[:3])})" if findings else ""
-        flags.append(f'<span class="flag bad">INVALID: degenerate output{escape(detail)}</span>')
+        why = ", ".join(invalid_reasons(point))
+        flags.append(f'<span class="flag bad">INVALID: {escape(why + detail)}</span>')
     if point.cold_start:
         flags.append('<span class="flag warn">cold start</span>')
     if point.discarded:
