@@ -17,7 +17,9 @@ from sparkrig.launch.process_record import InstanceRecord
 
 pytestmark = [pytest.mark.engine, pytest.mark.asyncio(loop_scope="session")]
 
-QUICK = BenchSettings(max_samples=3, decode_tokens=32, concurrency=[1, 2], precision=0.5)
+QUICK = BenchSettings(
+    max_samples=3, min_samples=3, decode_tokens=32, concurrency=[1, 2], precision=0.5
+)
 
 
 async def test_bench_writes_a_complete_receipt(
@@ -120,3 +122,46 @@ async def test_prefill_prompts_have_exact_depths_and_replays_hit_the_cache(
         assert not cached.cold_start
         if depth == 192:
             assert cached_ttft < cold_ttft  # the replay skips the prefill
+
+
+async def test_a_point_takes_its_minimum_before_it_looks(llama_server: InstanceRecord) -> None:
+    """Precise from its second sample on (a loose precision), the point still takes its minimum
+    of 3 before it may look; tests/bench/test_statistics.py shows it never stops between looks."""
+    async with EndpointClient(llama_server.base_url) as client:
+        point = await measure_point(
+            client,
+            PointResult(suite="test", name="looks", metric="tok/s"),
+            make_requests=lambda: [chat(llama_server.alias, "Count from 1 to 50.", 16)],
+            value_of=single_decode_rate,
+            settings=BenchSettings(
+                min_samples=3,
+                max_samples=6,
+                precision_checks=[5],
+                warmup_requests=0,
+                precision=10.0,
+            ),
+            check_text=lambda text: [],
+            on_sample=lambda point: None,
+        )
+    assert len(point.samples) == 3
+    assert not point.imprecise
+
+
+async def test_a_point_that_ends_at_its_cap_short_of_precision_is_imprecise(
+    llama_server: InstanceRecord,
+) -> None:
+    async with EndpointClient(llama_server.base_url) as client:
+        point = await measure_point(
+            client,
+            PointResult(suite="test", name="cap", metric="tok/s"),
+            make_requests=lambda: [chat(llama_server.alias, "Count from 1 to 50.", 16)],
+            value_of=single_decode_rate,
+            settings=BenchSettings(
+                min_samples=2, max_samples=3, warmup_requests=0, precision=1e-9
+            ),  # a real rate never varies by under a billionth
+            check_text=lambda text: [],
+            on_sample=lambda point: None,
+        )
+    assert len(point.samples) == 3
+    assert point.imprecise
+    assert any("imprecise: round 1 ended at 3 samples with ±" in w for w in point.warnings)

@@ -22,7 +22,12 @@ from sparkrig.bench.accounting import (
     text_count_finding,
 )
 from sparkrig.bench.spec import SpecAccounting, spec_accounting
-from sparkrig.bench.statistics import PointSummary, precise_enough, summarize
+from sparkrig.bench.statistics import (
+    PointSummary,
+    precision_checkpoints,
+    stop_on_precision,
+    summarize,
+)
 from sparkrig.client import ChatRequest, CompletionRequest, EndpointClient, RequestRecord
 from sparkrig.client.metrics import (
     MetricsDelta,
@@ -42,8 +47,17 @@ TextCheck = Callable[[str], list[str]]
 
 class BenchSettings(BaseModel):
     precision: float = Field(default=defaults.BENCH_PRECISION, gt=0)
-    min_samples: int = Field(default=defaults.BENCH_MIN_SAMPLES, ge=2)
+    min_samples: int = Field(
+        default=defaults.BENCH_MIN_SAMPLES,
+        ge=2,
+        description="samples a point takes before it looks at its interval at all",
+    )
     max_samples: int = Field(default=defaults.BENCH_MAX_SAMPLES, ge=2)
+    precision_checks: list[int] = Field(
+        default_factory=lambda: list(defaults.BENCH_PRECISION_CHECKS),
+        description="the only sample counts (past min_samples) at which a point may stop on "
+        "precision, declared in advance; the cap is the last look",
+    )
     warmup_requests: int = Field(default=defaults.BENCH_WARMUP_REQUESTS, ge=0)
     decode_tokens: int = Field(default=defaults.BENCH_DECODE_TOKENS, ge=8)
     concurrency: list[int] = Field(default_factory=lambda: list(defaults.BENCH_CONCURRENCY_LADDER))
@@ -110,6 +124,11 @@ class PointResult(BaseModel):
         default=None, description="speculative-decoding accounting over this point's samples"
     )
     cold_start: bool = Field(default=False, description="the first request ran markedly slower")
+    imprecise: bool = Field(
+        default=False,
+        description="a round ended (at its sample cap, or on discards) with its interval wider "
+        "than the precision asked for",
+    )
     warmup_primes_cache: bool = Field(
         default=False, description="the warm-up fills the prefix cache on purpose: no cold flag"
     )
@@ -210,8 +229,12 @@ async def measure_point(
         warm_value = value_of(list(records))
         if warm_value is not None:
             point.warmup_values.append(warm_value)
+    looks = precision_checkpoints(
+        settings.min_samples, settings.max_samples, settings.precision_checks
+    )
     retries = 0
     this_round: list[float] = []
+    precise = False
     while len(this_round) < settings.max_samples and retries <= defaults.BENCH_MAX_RETRIES:
         reason = await _take_sample(
             client, point, make_requests=make_requests, value_of=value_of,
@@ -226,12 +249,15 @@ async def measure_point(
         this_round.append(point.samples[-1].value)
         point.summary = summarize([sample.value for sample in point.samples])
         on_sample(point)
-        if precise_enough(summarize(this_round), settings.precision, settings.min_samples):
+        precise = stop_on_precision(this_round, looks, settings.precision)
+        if precise:
             break
     if retries > defaults.BENCH_MAX_RETRIES:
         point.warnings.append(
             f"stopped after {retries} discarded samples in a row: {point.discarded[-1].reason}"
         )
+    if not precise:
+        _flag_imprecise(point, this_round, settings.precision, round_index)
     _flag_cold_start(point)
     median = point.summary.median if point.summary else None
     point.spec = spec_accounting((sample.metrics for sample in point.samples), median)
@@ -319,6 +345,18 @@ async def _count_findings(
         where = f"request {index + 1} of {len(requests)}: " if len(requests) > 1 else ""
         findings += [where + finding for finding in checks if finding is not None]
     return findings
+
+
+def _flag_imprecise(
+    point: PointResult, values: list[float], precision: float, round_index: int
+) -> None:
+    point.imprecise = True
+    relative = summarize(values).relative_half_width if values else None
+    spread = "no interval" if relative is None else f"±{relative:.1%}"
+    point.warnings.append(
+        f"imprecise: round {round_index} ended at {len(values)} samples with {spread}, short of "
+        f"the ±{precision:.1%} asked for — raise --max-samples, or read this point as rough"
+    )
 
 
 def _warn_once(point: PointResult, warning: str) -> None:

@@ -16,6 +16,8 @@ def _flags(point: PointResult) -> str:
     flags = []
     if point.invalid:
         flags.append(f"[red]INVALID: {', '.join(invalid_reasons(point))}[/]")
+    if point.imprecise:
+        flags.append("[yellow]imprecise[/]")
     if point.cold_start:
         flags.append("[yellow]cold start[/]")
     if point.discarded:

@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
-from sparkrig.bench.point import PointResult, invalid_reasons
+from sparkrig.bench.point import BenchSettings, PointResult, invalid_reasons
 from sparkrig.bench.receipt import BenchReceipt
+from sparkrig.bench.statistics import precision_checkpoints
 from sparkrig.bench.suites import per_stream_mean
 from sparkrig.guards.receipt import CheckReceipt
 from sparkrig.report.check_html import CHECK_CSS, check_section
@@ -132,13 +133,21 @@ def _header(receipt: BenchReceipt) -> str:
             "suites": ", ".join(receipt.suites),
             "settings": (
                 f"precision ±{settings.precision:.1%} · samples {settings.min_samples}–"
-                f"{settings.max_samples} · warm-up {settings.warmup_requests} · "
+                f"{settings.max_samples}, looks at {_looks(settings)} · "
+                f"warm-up {settings.warmup_requests} · "
                 f"{settings.decode_tokens} tokens per request · concurrency "
                 f"{', '.join(map(str, settings.concurrency))}"
                 + (f" · {settings.rounds} rounds" if settings.rounds > 1 else "")
             ),
         },
     )  # fmt: skip
+
+
+def _looks(settings: BenchSettings) -> str:
+    looks = precision_checkpoints(
+        settings.min_samples, settings.max_samples, settings.precision_checks
+    )
+    return ", ".join(map(str, looks))
 
 
 def _warnings(receipt: BenchReceipt) -> str:
@@ -159,6 +168,11 @@ def _flags(point: PointResult) -> str:
         detail = f" ({'; '.join(list(findings)[:3])})" if findings else ""
         why = ", ".join(invalid_reasons(point))
         flags.append(f'<span class="flag bad">INVALID: {escape(why + detail)}</span>')
+    if point.imprecise:
+        flags.append(
+            '<span class="flag warn">imprecise: ended without reaching the precision asked for '
+            "(see warnings)</span>"
+        )
     if point.cold_start:
         flags.append('<span class="flag warn">cold start</span>')
     if point.discarded:
