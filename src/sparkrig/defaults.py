@@ -77,6 +77,10 @@ BENCH_MAX_SAMPLES: Final = 12
 BENCH_WARMUP_REQUESTS: Final = 1
 BENCH_DECODE_TOKENS: Final = 128
 BENCH_CONCURRENCY_LADDER: Final = (1, 2, 4, 8)
+# Prompt length of the concurrency suite, in tokens. Issue 12: the suite replayed 37-39-token
+# prompts, so its TTFT was prefix-cache time. 128 is a short chat turn; with 128 decoded tokens
+# a stream fills a quarter of one of the embedded engine's 1,024-token slots.
+BENCH_CONCURRENCY_PROMPT_TOKENS: Final = 128
 # Prompt depths of the prefill suite; the embedded engine's slots hold 1024 tokens each.
 BENCH_PREFILL_DEPTHS: Final = (128, 256, 512)
 # Unique tokens put in front of a cold prefill prompt so no cached prefix can match it.

@@ -33,7 +33,8 @@ async def test_bench_writes_a_complete_receipt(
     assert receipt.engine == "llama.cpp"
     names = [(point.suite, point.name) for point in receipt.points]
     assert ("decode", "count") in names
-    assert ("concurrency", "c=2") in names
+    assert ("concurrency", "c=2 cold") in names
+    assert ("concurrency", "c=2 cached") in names
     for point in receipt.points:
         assert point.summary is not None
         assert point.summary.n >= QUICK.min_samples
@@ -52,7 +53,7 @@ async def test_rounds_add_samples_to_the_same_points(
         llama_server.base_url, suites=["concurrency"], settings=settings,
         out_path=tmp_path / "rounds.json",
     )  # fmt: skip
-    assert [point.name for point in receipt.points] == ["c=1"]
+    assert [point.name for point in receipt.points] == ["c=1 cold", "c=1 cached"]
     assert {sample.round for sample in receipt.points[0].samples} == {1, 2}
     assert receipt.points[0].summary is not None
     assert receipt.points[0].summary.n == len(receipt.points[0].samples)
@@ -165,3 +166,31 @@ async def test_a_point_that_ends_at_its_cap_short_of_precision_is_imprecise(
     assert len(point.samples) == 3
     assert point.imprecise
     assert any("imprecise: round 1 ended at 3 samples with ±" in w for w in point.warnings)
+
+
+async def test_concurrency_prompts_are_cold_and_distinct_and_replays_are_their_own_point(
+    llama_server: InstanceRecord, tmp_path: Path
+) -> None:
+    settings = BenchSettings(
+        max_samples=3, decode_tokens=16, concurrency=[2], prompt_tokens=192, precision=0.5
+    )
+    receipt = await run_bench(
+        llama_server.base_url, suites=["concurrency"], settings=settings,
+        out_path=tmp_path / "c.json",
+    )  # fmt: skip
+    assert not receipt.warnings
+    by_name = {point.name: point for point in receipt.points}
+    assert list(by_name) == ["c=2 cold", "c=2 cached"]
+    cold, cached = by_name["c=2 cold"], by_name["c=2 cached"]
+    assert "fresh 192-token prompt" in cold.metric
+    assert "replayed" in cached.metric
+    for point in (cold, cached):
+        assert {r.prompt_tokens for s in point.samples for r in s.requests} == {192}
+        assert all(len({r.prompt_sha256 for r in s.requests}) == 2 for s in point.samples)
+    cold_prompts = [r.prompt_sha256 for s in cold.samples for r in s.requests]
+    assert len(set(cold_prompts)) == len(cold_prompts)  # every stream of every sample: fresh
+    replayed = {tuple(sorted(r.prompt_sha256 for r in s.requests)) for s in cached.samples}
+    assert len(replayed) == 1  # the same two prompts every sample
+    cold_ttft = min(r.ttft_s or 1e9 for s in cold.samples for r in s.requests)
+    cached_ttft = max(r.ttft_s or 0 for s in cached.samples for r in s.requests)
+    assert cached_ttft < cold_ttft  # the replay skips the prefill; the cold point does not

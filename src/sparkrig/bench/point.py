@@ -62,6 +62,16 @@ class BenchSettings(BaseModel):
     decode_tokens: int = Field(default=defaults.BENCH_DECODE_TOKENS, ge=8)
     concurrency: list[int] = Field(default_factory=lambda: list(defaults.BENCH_CONCURRENCY_LADDER))
     prefill_depths: list[int] = Field(default_factory=lambda: list(defaults.BENCH_PREFILL_DEPTHS))
+    prompt_tokens: int = Field(
+        default=defaults.BENCH_CONCURRENCY_PROMPT_TOKENS,
+        ge=defaults.BENCH_SALT_TOKENS + 1,
+        description="concurrency suite: prompt length in tokens, salt included",
+    )
+    cached_replays: bool = Field(
+        default=True,
+        description="concurrency suite: also measure the same prompts replayed (prefix cache), "
+        "as separate points named 'cached'",
+    )
     rounds: int = Field(
         default=1,
         ge=1,

@@ -42,19 +42,22 @@ async def _suite_context(
     suite: str,
     receipt: BenchReceipt,
 ) -> SuiteContext:
+    """A suite's context; prompts of exact token lengths (prefill, concurrency) are cut from
+    the server's tokens of a filler text."""
     context = SuiteContext(model=model, settings=settings)
-    if suite != "prefill":
+    lengths = {"prefill": settings.prefill_depths, "concurrency": [settings.prompt_tokens]}
+    if suite not in lengths:
         return context
-    deepest = max(settings.prefill_depths)
+    deepest = max(lengths[suite])
     context.filler_text = filler_text(deepest * 2)
     try:
         tokens = await server_tokenize(client, model, context.filler_text)
     except EndpointError as exc:
-        receipt.warnings.append(f"prefill: {exc}")
+        receipt.warnings.append(f"{suite}: {exc}")
         return context
     if len(tokens) < deepest:
         receipt.warnings.append(
-            f"prefill: the filler text has only {len(tokens)} tokens, under depth {deepest}"
+            f"{suite}: the filler text has only {len(tokens)} tokens, under the {deepest} asked"
         )
     context.filler_tokens = tokens
     return context

@@ -92,6 +92,20 @@ def bench(
     tokens: Annotated[
         int, typer.Option(help="tokens generated per request")
     ] = defaults.BENCH_DECODE_TOKENS,
+    prompt_tokens: Annotated[
+        int,
+        typer.Option(
+            min=defaults.BENCH_SALT_TOKENS + 1,
+            help="concurrency suite: prompt length in tokens, a fresh salt per stream and sample",
+        ),
+    ] = defaults.BENCH_CONCURRENCY_PROMPT_TOKENS,
+    cached: Annotated[
+        bool,
+        typer.Option(
+            "--cached/--no-cached",
+            help="concurrency suite: also replay the same prompts, as separate 'cached' points",
+        ),
+    ] = True,
     rounds: Annotated[
         int,
         typer.Option(
@@ -139,7 +153,8 @@ def bench(
     )
     settings = BenchSettings(
         precision=precision, max_samples=max_samples, decode_tokens=tokens,
-        concurrency=_ladder(concurrency), rounds=rounds,
+        concurrency=_ladder(concurrency), rounds=rounds, prompt_tokens=prompt_tokens,
+        cached_replays=cached,
         prefill_depths=_ladder(prefill_depths, "--prefill-depths"),
     )  # fmt: skip
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
