@@ -6,14 +6,21 @@ from pathlib import Path
 
 import pytest
 
+from sparkrig.client import ChatRequest
 from sparkrig.client.records import RequestRecord, TokenLogprob, TopLogprob
 from sparkrig.errors import UsageError
 from sparkrig.guards.baseline import Baseline, load_baseline, save_baseline
 from sparkrig.guards.battery import choose_guards
+from sparkrig.guards.determinism import both_paths, path_label
 from sparkrig.guards.divergence import first_difference, first_divergence
 from sparkrig.guards.empty_content import classify_empty_content
 from sparkrig.guards.exact import contains_answer, counts_correctly
-from sparkrig.guards.kv_integrity import block_size_in_metrics, fact, item_code, item_name
+from sparkrig.guards.kv_integrity import (
+    block_size_in_metrics,
+    fact,
+    item_code,
+    item_name,
+)
 from sparkrig.guards.needle import ladder, where_found
 from sparkrig.guards.stop_in_reasoning import stop_word_from
 from sparkrig.guards.structured import PERSON_SCHEMA, schema_problems
@@ -170,3 +177,14 @@ def test_stopping_where_the_other_went_on_is_a_near_tie_when_ending_was_an_alter
     assert first_divergence(stopped, went_on).kind == "near_tie"
     cut = record([("Done", -0.1, -5.0), (".", -0.1, -5.0), (" More", -0.2, -4.0)])
     assert first_divergence(cut, stopped).kind == "defect"  # ending was never in view
+
+
+def test_determinism_sends_every_prompt_on_both_reply_paths_interleaved() -> None:
+    requests = [ChatRequest(model="m", messages=[{"role": "user", "content": p}]) for p in "ab"]
+    mixed = both_paths(requests)
+    assert [(r.messages[0]["content"], r.stream) for r in mixed] == [
+        ("a", True), ("a", False), ("b", True), ("b", False),
+    ]  # fmt: skip
+    assert [path_label(i) for i in range(4)] == [
+        "prompt 1 streamed", "prompt 1 non-streamed", "prompt 2 streamed", "prompt 2 non-streamed",
+    ]  # fmt: skip

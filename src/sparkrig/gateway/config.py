@@ -26,6 +26,7 @@ class Fault(StrEnum):
     BROKEN_TOOL_ARGS = "broken-tool-args"
     WRONG_ANSWERS = "wrong-answers"
     INFLATED_COUNTS = "inflated-counts"
+    BODY_UNDER_LOAD = "body-under-load"
 
 
 class GatewayConfig(BaseModel):

@@ -91,12 +91,14 @@ class ReplyPlan:
     merge_events: int = 0
     emulated_reasoning: bool = False
     inflate_counts: float = 0.0
+    corrupt_body_under_load: bool = False
 
     @property
     def is_identity(self) -> bool:
         return not (
             self.pipeline or self.soften_logprobs or self.break_tool_args
             or self.drop_last_word or self.merge_events or self.inflate_counts
+            or self.corrupt_body_under_load
         )  # fmt: skip
 
 
@@ -191,5 +193,6 @@ def plan_arrival(
         inflate_counts=defaults.GATEWAY_INFLATE_COUNTS_FACTOR
         if config.has(Fault.INFLATED_COUNTS)
         else 0.0,
+        corrupt_body_under_load=config.has(Fault.BODY_UNDER_LOAD),
     )
     return Arrival(upstream_body, changed, plan)

@@ -11,10 +11,11 @@ from typing import Any
 from sparkrig import defaults
 from sparkrig.gateway.count_faults import inflate_counts
 from sparkrig.gateway.ledger import TrackedRequest
-from sparkrig.gateway.logprob_tokens import logprob_items, splice_index
+from sparkrig.gateway.logprob_tokens import logprob_items, retext_tokens, splice_index
 from sparkrig.gateway.plan import ReplyPlan
 from sparkrig.gateway.reasoning import Split
 from sparkrig.gateway.soft_logprobs import soften_logprobs
+from sparkrig.gateway.text_faults import ShiftFirstDigitRun
 
 Chunk = dict[str, Any]
 # a text longer than this (a loop) is sent as several events, as a server would stream it
@@ -76,9 +77,14 @@ def rewrite_body(plan: ReplyPlan, request: TrackedRequest, body: Chunk) -> Chunk
 def _body_only_faults(
     plan: ReplyPlan, request: TrackedRequest, choice: dict[str, Any], text: str
 ) -> str:
-    """The faults of the non-streamed path alone: stream-mismatch."""
+    """The faults of the non-streamed path alone: stream-mismatch, and body-under-load when the
+    request overlapped another generation (its neighbours are known once the reply is whole)."""
     if plan.drop_last_word:
         text = drop_last_word(text)
+    if plan.corrupt_body_under_load and request.neighbours:
+        text = ShiftFirstDigitRun().feed(text)  # whole: the run cannot be cut
+        if (items := logprob_items(choice)) is not None:
+            retext_tokens(items, ShiftFirstDigitRun())
     return text
 
 

@@ -76,13 +76,23 @@ async def build_documents(context: GuardContext, block_tokens: int) -> tuple[lis
     return documents, counter.estimated
 
 
-def question(context: GuardContext, documents: list[str], document: int, block: int) -> ChatRequest:
+def question(
+    context: GuardContext, documents: list[str], document: int, block: int, *, stream: bool = True
+) -> ChatRequest:
     ask = f"What is the code of the {item_name(document, block)}? Answer with the number only."
     return context.chat(
         f"{documents[document]}\n\n{ask}",
         max_tokens=ANSWER_TOKENS,
         logprobs=defaults.CHECK_TOP_LOGPROBS,
+        stream=stream,
     )
+
+
+def streamed_together(cell: tuple[int, int]) -> bool:
+    """Which reply path a cell's read takes with all documents in flight; under churn it takes
+    the other, so every fact is read both ways under load (issue 12: corruption confined to
+    the non-streamed path under concurrency went unseen while every loaded read streamed)."""
+    return sum(cell) % 2 == 0
 
 
 _VLLM_BLOCK_SIZE: Final = re.compile(r'cache_config_info\{[^}]*\bblock_size="(\d+)"')
@@ -119,11 +129,18 @@ async def kv_integrity_guard(context: GuardContext) -> GuardResult:
     together: dict[tuple[int, int], RequestRecord] = {}
     for block in range(context.settings.kv_blocks_per_document):
         row = [(d, block) for d in range(len(documents))]
-        records = await context.send_all([question(context, documents, *cell) for cell in row])
+        records = await context.send_all([
+            question(context, documents, *cell, stream=streamed_together(cell)) for cell in row
+        ])  # fmt: skip
         together.update(zip(row, records, strict=True))
-    churn = context.chat("Write a long list of fruit names.", max_tokens=200)
+    churn = context.chat("Write a long list of fruit names.", max_tokens=200, stream=False)
     churn_task = asyncio.ensure_future(context.send(churn))
-    under_churn = {cell: await context.send(question(context, documents, *cell)) for cell in cells}
+    under_churn = {
+        cell: await context.send(
+            question(context, documents, *cell, stream=not streamed_together(cell))
+        )
+        for cell in cells
+    }
     await churn_task
     correct = sum(item_code(*cell) in reference[cell].content for cell in cells)
     details = {
@@ -138,9 +155,10 @@ async def kv_integrity_guard(context: GuardContext) -> GuardResult:
                               f"failed: {record.error.message}", **details)  # fmt: skip
             divergence = first_divergence(reference[cell], record)
             if divergence.kind == "defect":
+                path = "streamed" if record.stream else "non-streamed"
                 return failed(
                     NAME, f"document {cell[0]}, block {cell[1]} (the {item_name(*cell)}) answers "
-                    f"differently {phase}: "
+                    f"differently {phase} ({path}): "
                     f"{reference[cell].content.strip()!r} alone, {record.content.strip()!r} now",
                     **details,
                 )  # fmt: skip
@@ -148,5 +166,6 @@ async def kv_integrity_guard(context: GuardContext) -> GuardResult:
     return passed(
         NAME, f"{len(cells)} facts in {len(documents)} documents × "
         f"{context.settings.kv_blocks_per_document} blocks of {block_tokens} tokens ({lengths}): "
-        f"same answers alone, together and under churn ({correct} right alone)", **details,
+        f"same answers alone, together and under churn, streamed and not ({correct} right "
+        f"alone)", **details,
     )  # fmt: skip
