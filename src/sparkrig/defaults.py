@@ -130,6 +130,11 @@ CHECK_TOP_LOGPROBS: Final = 5
 CHECK_KV_DOCUMENTS: Final = 3
 CHECK_KV_BLOCKS_PER_DOCUMENT: Final = 3
 CHECK_KV_BLOCK_TOKENS_FALLBACK: Final = 256
+# A guard's reference reads (each fact alone) may find this many facts fewer than in the
+# baseline before the reference itself counts as degraded: one near-tie flip of a changed cache
+# state. Issue 12: cut-short replies read back 0 of 9 facts alone (8 in the baseline), and the
+# guard passed because every other read agreed with that broken reference.
+CHECK_REFERENCE_MAX_LOST: Final = 1
 # Margin probe. Seed 000 finding 13: sharp logits read lp ~ -0.000, the fault read -0.74 and
 # -1.49 on the top two. A top-1 logprob under -0.5 (p < 0.61) is soft.
 CHECK_SHARP_LOGPROB_MIN: Final = -0.5
@@ -167,6 +172,9 @@ GATEWAY_SOFT_RUNNER_UP_PROB: Final = 0.35
 GATEWAY_LOOP_KEEP_CHARS: Final = 40
 GATEWAY_LOOP_SPAN_CHARS: Final = 200
 GATEWAY_LOOP_MIN_CHARS: Final = 16_500
+# Cut-replies: a reply ends after this many characters of content, too few to hold any of the
+# guards' six-digit codes, so a guard whose reference is cut short alike has nothing to read.
+GATEWAY_CUT_REPLY_CHARS: Final = 4
 # Merged-events: this many consecutive content events become one.
 GATEWAY_MERGE_EVENTS: Final = 3
 # Inflated-counts: every completion count a reply carries is this many times the true one

@@ -14,6 +14,7 @@ from sparkrig.gateway.rewrite import EventMerger, drop_last_word
 from sparkrig.gateway.soft_logprobs import SOFT_RUNNER_UP, SOFT_TOP1, soften_logprobs
 from sparkrig.gateway.sse import SseSplitter
 from sparkrig.gateway.text_faults import (
+    CutAfter,
     InsertAfter,
     LoopAfter,
     ShiftAllDigits,
@@ -203,3 +204,13 @@ def test_inflated_counts_raise_every_count_and_keep_them_consistent() -> None:
     plain = {"choices": [{"delta": {"content": " a"}}]}
     assert not inflate_counts(plain, 1.25)
     assert plain == {"choices": [{"delta": {"content": " a"}}]}
+
+
+@pytest.mark.parametrize("size", [1, 3, 7, 1000])
+def test_a_cut_reply_keeps_the_same_start_however_it_arrives(size: int) -> None:
+    cut = CutAfter(4)
+    assert run(cut, pieces(TEXT, size)) == TEXT[:4]
+    assert cut.ended == "length"
+    short = CutAfter(400)
+    assert run(short, pieces(TEXT, size)) == TEXT  # a reply shorter than the cut is whole
+    assert short.ended is None

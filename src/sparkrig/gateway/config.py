@@ -27,6 +27,7 @@ class Fault(StrEnum):
     WRONG_ANSWERS = "wrong-answers"
     INFLATED_COUNTS = "inflated-counts"
     BODY_UNDER_LOAD = "body-under-load"
+    CUT_REPLIES = "cut-replies"
 
 
 class GatewayConfig(BaseModel):

@@ -18,6 +18,7 @@ from sparkrig.gateway.request_faults import (
     without_stop,
 )
 from sparkrig.gateway.text_faults import (
+    CutAfter,
     InsertAfter,
     LoopAfter,
     ShiftAllDigits,
@@ -119,6 +120,8 @@ def _content_faults(config: GatewayConfig, request: TrackedRequest) -> list[Text
         transforms.append(InsertAfter.fixed(splice_at, MARKUP))
     if config.has(Fault.REPLACEMENT_CHAR):
         transforms.append(InsertAfter.fixed(splice_at, REPLACEMENT_CHARS))
+    if config.has(Fault.CUT_REPLIES):
+        transforms.append(CutAfter(defaults.GATEWAY_CUT_REPLY_CHARS))
     if config.has(Fault.LOOP):
         transforms.append(
             LoopAfter(

@@ -15,16 +15,17 @@ import contextlib
 import functools
 import hashlib
 import re
-from typing import Final
+from typing import Any, Final
 
 import aiohttp
 
 from sparkrig import defaults
 from sparkrig.client import ChatRequest, RequestRecord
+from sparkrig.guards.baseline import Baseline
 from sparkrig.guards.context import GuardContext
 from sparkrig.guards.divergence import first_divergence
 from sparkrig.guards.long_prompts import TokenCounter, filler_sentence, text_of_tokens
-from sparkrig.guards.verdict import GuardResult, failed, passed
+from sparkrig.guards.verdict import GuardResult, failed, passed, skipped
 
 NAME: Final = "kv_integrity"
 SHARED_PREFIX: Final = (
@@ -147,6 +148,11 @@ async def kv_integrity_guard(context: GuardContext) -> GuardResult:
         "block_tokens": block_tokens, "block_tokens_source": source, "estimated": estimated,
         "documents": len(documents), "cells": len(cells), "reference_correct": correct,
     }  # fmt: skip
+    judged = judge_reference(
+        context.baseline, correct, len(cells), details, record=context.record_baseline
+    )
+    if judged is not None:
+        return judged
     phases = {"all documents in flight": together, "under churn": under_churn}
     for phase, reads in phases.items():
         for cell, record in reads.items():
@@ -167,5 +173,45 @@ async def kv_integrity_guard(context: GuardContext) -> GuardResult:
         NAME, f"{len(cells)} facts in {len(documents)} documents × "
         f"{context.settings.kv_blocks_per_document} blocks of {block_tokens} tokens ({lengths}): "
         f"same answers alone, together and under churn, streamed and not ({correct} right "
-        f"alone)", **details,
+        f"alone{_against_baseline(context)})", **details,
     )  # fmt: skip
+
+
+def judge_reference(
+    baseline: Baseline, correct: int, cells: int, details: dict[str, Any], *, record: bool
+) -> GuardResult | None:
+    """The reference reads judged by themselves: recorded into the baseline, held to it, or
+    (with no baseline) refused when they found no fact at all. A reference that lost its facts
+    makes every later read agree with it (a truncated prompt is truncated alike every time),
+    so the differential comparison alone would pass. None: go on and compare."""
+    if record:
+        baseline.scores[NAME] = {"reference_correct": correct, "cells": cells}
+        return None
+    recorded = baseline.scores.get(NAME)
+    if recorded is not None and recorded.get("cells") == cells:
+        lost = recorded["reference_correct"] - correct
+        if lost > defaults.CHECK_REFERENCE_MAX_LOST:
+            return failed(
+                NAME, f"the reference itself degraded: {correct} of {cells} facts read back "
+                f"alone, {recorded['reference_correct']} in the baseline — the prompts or the "
+                "context are damaged before any concurrency (check truncation, the context "
+                "size and the template)", baseline_correct=recorded["reference_correct"],
+                **details,
+            )  # fmt: skip
+        return None
+    if correct == 0:
+        return skipped(
+            NAME, f"the reference read back none of the {cells} facts alone, so agreeing with "
+            "it proves nothing — record a baseline on a known-good server with "
+            "--record-baseline, or use a model that can read the facts", **details,
+        )  # fmt: skip
+    return None
+
+
+def _against_baseline(context: GuardContext) -> str:
+    recorded = context.baseline.scores.get(NAME)
+    if context.record_baseline:
+        return ", recorded as the baseline"
+    if recorded is None:
+        return ", no baseline to hold that to"
+    return f", baseline {recorded['reference_correct']}"
