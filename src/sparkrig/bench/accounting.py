@@ -68,7 +68,8 @@ def max_tokens_finding(
     if finish_reason == "length" and claimed < max_tokens:
         return (
             f"token count: the reply ran to length at {claimed} completion tokens, under its "
-            f"max_tokens {max_tokens}"
+            f"max_tokens {max_tokens} — a wrong count, or the context ended the reply (lower "
+            "--tokens or give the server more context)"
         )
     return None
 
