@@ -272,3 +272,14 @@ def test_an_imprecise_point_is_flagged_in_the_page_and_the_table() -> None:
     rows = [line for line in console.export_text().splitlines() if "imprecise" in line]
     assert len(rows) == 1
     assert "count" in rows[0]
+
+
+def test_counts_that_do_not_hold_read_invalid_with_both_numbers() -> None:
+    receipt = _receipt()
+    point = receipt.points[0]  # decode/count, 140 tok/s claimed
+    finding = "token count: the server claimed 160 completion tokens, its text re-tokenizes to 128"
+    point.samples[0].accounting = [finding]
+    point.invalid, point.invalid_reasons = True, ["token counts do not hold"]
+    page = render_report([receipt])
+    assert f"INVALID: token counts do not hold ({finding}" in page
+    assert "140.0" not in page  # the count row's median is not shown
