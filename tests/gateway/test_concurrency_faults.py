@@ -148,3 +148,19 @@ async def test_body_under_load_alters_only_non_streamed_replies_that_overlapped_
     assert streamed.content == reply_for(chat("bravo", stream=True))
     for word, reply in zip(("delta", "echo"), streamed_pair, strict=True):
         assert reply.content == reply_for(chat(word, stream=True))
+
+
+async def test_soft_body_alone_softens_only_lone_non_streamed_replies() -> None:
+    upstream = FakeUpstream(reply_for=reply_for, token_delay_s=TOKEN_DELAY_S)
+    config = GatewayConfig(faults=[Fault.SOFT_BODY_ALONE])
+    probe = {"logprobs": True, "top_logprobs": 3}
+    async with fake_behind_gateway(upstream, config) as url:
+        whole = await send(url, chat("alpha", stream=False, **probe))
+        streamed = await send(url, chat("alpha", stream=True, **probe))
+        _, beside = await staggered(
+            url, [chat("bravo", stream=True), chat("alpha", stream=False, **probe)]
+        )
+    assert soft(whole)
+    assert not soft(streamed)
+    assert not soft(beside)  # a neighbour was in flight when it arrived
+    assert whole.content == streamed.content == reply_for(chat("alpha", stream=False))

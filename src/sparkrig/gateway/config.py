@@ -28,6 +28,7 @@ class Fault(StrEnum):
     INFLATED_COUNTS = "inflated-counts"
     BODY_UNDER_LOAD = "body-under-load"
     CUT_REPLIES = "cut-replies"
+    SOFT_BODY_ALONE = "soft-body-alone"
 
 
 class GatewayConfig(BaseModel):

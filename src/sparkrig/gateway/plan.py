@@ -155,6 +155,16 @@ def _mark_block_corruption(
         req.block_corrupted = True
 
 
+def _goes_soft(config: GatewayConfig, request: TrackedRequest, body: dict[str, Any]) -> bool:
+    """degrade-after: a lone request once enough were served; soft-body-alone: a lone
+    non-streamed request, from the start. Only requests that asked for logprobs."""
+    if not (request.started_alone and asks_logprobs(body)):
+        return False
+    if config.has(Fault.DEGRADE_AFTER) and request.served_before >= config.after_requests:
+        return True
+    return config.has(Fault.SOFT_BODY_ALONE) and body.get("stream") is not True
+
+
 def plan_arrival(
     config: GatewayConfig,
     ledger: ServingLedger,
@@ -185,10 +195,7 @@ def plan_arrival(
     plan = ReplyPlan(
         api=api,
         pipeline=pipeline,
-        soften_logprobs=config.has(Fault.DEGRADE_AFTER)
-        and request.started_alone
-        and request.served_before >= config.after_requests
-        and asks_logprobs(body),
+        soften_logprobs=_goes_soft(config, request, body),
         break_tool_args=config.has(Fault.BROKEN_TOOL_ARGS),
         drop_last_word=config.has(Fault.STREAM_MISMATCH),
         merge_events=defaults.GATEWAY_MERGE_EVENTS if config.has(Fault.MERGED_EVENTS) else 0,
