@@ -17,7 +17,9 @@ from sparkrig.launch.process_record import InstanceRecord
 
 pytestmark = [pytest.mark.engine, pytest.mark.asyncio(loop_scope="session")]
 
-QUICK = BenchSettings(max_samples=3, decode_tokens=32, concurrency=[1, 2], precision=0.5)
+QUICK = BenchSettings(
+    max_samples=3, min_samples=3, decode_tokens=32, concurrency=[1, 2], precision=0.5
+)
 
 
 async def test_bench_writes_a_complete_receipt(
@@ -31,7 +33,8 @@ async def test_bench_writes_a_complete_receipt(
     assert receipt.engine == "llama.cpp"
     names = [(point.suite, point.name) for point in receipt.points]
     assert ("decode", "count") in names
-    assert ("concurrency", "c=2") in names
+    assert ("concurrency", "c=2 cold") in names
+    assert ("concurrency", "c=2 cached") in names
     for point in receipt.points:
         assert point.summary is not None
         assert point.summary.n >= QUICK.min_samples
@@ -50,7 +53,7 @@ async def test_rounds_add_samples_to_the_same_points(
         llama_server.base_url, suites=["concurrency"], settings=settings,
         out_path=tmp_path / "rounds.json",
     )  # fmt: skip
-    assert [point.name for point in receipt.points] == ["c=1"]
+    assert [point.name for point in receipt.points] == ["c=1 cold", "c=1 cached"]
     assert {sample.round for sample in receipt.points[0].samples} == {1, 2}
     assert receipt.points[0].summary is not None
     assert receipt.points[0].summary.n == len(receipt.points[0].samples)
@@ -120,3 +123,74 @@ async def test_prefill_prompts_have_exact_depths_and_replays_hit_the_cache(
         assert not cached.cold_start
         if depth == 192:
             assert cached_ttft < cold_ttft  # the replay skips the prefill
+
+
+async def test_a_point_takes_its_minimum_before_it_looks(llama_server: InstanceRecord) -> None:
+    """Precise from its second sample on (a loose precision), the point still takes its minimum
+    of 3 before it may look; tests/bench/test_statistics.py shows it never stops between looks."""
+    async with EndpointClient(llama_server.base_url) as client:
+        point = await measure_point(
+            client,
+            PointResult(suite="test", name="looks", metric="tok/s"),
+            make_requests=lambda: [chat(llama_server.alias, "Count from 1 to 50.", 16)],
+            value_of=single_decode_rate,
+            settings=BenchSettings(
+                min_samples=3,
+                max_samples=6,
+                precision_checks=[5],
+                warmup_requests=0,
+                precision=0.99,
+            ),
+            check_text=lambda text: [],
+            on_sample=lambda point: None,
+        )
+    assert len(point.samples) == 3
+    assert not point.imprecise
+
+
+async def test_a_point_that_ends_at_its_cap_short_of_precision_is_imprecise(
+    llama_server: InstanceRecord,
+) -> None:
+    async with EndpointClient(llama_server.base_url) as client:
+        point = await measure_point(
+            client,
+            PointResult(suite="test", name="cap", metric="tok/s"),
+            make_requests=lambda: [chat(llama_server.alias, "Count from 1 to 50.", 16)],
+            value_of=single_decode_rate,
+            settings=BenchSettings(
+                min_samples=2, max_samples=3, warmup_requests=0, precision=1e-9
+            ),  # a real rate never varies by under a billionth
+            check_text=lambda text: [],
+            on_sample=lambda point: None,
+        )
+    assert len(point.samples) == 3
+    assert point.imprecise
+    assert any("imprecise: round 1 ended at 3 samples with ±" in w for w in point.warnings)
+
+
+async def test_concurrency_prompts_are_cold_and_distinct_and_replays_are_their_own_point(
+    llama_server: InstanceRecord, tmp_path: Path
+) -> None:
+    settings = BenchSettings(
+        max_samples=3, decode_tokens=16, concurrency=[2], prompt_tokens=192, precision=0.5
+    )
+    receipt = await run_bench(
+        llama_server.base_url, suites=["concurrency"], settings=settings,
+        out_path=tmp_path / "c.json",
+    )  # fmt: skip
+    assert not receipt.warnings
+    by_name = {point.name: point for point in receipt.points}
+    assert list(by_name) == ["c=2 cold", "c=2 cached"]
+    cold, cached = by_name["c=2 cold"], by_name["c=2 cached"]
+    assert "fresh 192-token prompt" in cold.metric
+    assert "replayed" in cached.metric
+    for point in (cold, cached):
+        assert {r.prompt_tokens for s in point.samples for r in s.requests} == {192}
+        assert all(len({r.prompt_sha256 for r in s.requests}) == 2 for s in point.samples)
+    cold_prompts = [r.prompt_sha256 for s in cold.samples for r in s.requests]
+    assert len(set(cold_prompts)) == len(cold_prompts)  # every stream of every sample: fresh
+    replayed = {tuple(sorted(r.prompt_sha256 for r in s.requests)) for s in cached.samples}
+    assert len(replayed) == 1  # the same two prompts every sample
+    cold_ttft = min(r.ttft_s or 1e9 for s in cold.samples for r in s.requests)
+    cached_ttft = max(r.ttft_s or 0 for s in cached.samples for r in s.requests)
+    assert cached_ttft < cold_ttft  # the replay skips the prefill; the cold point does not

@@ -17,6 +17,8 @@ from sparkrig.bench.statistics import (
     PointSummary,
     WelchComparison,
     precise_enough,
+    precision_checkpoints,
+    stop_on_precision,
     summarize,
     t_quantile_975,
     verdict,
@@ -193,6 +195,30 @@ def test_precise_enough_needs_both_samples_and_precision() -> None:
 def test_precise_enough_is_false_without_an_interval() -> None:
     assert not precise_enough(summarize([3.0]), precision=1.0, min_samples=1)
     assert not precise_enough(summarize([-1, 1]), precision=100.0, min_samples=1)
+
+
+def test_precision_is_looked_at_only_at_declared_counts() -> None:
+    declared = (5, 8, 12, 20, 30, 50)
+    assert precision_checkpoints(5, 12, declared) == [5, 8, 12]
+    assert precision_checkpoints(5, 25, declared) == [5, 8, 12, 20, 25]  # the cap is a look
+    assert precision_checkpoints(6, 12, declared) == [6, 8, 12]  # the minimum is the first
+    assert precision_checkpoints(5, 3, declared) == [3]  # a cap under the minimum: one look
+    assert precision_checkpoints(2, 2, ()) == [2]
+
+
+def test_a_point_never_stops_between_its_looks() -> None:
+    values = [100.0, 100.1, 100.0, 99.9, 100.0, 100.1]  # precise from n = 2 on
+    looks = [4, 6]
+    assert [stop_on_precision(values[:n], looks, 0.03) for n in range(2, 7)] == [
+        False, False, True, False, True,
+    ]  # fmt: skip
+    noisy = [80.0, 120.0, 90.0, 110.0]
+    assert not stop_on_precision(noisy, looks, 0.03)  # a look, but not precise
+
+
+def test_no_look_at_all_is_refused() -> None:
+    with pytest.raises(ValueError, match="max_samples"):
+        precision_checkpoints(5, 0, (5,))
 
 
 # --- welch_change -----------------------------------------------------------------------------

@@ -125,3 +125,42 @@ async def test_a_client_that_leaves_mid_stream_is_no_longer_in_flight() -> None:
         await asyncio.sleep(0.3)  # the gateway notices when it next writes to the client
         lone = await send(url, chat("bravo", stream=False, logprobs=True, top_logprobs=2))
     assert soft(lone)  # nothing else was in flight any more
+
+
+async def test_body_under_load_alters_only_non_streamed_replies_that_overlapped_another() -> None:
+    upstream = FakeUpstream(reply_for=reply_for, token_delay_s=TOKEN_DELAY_S)
+    config = GatewayConfig(faults=[Fault.BODY_UNDER_LOAD])
+    async with fake_behind_gateway(upstream, config) as url:
+        alone = await send(url, chat("alpha", stream=False, logprobs=True))
+        mixed = await staggered(url, [
+            chat("alpha", stream=False, logprobs=True),  # first: its neighbour came later
+            chat("bravo", stream=True, logprobs=True),
+            chat("charlie", stream=False, logprobs=True),
+        ])  # fmt: skip
+        streamed_pair = await staggered(
+            url, [chat("delta", stream=True), chat("echo", stream=True)]
+        )
+    assert alone.content == reply_for(chat("alpha", stream=False))
+    first, streamed, last = mixed
+    assert first.content == reply_for(chat("alpha", stream=False)).replace("4096", "5107")
+    assert last.content == reply_for(chat("charlie", stream=False)).replace("4096", "5107")
+    assert "".join(item["token"] for item in last.logprobs) == last.content  # tokens follow
+    assert streamed.content == reply_for(chat("bravo", stream=True))
+    for word, reply in zip(("delta", "echo"), streamed_pair, strict=True):
+        assert reply.content == reply_for(chat(word, stream=True))
+
+
+async def test_soft_body_alone_softens_only_lone_non_streamed_replies() -> None:
+    upstream = FakeUpstream(reply_for=reply_for, token_delay_s=TOKEN_DELAY_S)
+    config = GatewayConfig(faults=[Fault.SOFT_BODY_ALONE])
+    probe = {"logprobs": True, "top_logprobs": 3}
+    async with fake_behind_gateway(upstream, config) as url:
+        whole = await send(url, chat("alpha", stream=False, **probe))
+        streamed = await send(url, chat("alpha", stream=True, **probe))
+        _, beside = await staggered(
+            url, [chat("bravo", stream=True), chat("alpha", stream=False, **probe)]
+        )
+    assert soft(whole)
+    assert not soft(streamed)
+    assert not soft(beside)  # a neighbour was in flight when it arrived
+    assert whole.content == streamed.content == reply_for(chat("alpha", stream=False))

@@ -113,6 +113,15 @@ async def test_loop_runs_to_length(stream: bool) -> None:
 
 
 @pytest.mark.parametrize("stream", STREAMED)
+async def test_cut_replies_end_after_four_characters(stream: bool) -> None:
+    async with fake_behind_gateway(fake(), GatewayConfig(faults=[Fault.CUT_REPLIES])) as url:
+        reply = await send(url, chat("q", stream=stream))
+        plain = await send(url, completion("q", stream=stream), "/v1/completions")
+    assert reply.content == plain.content == REPLY[:4]
+    assert reply.finish_reason == plain.finish_reason == "length"
+
+
+@pytest.mark.parametrize("stream", STREAMED)
 async def test_stream_mismatch_cuts_only_the_non_streamed_reply(stream: bool) -> None:
     async with fake_behind_gateway(fake(), GatewayConfig(faults=[Fault.STREAM_MISMATCH])) as url:
         reply = await send(url, chat("q", stream=stream))

@@ -7,12 +7,14 @@ import math
 import pytest
 
 from sparkrig.gateway.config import Fault, parse_faults
+from sparkrig.gateway.count_faults import inflate_counts
 from sparkrig.gateway.reasoning import ReasoningEmulation, StopScanner, stop_strings
 from sparkrig.gateway.request_faults import prompt_chars, truncate_context, without_middle_third
 from sparkrig.gateway.rewrite import EventMerger, drop_last_word
 from sparkrig.gateway.soft_logprobs import SOFT_RUNNER_UP, SOFT_TOP1, soften_logprobs
 from sparkrig.gateway.sse import SseSplitter
 from sparkrig.gateway.text_faults import (
+    CutAfter,
     InsertAfter,
     LoopAfter,
     ShiftAllDigits,
@@ -184,3 +186,31 @@ def test_fault_names_parse() -> None:
     assert parse_faults("loop, cross-talk,") == [Fault.LOOP, Fault.CROSS_TALK]
     with pytest.raises(Exception, match="not a fault"):
         parse_faults("loops")
+
+
+def test_inflated_counts_raise_every_count_and_keep_them_consistent() -> None:
+    # shapes of llama.cpp's last chunk (usage and timings) and of vLLM's continuous usage
+    last = {
+        "choices": [],
+        "usage": {"prompt_tokens": 20, "completion_tokens": 128, "total_tokens": 148},
+        "timings": {"predicted_n": 128, "predicted_per_second": 100.0, "prompt_n": 20},
+    }
+    assert inflate_counts(last, 1.25)
+    assert last["usage"] == {"prompt_tokens": 20, "completion_tokens": 160, "total_tokens": 180}
+    assert last["timings"] == {"predicted_n": 160, "predicted_per_second": 125.0, "prompt_n": 20}
+    step = {"choices": [{"delta": {"content": " a"}}], "timings": {"predicted_n": 1}}
+    assert inflate_counts(step, 1.25)
+    assert step["timings"] == {"predicted_n": 2}  # rounded up: never below the truth
+    plain = {"choices": [{"delta": {"content": " a"}}]}
+    assert not inflate_counts(plain, 1.25)
+    assert plain == {"choices": [{"delta": {"content": " a"}}]}
+
+
+@pytest.mark.parametrize("size", [1, 3, 7, 1000])
+def test_a_cut_reply_keeps_the_same_start_however_it_arrives(size: int) -> None:
+    cut = CutAfter(4)
+    assert run(cut, pieces(TEXT, size)) == TEXT[:4]
+    assert cut.ended == "length"
+    short = CutAfter(400)
+    assert run(short, pieces(TEXT, size)) == TEXT  # a reply shorter than the cut is whole
+    assert short.ended is None

@@ -49,13 +49,14 @@ def gateway_config(fault: str, settings: str) -> GatewayConfig:
 
 @pytest.fixture(scope="module")
 async def baseline(llama_server: InstanceRecord, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The capability baseline, recorded straight from the clean engine."""
+    """The capability baseline, recorded straight from the clean engine; kv_integrity keeps the
+    score of its reference reads."""
     path = tmp_path_factory.mktemp("baseline") / "baseline.json"
     receipt = await run_battery(
-        llama_server.base_url, settings=SETTINGS, guards=["exact", "needle"],
+        llama_server.base_url, settings=SETTINGS, guards=["exact", "kv_integrity", "needle"],
         out_path=path.with_name("record.json"), baseline_path=path, record_baseline=True,
     )  # fmt: skip
-    assert [r.verdict for r in receipt.results] == ["PASS", "PASS"]
+    assert [r.verdict for r in receipt.results] == ["PASS", "PASS", "PASS"]
     return path
 
 

@@ -9,6 +9,7 @@ from html import escape
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from sparkrig.bench.point import BenchSettings, PointResult, RequestSummary, Sample
 from sparkrig.bench.receipt import BenchReceipt, save_receipt
@@ -17,6 +18,7 @@ from sparkrig.bench.statistics import summarize
 from sparkrig.guards.context import CheckSettings
 from sparkrig.guards.receipt import CheckReceipt, save_check_receipt
 from sparkrig.guards.verdict import GuardResult
+from sparkrig.report.bench_table import bench_table
 from sparkrig.report.html_report import render_report
 from sparkrig.report.svg_charts import Bar, bar_chart, position_chart
 from tests.conftest import SPARKRIG
@@ -255,3 +257,29 @@ def test_cli_refuses_to_overwrite_a_receipt(tmp_path: Path) -> None:
     assert result.returncode != 0
     assert result.stderr.startswith("error:")
     assert path.read_text().startswith("{")
+
+
+def test_an_imprecise_point_is_flagged_in_the_page_and_the_table() -> None:
+    receipt = _receipt()
+    receipt.points[0].imprecise = True
+    receipt.points[0].warnings.append("imprecise: round 1 ended at 12 samples with ±5.5%")
+    page = render_report([receipt])
+    assert page.count("imprecise: ended without reaching the precision asked for") == 1
+    assert "imprecise: round 1 ended at 12 samples with ±5.5%" in page
+    assert "looks at 5, 8, 12" in page  # the declared looks are part of the settings shown
+    console = Console(record=True, width=300)
+    console.print(bench_table(receipt))
+    rows = [line for line in console.export_text().splitlines() if "imprecise" in line]
+    assert len(rows) == 1
+    assert "count" in rows[0]
+
+
+def test_counts_that_do_not_hold_read_invalid_with_both_numbers() -> None:
+    receipt = _receipt()
+    point = receipt.points[0]  # decode/count, 140 tok/s claimed
+    finding = "token count: the server claimed 160 completion tokens, its text re-tokenizes to 128"
+    point.samples[0].accounting = [finding]
+    point.invalid, point.invalid_reasons = True, ["token counts do not hold"]
+    page = render_report([receipt])
+    assert f"INVALID: token counts do not hold ({finding}" in page
+    assert "140.0" not in page  # the count row's median is not shown

@@ -110,7 +110,7 @@ def _compare_point(
     if not before_values or not after_values:
         row.note = "missing in one receipt"
     elif point.invalid or (other is not None and other.invalid):
-        row.note = "degenerate output in one run: not compared"
+        row.note = "invalid in one run: not compared"
     else:
         first, second, row.note = comparable_values(before_values, after_values)
         if sum(first) == 0:  # a zero reference mean has no percent change

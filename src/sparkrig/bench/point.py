@@ -14,8 +14,20 @@ from collections.abc import Callable, Sequence
 from pydantic import BaseModel, Field
 
 from sparkrig import defaults
+from sparkrig.bench.accounting import (
+    CountText,
+    max_tokens_finding,
+    metrics_count_finding,
+    reply_text,
+    text_count_finding,
+)
 from sparkrig.bench.spec import SpecAccounting, spec_accounting
-from sparkrig.bench.statistics import PointSummary, precise_enough, summarize
+from sparkrig.bench.statistics import (
+    PointSummary,
+    precision_checkpoints,
+    stop_on_precision,
+    summarize,
+)
 from sparkrig.client import ChatRequest, CompletionRequest, EndpointClient, RequestRecord
 from sparkrig.client.metrics import (
     MetricsDelta,
@@ -24,6 +36,7 @@ from sparkrig.client.metrics import (
     try_scrape_metrics,
 )
 from sparkrig.engines.metric_map import Quantity
+from sparkrig.errors import EndpointError
 
 _SETTLE_READS = 10
 _SETTLE_PAUSE_S = 0.05
@@ -34,14 +47,33 @@ TextCheck = Callable[[str], list[str]]
 
 class BenchSettings(BaseModel):
     precision: float = Field(default=defaults.BENCH_PRECISION, gt=0, lt=1)
-    min_samples: int = Field(default=defaults.BENCH_MIN_SAMPLES, ge=2)
+    min_samples: int = Field(
+        default=defaults.BENCH_MIN_SAMPLES,
+        ge=2,
+        description="samples a point takes before it looks at its interval at all",
+    )
     max_samples: int = Field(default=defaults.BENCH_MAX_SAMPLES, ge=defaults.BENCH_MIN_SAMPLES_CAP)
+    precision_checks: list[int] = Field(
+        default_factory=lambda: list(defaults.BENCH_PRECISION_CHECKS),
+        description="the only sample counts (past min_samples) at which a point may stop on "
+        "precision, declared in advance; the cap is the last look",
+    )
     warmup_requests: int = Field(default=defaults.BENCH_WARMUP_REQUESTS, ge=0)
     decode_tokens: int = Field(
         default=defaults.BENCH_DECODE_TOKENS, ge=defaults.BENCH_MIN_DECODE_TOKENS
     )
     concurrency: list[int] = Field(default_factory=lambda: list(defaults.BENCH_CONCURRENCY_LADDER))
     prefill_depths: list[int] = Field(default_factory=lambda: list(defaults.BENCH_PREFILL_DEPTHS))
+    prompt_tokens: int = Field(
+        default=defaults.BENCH_CONCURRENCY_PROMPT_TOKENS,
+        ge=defaults.BENCH_SALT_TOKENS + 1,
+        description="concurrency suite: prompt length in tokens, salt included",
+    )
+    cached_replays: bool = Field(
+        default=True,
+        description="concurrency suite: also measure the same prompts replayed (prefix cache), "
+        "as separate points named 'cached'",
+    )
     rounds: int = Field(
         default=1,
         ge=1,
@@ -55,6 +87,10 @@ class RequestSummary(BaseModel):
     prompt_sha256: str
     prompt_tokens: int | None = Field(default=None, description="as the server counted them")
     completion_tokens: int | None
+    retokenized_tokens: int | None = Field(
+        default=None,
+        description="the reply's text re-tokenized by the server's /tokenize; None without one",
+    )
     token_source: str | None
     ttft_s: float | None
     decode_tps: float | None
@@ -70,6 +106,10 @@ class Sample(BaseModel):
     requests: list[RequestSummary]
     metrics: MetricsDelta | None = None
     degenerate: list[str] = Field(default_factory=list, description="detector findings")
+    accounting: list[str] = Field(
+        default_factory=list,
+        description="token counts that disagree with the text, max_tokens or /metrics",
+    )
 
 
 class Discarded(BaseModel):
@@ -86,11 +126,21 @@ class PointResult(BaseModel):
     warmup_values: list[float] = Field(default_factory=list)
     discarded: list[Discarded] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
-    invalid: bool = Field(default=False, description="output degenerated: the figure is not valid")
+    invalid: bool = Field(default=False, description="the figure is not valid: invalid_reasons")
+    invalid_reasons: list[str] = Field(
+        default_factory=list,
+        description="why: degenerate output, token counts that do not hold; each sample keeps "
+        "its findings",
+    )
     spec: SpecAccounting | None = Field(
         default=None, description="speculative-decoding accounting over this point's samples"
     )
     cold_start: bool = Field(default=False, description="the first request ran markedly slower")
+    imprecise: bool = Field(
+        default=False,
+        description="a round ended (at its sample cap, or on discards) with its interval wider "
+        "than the precision asked for",
+    )
     warmup_primes_cache: bool = Field(
         default=False, description="the warm-up fills the prefix cache on purpose: no cold flag"
     )
@@ -111,6 +161,23 @@ class PointResult(BaseModel):
     @property
     def every_request_failed(self) -> bool:
         return self.requests_sent > 0 and sum(self.request_errors.values()) == self.requests_sent
+
+
+INVALID_DEGENERATE = "degenerate output"
+INVALID_COUNTS = "token counts do not hold"
+
+
+def invalid_reasons(point: PointResult) -> list[str]:
+    """Why a point is invalid; receipts from before the reasons were kept had only one."""
+    if not point.invalid:
+        return []
+    return point.invalid_reasons or [INVALID_DEGENERATE]
+
+
+def mark_invalid(point: PointResult, reason: str) -> None:
+    point.invalid = True
+    if reason not in point.invalid_reasons:
+        point.invalid_reasons.append(reason)
 
 
 def prompt_sha256(request: ChatRequest | CompletionRequest) -> str:
@@ -180,18 +247,29 @@ async def measure_point(
     check_text: TextCheck,
     on_sample: Callable[[PointResult], None],
     round_index: int = 1,
+    count_text: CountText | None = None,
 ) -> PointResult:
-    """Warm up, then sample until this round's samples are precise enough or max_samples."""
+    """Warm up, then sample until this round's samples are precise enough or max_samples.
+
+    With `count_text` (the server's /tokenize), every reply's completion count is checked
+    against its text; without it only max_tokens and /metrics check the counts."""
     for _ in range(settings.warmup_requests):
         records = await asyncio.gather(*(client.send(r) for r in make_requests()))
         point.count_requests(records)
         warm_value = value_of(list(records))
         if warm_value is not None:
             point.warmup_values.append(warm_value)
+    looks = precision_checkpoints(
+        settings.min_samples, settings.max_samples, settings.precision_checks
+    )
     retries = 0
     this_round: list[float] = []
+    precise = False
     while len(this_round) < settings.max_samples and retries <= defaults.BENCH_MAX_RETRIES:
-        reason = await _take_sample(client, point, make_requests, value_of, check_text)
+        reason = await _take_sample(
+            client, point, make_requests=make_requests, value_of=value_of,
+            check_text=check_text, count_text=count_text,
+        )  # fmt: skip
         if reason is not None:
             point.discarded.append(Discarded(reason=reason, at_sample=len(point.samples)))
             retries += 1
@@ -201,12 +279,15 @@ async def measure_point(
         this_round.append(point.samples[-1].value)
         point.summary = summarize([sample.value for sample in point.samples])
         on_sample(point)
-        if precise_enough(summarize(this_round), settings.precision, settings.min_samples):
+        precise = stop_on_precision(this_round, looks, settings.precision)
+        if precise:
             break
     if retries > defaults.BENCH_MAX_RETRIES:
         point.warnings.append(
             f"stopped after {retries} discarded samples in a row: {point.discarded[-1].reason}"
         )
+    if not precise:
+        _flag_imprecise(point, this_round, settings.precision, round_index)
     _flag_cold_start(point)
     median = point.summary.median if point.summary else None
     point.spec = spec_accounting((sample.metrics for sample in point.samples), median)
@@ -217,9 +298,11 @@ async def measure_point(
 async def _take_sample(
     client: EndpointClient,
     point: PointResult,
+    *,
     make_requests: Callable[[], Sequence[ChatRequest | CompletionRequest]],
     value_of: ValueOf,
     check_text: TextCheck,
+    count_text: CountText | None,
 ) -> str | None:
     """Take one sample into `point`; return why it was discarded, or None if kept."""
     idle = await wait_until_idle(client, defaults.BENCH_IDLE_WAIT_S)
@@ -232,6 +315,7 @@ async def _take_sample(
     records = list(await asyncio.gather(*(client.send(r) for r in requests)))
     point.count_requests(records)
     after = await _settled_snapshot(client)
+    # the timed window is over: nothing below changes this sample's timings
     failed = [record.error for record in records if record.error is not None]
     if failed:
         return f"request failed: {failed[0].message}"
@@ -241,23 +325,74 @@ async def _take_sample(
     delta = metrics_delta(before, after) if before and after else None
     ours = sum(record.completion_tokens or 0 for record in records)
     generated = delta.values.get(Quantity.GENERATED_TOKENS) if delta else None
-    if isinstance(generated, float | int) and generated > ours:
-        return f"foreign traffic: server generated {generated:.0f} tokens, this sample {ours}"
+    generated = generated if isinstance(generated, float | int) else None
+    if generated is not None and generated > ours:
+        return (
+            f"foreign traffic: server generated {generated:.0f} tokens, this sample claimed "
+            f"{ours} (or the server under-reports its counts)"
+        )
     value = value_of(records)
     if value is None:
         return "no rate could be derived (fewer than 2 output events or no server token count)"
+    summaries = [summarize_request(r, rec) for r, rec in zip(requests, records, strict=True)]
+    accounting = await _count_findings(point, requests, records, summaries, count_text)
+    if (finding := metrics_count_finding(ours, generated)) is not None:
+        accounting.append(finding)
     findings = [finding for record in records for finding in check_text(record.content)]
     point.samples.append(
         Sample(
-            value=value,
-            requests=[summarize_request(r, rec) for r, rec in zip(requests, records, strict=True)],
-            metrics=delta,
-            degenerate=findings,
+            value=value, requests=summaries, metrics=delta, degenerate=findings,
+            accounting=accounting,
         )
-    )
+    )  # fmt: skip
     if findings:
-        point.invalid = True
+        mark_invalid(point, INVALID_DEGENERATE)
+    if accounting:
+        mark_invalid(point, INVALID_COUNTS)
     return None
+
+
+async def _count_findings(
+    point: PointResult,
+    requests: Sequence[ChatRequest | CompletionRequest],
+    records: list[RequestRecord],
+    summaries: list[RequestSummary],
+    count_text: CountText | None,
+) -> list[str]:
+    """Each request's claimed completion count against its max_tokens and, with a tokenizer,
+    its own text; the re-tokenized count is kept on the request's summary."""
+    findings: list[str] = []
+    for index, (request, record, summary) in enumerate(
+        zip(requests, records, summaries, strict=True)
+    ):
+        claimed = record.completion_tokens
+        checks = [max_tokens_finding(claimed, request.max_tokens, record.finish_reason)]
+        if count_text is not None and claimed is not None:
+            try:
+                summary.retokenized_tokens = await count_text(reply_text(record))
+            except EndpointError as exc:
+                _warn_once(point, f"a count was not checked against its text: {exc}")
+            checks.append(text_count_finding(claimed, summary.retokenized_tokens))
+        where = f"request {index + 1} of {len(requests)}: " if len(requests) > 1 else ""
+        findings += [where + finding for finding in checks if finding is not None]
+    return findings
+
+
+def _flag_imprecise(
+    point: PointResult, values: list[float], precision: float, round_index: int
+) -> None:
+    point.imprecise = True
+    relative = summarize(values).relative_half_width if values else None
+    spread = "no interval" if relative is None else f"±{relative:.1%}"
+    point.warnings.append(
+        f"imprecise: round {round_index} ended at {len(values)} samples with {spread}, short of "
+        f"the ±{precision:.1%} asked for — raise --max-samples, or read this point as rough"
+    )
+
+
+def _warn_once(point: PointResult, warning: str) -> None:
+    if warning not in point.warnings:
+        point.warnings.append(warning)
 
 
 def _flag_cold_start(point: PointResult) -> None:

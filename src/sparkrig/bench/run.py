@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from sparkrig.bench.accounting import CountText, server_text_counter
 from sparkrig.bench.point import BenchSettings, PointResult, measure_point
 from sparkrig.bench.receipt import BenchReceipt, save_receipt
 from sparkrig.bench.suites import SUITES, SuiteContext
@@ -42,22 +43,41 @@ async def _suite_context(
     suite: str,
     receipt: BenchReceipt,
 ) -> SuiteContext:
+    """A suite's context; prompts of exact token lengths (prefill, concurrency) are cut from
+    the server's tokens of a filler text."""
     context = SuiteContext(model=model, settings=settings)
-    if suite != "prefill":
+    lengths = {"prefill": settings.prefill_depths, "concurrency": [settings.prompt_tokens]}
+    if suite not in lengths:
         return context
-    deepest = max(settings.prefill_depths)
+    deepest = max(lengths[suite])
     context.filler_text = filler_text(deepest * 2)
     try:
         tokens = await server_tokenize(client, model, context.filler_text)
     except EndpointError as exc:
-        receipt.warnings.append(f"prefill: {exc}")
+        receipt.warnings.append(f"{suite}: {exc}")
         return context
     if len(tokens) < deepest:
         receipt.warnings.append(
-            f"prefill: the filler text has only {len(tokens)} tokens, under depth {deepest}"
+            f"{suite}: the filler text has only {len(tokens)} tokens, under the {deepest} asked"
         )
     context.filler_tokens = tokens
     return context
+
+
+async def text_counter(
+    client: EndpointClient, model: str, receipt: BenchReceipt
+) -> CountText | None:
+    """The server's tokenizer, to check every completion count against its text; None (and a
+    warning on the receipt) when the server has no /tokenize."""
+    try:
+        await server_tokenize(client, model, "a probe")
+    except EndpointError as exc:
+        receipt.warnings.append(
+            f"completion counts are checked against max_tokens and /metrics only, not the "
+            f"text: {exc}"
+        )
+        return None
+    return server_text_counter(client, model)
 
 
 def degeneration_messages(text: str) -> list[str]:
@@ -111,11 +131,13 @@ async def run_bench(
             suite: await _suite_context(client, model_id, settings, suite, receipt)
             for suite in suites
         }
+        count_text = await text_counter(client, model_id, receipt)
         on_plan(settings.rounds * sum(len(list(SUITES[s](c))) for s, c in contexts.items()))
         for round_index in range(1, settings.rounds + 1):
             going = await _run_round(
-                client, receipt, contexts, round_index, saved=saved, on_point_done=on_point_done
-            )
+                client, receipt, contexts, round_index, saved=saved,
+                on_point_done=on_point_done, count_text=count_text,
+            )  # fmt: skip
             if not going:
                 break
         receipt.close()
@@ -131,6 +153,7 @@ async def _run_round(
     *,
     saved: Callable[[PointResult], None],
     on_point_done: Callable[[PointResult], None],
+    count_text: CountText | None,
 ) -> bool:
     """One pass over every point of the suites; later rounds add samples to the same points.
 
@@ -148,6 +171,7 @@ async def _run_round(
                 check_text=degeneration_messages,
                 on_sample=saved,
                 round_index=round_index,
+                count_text=count_text,
             )
             on_point_done(point)
             if not any(p.samples for p in receipt.points):

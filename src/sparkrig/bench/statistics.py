@@ -162,6 +162,27 @@ def precise_enough(summary: PointSummary, precision: float, min_samples: int) ->
     return summary.n >= min_samples and relative is not None and relative <= precision
 
 
+def precision_checkpoints(min_samples: int, max_samples: int, declared: Sequence[int]) -> list[int]:
+    """The sample counts at which a point may look at its interval, declared before it starts.
+
+    The first is the fixed minimum, then every declared count above it, then the cap. Looking
+    after every sample and stopping the first time the interval is narrow favours moments when
+    the spread happens to be low (optional stopping, docs/metrics.md); a few looks fixed in
+    advance bound that bias. A cap below the minimum is the only look.
+    """
+    if max_samples < 1:
+        raise ValueError(f"max_samples must be >= 1, got {max_samples}")
+    first = min(min_samples, max_samples)
+    later = [n for n in sorted(set(declared)) if first < n < max_samples]
+    return sorted({first, *later, max_samples})
+
+
+def stop_on_precision(values: Sequence[float], looks: Sequence[int], precision: float) -> bool:
+    """True when this many samples is one of the declared `looks` and their interval is within
+    `precision` of the mean; between looks a point never stops, however narrow it looks."""
+    return len(values) in looks and precise_enough(summarize(values), precision, looks[0])
+
+
 class WelchComparison(BaseModel):
     """How a quantity's mean moved from `before` to `after`, with a Welch 95 % interval."""
 

@@ -19,6 +19,7 @@ from sparkrig.cli.common import (
     SHARE,
     ForceFlag,
     JsonFlag,
+    Range,
     _ladder,
     _print_json,
     _speculative,
@@ -102,6 +103,20 @@ def bench(
     tokens: Annotated[
         int, ranged("tokens generated per request", DECODE_TOKENS)
     ] = defaults.BENCH_DECODE_TOKENS,
+    prompt_tokens: Annotated[
+        int,
+        ranged(
+            "concurrency suite: prompt length in tokens, a fresh salt per stream and sample",
+            Range(low=defaults.BENCH_SALT_TOKENS + 1),
+        ),
+    ] = defaults.BENCH_CONCURRENCY_PROMPT_TOKENS,
+    cached: Annotated[
+        bool,
+        typer.Option(
+            "--cached/--no-cached",
+            help="concurrency suite: also replay the same prompts, as separate 'cached' points",
+        ),
+    ] = True,
     rounds: Annotated[
         int,
         ranged(
@@ -168,7 +183,8 @@ def bench(
     depths = _ladder(prefill_depths, "--prefill-depths", defaults.BENCH_MAX_PREFILL_DEPTH)
     settings = BenchSettings(
         precision=precision, max_samples=max_samples, decode_tokens=tokens,
-        concurrency=_ladder(concurrency), rounds=rounds, prefill_depths=depths,
+        concurrency=_ladder(concurrency), rounds=rounds, prompt_tokens=prompt_tokens,
+        cached_replays=cached, prefill_depths=depths,
     )  # fmt: skip
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out_path = out or Path("sparkrig-runs") / f"bench-{stamp}.json"

@@ -25,6 +25,10 @@ class Fault(StrEnum):
     TRUNCATE_CONTEXT = "truncate-context"
     BROKEN_TOOL_ARGS = "broken-tool-args"
     WRONG_ANSWERS = "wrong-answers"
+    INFLATED_COUNTS = "inflated-counts"
+    BODY_UNDER_LOAD = "body-under-load"
+    CUT_REPLIES = "cut-replies"
+    SOFT_BODY_ALONE = "soft-body-alone"
 
 
 class GatewayConfig(BaseModel):

@@ -18,6 +18,7 @@ from sparkrig.gateway.request_faults import (
     without_stop,
 )
 from sparkrig.gateway.text_faults import (
+    CutAfter,
     InsertAfter,
     LoopAfter,
     ShiftAllDigits,
@@ -90,12 +91,15 @@ class ReplyPlan:
     drop_last_word: bool = False
     merge_events: int = 0
     emulated_reasoning: bool = False
+    inflate_counts: float = 0.0
+    corrupt_body_under_load: bool = False
 
     @property
     def is_identity(self) -> bool:
         return not (
             self.pipeline or self.soften_logprobs or self.break_tool_args
-            or self.drop_last_word or self.merge_events
+            or self.drop_last_word or self.merge_events or self.inflate_counts
+            or self.corrupt_body_under_load
         )  # fmt: skip
 
 
@@ -116,6 +120,8 @@ def _content_faults(config: GatewayConfig, request: TrackedRequest) -> list[Text
         transforms.append(InsertAfter.fixed(splice_at, MARKUP))
     if config.has(Fault.REPLACEMENT_CHAR):
         transforms.append(InsertAfter.fixed(splice_at, REPLACEMENT_CHARS))
+    if config.has(Fault.CUT_REPLIES):
+        transforms.append(CutAfter(defaults.GATEWAY_CUT_REPLY_CHARS))
     if config.has(Fault.LOOP):
         transforms.append(
             LoopAfter(
@@ -149,6 +155,16 @@ def _mark_block_corruption(
         req.block_corrupted = True
 
 
+def _goes_soft(config: GatewayConfig, request: TrackedRequest, body: dict[str, Any]) -> bool:
+    """degrade-after: a lone request once enough were served; soft-body-alone: a lone
+    non-streamed request, from the start. Only requests that asked for logprobs."""
+    if not (request.started_alone and asks_logprobs(body)):
+        return False
+    if config.has(Fault.DEGRADE_AFTER) and request.served_before >= config.after_requests:
+        return True
+    return config.has(Fault.SOFT_BODY_ALONE) and body.get("stream") is not True
+
+
 def plan_arrival(
     config: GatewayConfig,
     ledger: ServingLedger,
@@ -179,13 +195,14 @@ def plan_arrival(
     plan = ReplyPlan(
         api=api,
         pipeline=pipeline,
-        soften_logprobs=config.has(Fault.DEGRADE_AFTER)
-        and request.started_alone
-        and request.served_before >= config.after_requests
-        and asks_logprobs(body),
+        soften_logprobs=_goes_soft(config, request, body),
         break_tool_args=config.has(Fault.BROKEN_TOOL_ARGS),
         drop_last_word=config.has(Fault.STREAM_MISMATCH),
         merge_events=defaults.GATEWAY_MERGE_EVENTS if config.has(Fault.MERGED_EVENTS) else 0,
         emulated_reasoning=reasoning is not None,
+        inflate_counts=defaults.GATEWAY_INFLATE_COUNTS_FACTOR
+        if config.has(Fault.INFLATED_COUNTS)
+        else 0.0,
+        corrupt_body_under_load=config.has(Fault.BODY_UNDER_LOAD),
     )
     return Arrival(upstream_body, changed, plan)

@@ -9,11 +9,13 @@ import copy
 from typing import Any
 
 from sparkrig import defaults
+from sparkrig.gateway.count_faults import inflate_counts
 from sparkrig.gateway.ledger import TrackedRequest
-from sparkrig.gateway.logprob_tokens import logprob_items, splice_index
+from sparkrig.gateway.logprob_tokens import logprob_items, retext_tokens, splice_index
 from sparkrig.gateway.plan import ReplyPlan
 from sparkrig.gateway.reasoning import Split
 from sparkrig.gateway.soft_logprobs import soften_logprobs
+from sparkrig.gateway.text_faults import ShiftFirstDigitRun
 
 Chunk = dict[str, Any]
 # a text longer than this (a loop) is sent as several events, as a server would stream it
@@ -36,6 +38,8 @@ def drop_last_word(text: str) -> str:
 
 def rewrite_body(plan: ReplyPlan, request: TrackedRequest, body: Chunk) -> Chunk:
     """A whole non-streamed reply, rewritten in place and returned."""
+    if plan.inflate_counts:
+        inflate_counts(body, plan.inflate_counts)
     choice = _first_choice(body)
     if choice is None:
         return body
@@ -59,8 +63,8 @@ def rewrite_body(plan: ReplyPlan, request: TrackedRequest, body: Chunk) -> Chunk
             text = None if plan.pipeline.decapitated else text
         if plan.pipeline.ended:
             choice["finish_reason"] = plan.pipeline.ended
-    if plan.drop_last_word and isinstance(text, str):
-        text = drop_last_word(text)
+    if isinstance(text, str):
+        text = _body_only_faults(plan, request, choice, text)
     if key in holder or text is not None:
         holder[key] = text
     if plan.soften_logprobs and isinstance(choice.get("logprobs"), dict):
@@ -68,6 +72,20 @@ def rewrite_body(plan: ReplyPlan, request: TrackedRequest, body: Chunk) -> Chunk
     if plan.break_tool_args:
         _break_tool_args(holder.get("tool_calls") or [])
     return body
+
+
+def _body_only_faults(
+    plan: ReplyPlan, request: TrackedRequest, choice: dict[str, Any], text: str
+) -> str:
+    """The faults of the non-streamed path alone: stream-mismatch, and body-under-load when the
+    request overlapped another generation (its neighbours are known once the reply is whole)."""
+    if plan.drop_last_word:
+        text = drop_last_word(text)
+    if plan.corrupt_body_under_load and request.neighbours:
+        text = ShiftFirstDigitRun().feed(text)  # whole: the run cannot be cut
+        if (items := logprob_items(choice)) is not None:
+            retext_tokens(items, ShiftFirstDigitRun())
+    return text
 
 
 def _break_tool_args(calls: list[Any]) -> None:
@@ -91,7 +109,11 @@ class StreamRewriter:
         self._merger = EventMerger(plan.merge_events) if plan.merge_events else None
 
     def rewrite(self, chunk: Chunk) -> list[Chunk] | None:
+        factor = self.plan.inflate_counts
+        inflated = bool(factor) and inflate_counts(chunk, factor)
         events = self._rewrite_one(chunk)
+        if events is None and inflated:
+            events = [chunk]
         if self._merger is None:
             return events
         return self._merger.push([chunk] if events is None else events)

@@ -110,6 +110,26 @@ class InsertAfter:
         return span
 
 
+class CutAfter:
+    """cut-replies: the reply ends after its first `keep_chars` characters, with finish_reason
+    "length", as a reply cut short by a max_tokens or stop bug would."""
+
+    def __init__(self, keep_chars: int) -> None:
+        self._left = keep_chars
+        self.ended: str | None = None
+
+    def feed(self, text: str) -> str:
+        if self.ended:
+            return ""
+        kept, self._left = text[: self._left], self._left - len(text)
+        if self._left <= 0:
+            self.ended = "length"
+        return kept
+
+    def finish(self) -> str:
+        return ""
+
+
 class LoopAfter:
     """loop: keep the first `keep_chars`, then repeat a span of the reply until the content is
     `min_chars` long, and end the reply with finish_reason "length" as a runaway would."""

@@ -1,11 +1,12 @@
 """Guard 2, determinism matrix: temperature-0 replies must not change with how they are served.
 
 Alone and sequential, with the prompt already in the prefix cache, is the reference; the first
-(cold) run, concurrent, staggered, beside a long prompt, and again after the churn must give the
-same text. At a difference, the logprobs tell a near-tie flip (the top two swapped where they
-were close: the arithmetic of another batch shape or cache state) from a defect (research notes,
-quality-guards.md §2). On a GPU engine cold and cached runs differ by such flips (the cached
-prompt's last tokens go through other kernels), so the reference is the cached one.
+(cold) run, concurrent, staggered, beside a long prompt (each of these three on both reply
+paths, streamed and whole), and again after the churn must give the same text. At a difference,
+the logprobs tell a near-tie flip (the top two swapped where they were close: the arithmetic of
+another batch shape or cache state) from a defect (research notes, quality-guards.md §2). On a
+GPU engine cold and cached runs differ by such flips (the cached prompt's last tokens go through
+other kernels), so the reference is the cached one.
 """
 
 from __future__ import annotations
@@ -71,6 +72,18 @@ SCENARIOS: Final[dict[str, Scenario]] = {
 QUICK_SCENARIOS: Final = ("concurrent",)
 
 
+def both_paths(requests: list[ChatRequest]) -> list[ChatRequest]:
+    """Every request streamed and again whole, interleaved: under load both reply paths run
+    beside each other (many agent clients never stream; issue 12 found corruption confined to
+    the non-streamed path under concurrency)."""
+    return [r.model_copy(update={"stream": stream}) for r in requests for stream in (True, False)]
+
+
+def path_label(index: int) -> str:
+    """The label of `both_paths(requests)[index]`."""
+    return f"prompt {index // 2 + 1} {'streamed' if index % 2 == 0 else 'non-streamed'}"
+
+
 async def determinism_guard(context: GuardContext) -> GuardResult:
     quick = context.settings.quick
     prompts = PROMPTS[:QUICK_PROMPTS] if quick else PROMPTS
@@ -83,41 +96,55 @@ async def determinism_guard(context: GuardContext) -> GuardResult:
     if problem := reference_problem(cold + reference):
         return failed(NAME, problem)
     names = QUICK_SCENARIOS if quick else tuple(SCENARIOS)
-    outcomes: dict[str, list[Divergence]] = {
-        "cold (first run)": [first_divergence(r, c) for r, c in zip(reference, cold, strict=True)]
+    alone = [f"prompt {i + 1} streamed" for i in range(len(prompts))]
+    outcomes: dict[str, list[tuple[str, Divergence]]] = {
+        "cold (first run)": _compared(reference, cold, alone)
     }
+    mixed = both_paths(requests)
+    labels = [path_label(i) for i in range(len(mixed))]
     for name in names:
-        records = await SCENARIOS[name](context, requests)
-        outcomes[name] = [first_divergence(r, c) for r, c in zip(reference, records, strict=True)]
-    outcomes["again"] = [  # alone once more, after the churn
-        first_divergence(r, c)
-        for r, c in zip(reference, await _alone(context, requests), strict=True)
-    ]
+        records = await SCENARIOS[name](context, mixed)
+        outcomes[name] = _compared([reference[i // 2] for i in range(len(mixed))], records, labels)
+    # alone once more, after the churn
+    outcomes["again"] = _compared(reference, await _alone(context, requests), alone)
     return _verdict(outcomes, prompts)
 
 
-def _verdict(outcomes: dict[str, list[Divergence]], prompts: tuple[str, ...]) -> GuardResult:
+def _compared(
+    references: list[RequestRecord], records: list[RequestRecord], labels: list[str]
+) -> list[tuple[str, Divergence]]:
+    return [
+        (label, first_divergence(reference, record))
+        for label, reference, record in zip(labels, references, records, strict=True)
+    ]
+
+
+def _verdict(
+    outcomes: dict[str, list[tuple[str, Divergence]]], prompts: tuple[str, ...]
+) -> GuardResult:
     table = {
-        name: [d.model_dump(exclude_defaults=True) for d in divergences]
-        for name, divergences in outcomes.items()
+        name: [{"request": label, **d.model_dump(exclude_defaults=True)} for label, d in rows]
+        for name, rows in outcomes.items()
     }
     counts = dict.fromkeys(("identical", "near_tie", "defect"), 0)
-    for divergences in outcomes.values():
-        for divergence in divergences:
+    for rows in outcomes.values():
+        for _, divergence in rows:
             counts[divergence.kind] += 1
+    compared = sum(len(rows) for rows in outcomes.values())
     summary = (
-        f"{len(outcomes)} scenarios × {len(prompts)} prompts vs alone: {counts['identical']} "
-        f"identical, {counts['near_tie']} near-tie flips, {counts['defect']} defects"
+        f"{len(outcomes)} scenarios × {len(prompts)} prompts, streamed and non-streamed under "
+        f"load, {compared} replies vs alone: {counts['identical']} identical, "
+        f"{counts['near_tie']} near-tie flips, {counts['defect']} defects"
     )
-    for name, divergences in outcomes.items():
-        for index, divergence in enumerate(divergences):
+    for name, rows in outcomes.items():
+        for label, divergence in rows:
             if divergence.kind == "defect":
                 margin = (
                     "no logprobs" if divergence.margin_nats is None
                     else f"margin {divergence.margin_nats:.2f} nats"
                 )  # fmt: skip
                 return failed(
-                    NAME, f"{summary}; first defect: {name}, prompt {index + 1}, char "
+                    NAME, f"{summary}; first defect: {name}, {label}, char "
                     f"{divergence.char_offset} ({margin}): {divergence.reference_excerpt!r} → "
                     f"{divergence.candidate_excerpt!r}", scenarios=table,
                 )  # fmt: skip

@@ -15,16 +15,17 @@ import contextlib
 import functools
 import hashlib
 import re
-from typing import Final
+from typing import Any, Final
 
 import aiohttp
 
 from sparkrig import defaults
 from sparkrig.client import ChatRequest, RequestRecord
+from sparkrig.guards.baseline import Baseline
 from sparkrig.guards.context import GuardContext
 from sparkrig.guards.divergence import first_divergence, reference_problem
 from sparkrig.guards.long_prompts import TokenCounter, filler_sentence, text_of_tokens
-from sparkrig.guards.verdict import GuardResult, failed, passed
+from sparkrig.guards.verdict import GuardResult, failed, passed, skipped
 
 NAME: Final = "kv_integrity"
 SHARED_PREFIX: Final = (
@@ -76,13 +77,23 @@ async def build_documents(context: GuardContext, block_tokens: int) -> tuple[lis
     return documents, counter.estimated
 
 
-def question(context: GuardContext, documents: list[str], document: int, block: int) -> ChatRequest:
+def question(
+    context: GuardContext, documents: list[str], document: int, block: int, *, stream: bool = True
+) -> ChatRequest:
     ask = f"What is the code of the {item_name(document, block)}? Answer with the number only."
     return context.chat(
         f"{documents[document]}\n\n{ask}",
         max_tokens=ANSWER_TOKENS,
         logprobs=defaults.CHECK_TOP_LOGPROBS,
+        stream=stream,
     )
+
+
+def streamed_together(cell: tuple[int, int]) -> bool:
+    """Which reply path a cell's read takes with all documents in flight; under churn it takes
+    the other, so every fact is read both ways under load (issue 12: corruption confined to
+    the non-streamed path under concurrency went unseen while every loaded read streamed)."""
+    return sum(cell) % 2 == 0
 
 
 _VLLM_BLOCK_SIZE: Final = re.compile(r'cache_config_info\{[^}]*\bblock_size="(\d+)"')
@@ -119,17 +130,29 @@ async def kv_integrity_guard(context: GuardContext) -> GuardResult:
     together: dict[tuple[int, int], RequestRecord] = {}
     for block in range(context.settings.kv_blocks_per_document):
         row = [(d, block) for d in range(len(documents))]
-        records = await context.send_all([question(context, documents, *cell) for cell in row])
+        records = await context.send_all([
+            question(context, documents, *cell, stream=streamed_together(cell)) for cell in row
+        ])  # fmt: skip
         together.update(zip(row, records, strict=True))
-    churn = context.chat("Write a long list of fruit names.", max_tokens=200)
+    churn = context.chat("Write a long list of fruit names.", max_tokens=200, stream=False)
     churn_task = asyncio.ensure_future(context.send(churn))
-    under_churn = {cell: await context.send(question(context, documents, *cell)) for cell in cells}
+    under_churn = {
+        cell: await context.send(
+            question(context, documents, *cell, stream=not streamed_together(cell))
+        )
+        for cell in cells
+    }
     await churn_task
     correct = sum(item_code(*cell) in reference[cell].content for cell in cells)
     details = {
         "block_tokens": block_tokens, "block_tokens_source": source, "estimated": estimated,
         "documents": len(documents), "cells": len(cells), "reference_correct": correct,
     }  # fmt: skip
+    judged = judge_reference(
+        context.baseline, correct, len(cells), details, record=context.record_baseline
+    )
+    if judged is not None:
+        return judged
     phases = {"all documents in flight": together, "under churn": under_churn}
     for phase, reads in phases.items():
         for cell, record in reads.items():
@@ -138,9 +161,10 @@ async def kv_integrity_guard(context: GuardContext) -> GuardResult:
                               f"failed: {record.error.message}", **details)  # fmt: skip
             divergence = first_divergence(reference[cell], record)
             if divergence.kind == "defect":
+                path = "streamed" if record.stream else "non-streamed"
                 return failed(
                     NAME, f"document {cell[0]}, block {cell[1]} (the {item_name(*cell)}) answers "
-                    f"differently {phase}: "
+                    f"differently {phase} ({path}): "
                     f"{reference[cell].content.strip()!r} alone, {record.content.strip()!r} now",
                     **details,
                 )  # fmt: skip
@@ -148,5 +172,46 @@ async def kv_integrity_guard(context: GuardContext) -> GuardResult:
     return passed(
         NAME, f"{len(cells)} facts in {len(documents)} documents × "
         f"{context.settings.kv_blocks_per_document} blocks of {block_tokens} tokens ({lengths}): "
-        f"same answers alone, together and under churn ({correct} right alone)", **details,
+        f"same answers alone, together and under churn, streamed and not ({correct} right "
+        f"alone{_against_baseline(context)})", **details,
     )  # fmt: skip
+
+
+def judge_reference(
+    baseline: Baseline, correct: int, cells: int, details: dict[str, Any], *, record: bool
+) -> GuardResult | None:
+    """The reference reads judged by themselves: recorded into the baseline, held to it, or
+    (with no baseline) refused when they found no fact at all. A reference that lost its facts
+    makes every later read agree with it (a truncated prompt is truncated alike every time),
+    so the differential comparison alone would pass. None: go on and compare."""
+    if record:
+        baseline.scores[NAME] = {"reference_correct": correct, "cells": cells}
+        return None
+    recorded = baseline.scores.get(NAME)
+    if recorded is not None and recorded.get("cells") == cells:
+        lost = recorded["reference_correct"] - correct
+        if lost > defaults.CHECK_REFERENCE_MAX_LOST:
+            return failed(
+                NAME, f"the reference itself degraded: {correct} of {cells} facts read back "
+                f"alone, {recorded['reference_correct']} in the baseline — the prompts or the "
+                "context are damaged before any concurrency (check truncation, the context "
+                "size and the template)", baseline_correct=recorded["reference_correct"],
+                **details,
+            )  # fmt: skip
+        return None
+    if correct == 0:
+        return skipped(
+            NAME, f"the reference read back none of the {cells} facts alone, so agreeing with "
+            "it proves nothing — record a baseline on a known-good server with "
+            "--record-baseline, or use a model that can read the facts", **details,
+        )  # fmt: skip
+    return None
+
+
+def _against_baseline(context: GuardContext) -> str:
+    recorded = context.baseline.scores.get(NAME)
+    if context.record_baseline:
+        return ", recorded as the baseline"
+    if recorded is None:
+        return ", no baseline to hold that to"
+    return f", baseline {recorded['reference_correct']}"

@@ -1,5 +1,5 @@
 """Guard 4, margin probe: a prompt whose next tokens are near certain must stay sharp, alone and
-with a neighbour in the batch.
+with a neighbour in the batch, on both reply paths (streamed and whole).
 
 Seed 000 finding 13: after 17 hours warm, the alone case gave soft, wrong logits (lp -0.74 and
 -1.49 on the top two) while any neighbour made them sharp again (lp -0.000); right after a
@@ -29,21 +29,28 @@ def top1_logprobs(record: RequestRecord) -> list[float]:
 
 
 async def margin_guard(context: GuardContext) -> GuardResult:
-    probe = CompletionRequest(
-        model=context.model, prompt=SHARP_PROMPT, max_tokens=PROBE_TOKENS, temperature=0.0,
-        logprobs=2,
-    )  # fmt: skip
-    alone = await context.send(probe)
+    def probe(stream: bool) -> CompletionRequest:
+        return CompletionRequest(
+            model=context.model, prompt=SHARP_PROMPT, max_tokens=PROBE_TOKENS, temperature=0.0,
+            logprobs=2, stream=stream,
+        )  # fmt: skip
+
+    alone = {f"alone, {_path(s)}": await context.send(probe(s)) for s in (True, False)}
     neighbour = context.chat(
         "Tell a long story about a fox and a crow.", max_tokens=NEIGHBOUR_TOKENS
     )
 
-    async def probe_later() -> RequestRecord:
+    async def probe_later(stream: bool) -> RequestRecord:
         await asyncio.sleep(NEIGHBOUR_HEAD_START_S)
-        return await context.send(probe)
+        return await context.send(probe(stream))
 
-    _, beside = await asyncio.gather(context.send(neighbour), probe_later())
-    arms = {"alone": alone, "with a neighbour": beside}
+    _, *beside = await asyncio.gather(
+        context.send(neighbour), probe_later(True), probe_later(False)
+    )
+    arms = {
+        **alone,
+        **{f"with a neighbour, {_path(s)}": r for s, r in zip((True, False), beside, strict=True)},
+    }
     for arm, record in arms.items():
         if record.error is not None:
             return failed(NAME, f"the {arm} probe failed: {record.error.message}")
@@ -52,13 +59,16 @@ async def margin_guard(context: GuardContext) -> GuardResult:
         "prompt": SHARP_PROMPT, "sharp_min_logprob": defaults.CHECK_SHARP_LOGPROB_MIN,
         "arms": {arm: {"text": r.content, "top1_logprobs": lps[arm]} for arm, r in arms.items()},
     }  # fmt: skip
-    if not lps["alone"] or not lps["with a neighbour"]:
+    if missing := [arm for arm, values in lps.items() if not values]:
         return failed(
-            NAME, "the server returned no logprobs — the probe needs `logprobs`", **details
-        )
-    if alone.content != beside.content:
-        return failed(NAME, f"the top-1 tokens changed with a neighbour: {alone.content!r} alone, "
-                      f"{beside.content!r} with one", **details)  # fmt: skip
+            NAME, f"the server returned no logprobs ({missing[0]}) — the probe needs "
+            "`logprobs`", **details,
+        )  # fmt: skip
+    first_arm, first = next(iter(arms.items()))
+    for arm, record in arms.items():
+        if record.content != first.content:
+            return failed(NAME, f"the top-1 tokens changed: {first.content!r} {first_arm}, "
+                          f"{record.content!r} {arm}", **details)  # fmt: skip
     for arm, values in lps.items():
         if min(values) < defaults.CHECK_SHARP_LOGPROB_MIN:
             return failed(
@@ -67,4 +77,11 @@ async def margin_guard(context: GuardContext) -> GuardResult:
                 **details,
             )  # fmt: skip
     worst = min(min(values) for values in lps.values())
-    return passed(NAME, f"sharp in both arms: top-1 lp ≥ {worst:.3f}, same tokens", **details)
+    return passed(
+        NAME, f"sharp in all {len(arms)} arms (alone and with a neighbour, streamed and not): "
+        f"top-1 lp ≥ {worst:.3f}, same tokens", **details,
+    )  # fmt: skip
+
+
+def _path(stream: bool) -> str:
+    return "streamed" if stream else "non-streamed"

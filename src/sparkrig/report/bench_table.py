@@ -7,7 +7,7 @@ import statistics
 from rich.table import Table
 
 from sparkrig.bench.compare import SAMPLES_ONLY, PointComparison
-from sparkrig.bench.point import PointResult
+from sparkrig.bench.point import PointResult, invalid_reasons
 from sparkrig.bench.receipt import BenchReceipt
 from sparkrig.bench.suites import per_stream_mean
 
@@ -15,7 +15,9 @@ from sparkrig.bench.suites import per_stream_mean
 def _flags(point: PointResult) -> str:
     flags = []
     if point.invalid:
-        flags.append("[red]INVALID: degenerate output[/]")
+        flags.append(f"[red]INVALID: {', '.join(invalid_reasons(point))}[/]")
+    if point.imprecise:
+        flags.append("[yellow]imprecise[/]")
     if point.cold_start:
         flags.append("[yellow]cold start[/]")
     if point.discarded:

@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
-from sparkrig.bench.point import PointResult
+from sparkrig.bench.point import BenchSettings, PointResult, invalid_reasons
 from sparkrig.bench.receipt import BenchReceipt
+from sparkrig.bench.statistics import precision_checkpoints
 from sparkrig.bench.suites import per_stream_mean
 from sparkrig.doctor.telemetry_record import TelemetryRecord, telemetry_beside
 from sparkrig.fabric.collectives.results import FabricTestReceipt
@@ -152,13 +153,21 @@ def _header(receipt: BenchReceipt) -> str:
             "suites": ", ".join(receipt.suites),
             "settings": (
                 f"precision ±{settings.precision:.1%} · samples {settings.min_samples}–"
-                f"{settings.max_samples} · warm-up {settings.warmup_requests} · "
+                f"{settings.max_samples}, looks at {_looks(settings)} · "
+                f"warm-up {settings.warmup_requests} · "
                 f"{settings.decode_tokens} tokens per request · concurrency "
                 f"{', '.join(map(str, settings.concurrency))}"
                 + (f" · {settings.rounds} rounds" if settings.rounds > 1 else "")
             ),
         },
     )  # fmt: skip
+
+
+def _looks(settings: BenchSettings) -> str:
+    looks = precision_checkpoints(
+        settings.min_samples, settings.max_samples, settings.precision_checks
+    )
+    return ", ".join(map(str, looks))
 
 
 def _warnings(receipt: BenchReceipt) -> str:
@@ -173,9 +182,17 @@ def _warnings(receipt: BenchReceipt) -> str:
 def _flags(point: PointResult) -> str:
     flags = []
     if point.invalid:
-        findings = dict.fromkeys(f for sample in point.samples for f in sample.degenerate)
+        findings = dict.fromkeys(
+            f for sample in point.samples for f in (*sample.degenerate, *sample.accounting)
+        )
         detail = f" ({'; '.join(list(findings)[:3])})" if findings else ""
-        flags.append(f'<span class="flag bad">INVALID: degenerate output{escape(detail)}</span>')
+        why = ", ".join(invalid_reasons(point))
+        flags.append(f'<span class="flag bad">INVALID: {escape(why + detail)}</span>')
+    if point.imprecise:
+        flags.append(
+            '<span class="flag warn">imprecise: ended without reaching the precision asked for '
+            "(see warnings)</span>"
+        )
     if point.cold_start:
         flags.append('<span class="flag warn">cold start</span>')
     if point.discarded:
