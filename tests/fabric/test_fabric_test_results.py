@@ -60,5 +60,5 @@ def test_the_receipt_reads_back_and_refuses_another_kind(tmp_path: Path) -> None
     save_receipt(receipt, path)
     assert load_receipt(path) == receipt
     path.write_text(path.read_text().replace("sparkrig-fabric-test", "sparkrig-bench"))
-    with pytest.raises(UsageError, match="is not a sparkrig fabric-test receipt"):
+    with pytest.raises(UsageError, match="not a sparkrig fabric-test receipt"):
         load_receipt(path)

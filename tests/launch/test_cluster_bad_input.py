@@ -127,7 +127,7 @@ def test_worker_that_exits_at_once_is_named_with_its_log_tail(
     cluster_file.write_text(cluster_text("dies", engine=f'rpc_binary = "{worker}"'))
     assert_one_line_error(
         run("up", str(cluster_file), "--apply"),
-        "node b: rpc exited before the cluster was ready",
+        "node b: rpc exited with status 3 before the cluster was ready",
         "rpc: cannot open device CUDA0",
     )
     assert load_state("dies") is None  # nothing recorded, nothing left
