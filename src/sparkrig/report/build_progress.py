@@ -7,7 +7,8 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from sparkrig.engines.llamacpp.build import EngineInstall, ProgressCallback, find_installed
+from sparkrig.engines.llamacpp.build import EngineInstall, find_installed
+from sparkrig.engines.llamacpp.source_build import ProgressCallback
 
 Installer = Callable[..., EngineInstall]
 """`sparkrig.engines.llamacpp.build.install`, passed in: this module only renders."""

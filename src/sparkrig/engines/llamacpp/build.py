@@ -1,23 +1,19 @@
-"""Build llama.cpp's `llama-server` and `ggml-rpc-server` from the source inside a PyPI sdist.
+"""The embedded engine: which build to use, how to get one, and the record of how it was proven.
 
-No prebuilt binary can be downloaded on the machines sparkrig targets, but PyPI is reachable, and
-the `llama-cpp-python` sdist vendors a complete llama.cpp tree. The binaries are cached per sdist
-version, build flags and (for a native build) CPU; a second install finds them and does nothing.
-A build is recorded only after it answered a real completion here (`self_test.py`).
+Builds come from `source_build.py` (the llama.cpp tree vendored in a PyPI sdist). They are cached
+per sdist version, build flags and (for a native build) CPU; a second install finds them and does
+nothing. A build is recorded only after it answered a real completion here (`self_test.py`); when
+the native build cannot run, the fallbacks are tried cheapest first (docs/engine.md).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shutil
-import subprocess
-import sys
-import tarfile
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -34,20 +30,16 @@ from sparkrig.engines.llamacpp.cpu import (
 )
 from sparkrig.engines.llamacpp.gguf_model import resolve_model
 from sparkrig.engines.llamacpp.self_test import NO_REPACK_FLAG, SelfTestOutcome, self_test
+from sparkrig.engines.llamacpp.source_build import ProgressCallback, build_from_source
 from sparkrig.errors import EngineBuildError, EngineNotFoundError
 from sparkrig.json_files import read_model_file, write_atomically
 from sparkrig.paths import cache_dir
-from sparkrig.process_exit import PORTABLE_REBUILD_COMMAND, from_returncode
+from sparkrig.process_exit import PORTABLE_REBUILD_COMMAND
 
 SERVER_BINARY_ENV = "SPARKRIG_LLAMA_SERVER"
 RECORD_NAME = "engine.json"
 RECORD_SCHEMA_VERSION = 2
-_VENDOR_PREFIX = "vendor/llama.cpp/"
-_NINJA_STEP = re.compile(r"^\[(\d+)/(\d+)\]")
-_MAKE_PERCENT = re.compile(r"^\[\s*(\d+)%\]")
 
-ProgressCallback = Callable[[str, float | None], None]
-"""Called with a phase name and a fraction done in [0, 1] (None when unknown)."""
 NoteCallback = Callable[[str], None]
 """Called with one line that says what happened (which build passed its self-test)."""
 BinaryBuilder = Callable[["EngineVariant", Path, Path, ProgressCallback], Path]
@@ -209,7 +201,7 @@ def install(
     variants = [EngineVariant.PORTABLE] if portable else [*VARIANT_FLAGS]
     tried: list[str] = []
     for variant in variants:
-        record, outcomes = _build_and_prove(variant, progress, tried, builder or _build_from_source)
+        record, outcomes = _build_and_prove(variant, progress, tried, builder or _from_source)
         if record is not None:
             note(f"engine self-test: {record.note}")
             return record
@@ -222,17 +214,6 @@ def install(
         f"no llama-server build runs on this machine: {'; '.join(tried)} — see {log}, and "
         f"report it with `sparkrig engine info --json`"
     )
-
-
-def _build_from_source(
-    variant: EngineVariant, work: Path, log: Path, progress: ProgressCallback
-) -> Path:
-    """Download the sdist, configure and compile; the folder holding the built binaries."""
-    flags = [*defaults.LLAMA_CPP_CMAKE_FLAGS, *VARIANT_FLAGS[variant]]
-    sdist = _download_sdist(work, log, progress)
-    source = _extract_vendored_tree(sdist, work / "llama.cpp", progress)
-    build = _cmake_build(source, work / "build", log, progress, flags=flags, variant=variant)
-    return build / "bin"
 
 
 def _build_and_prove(
@@ -337,86 +318,6 @@ def prove_external(binary: Path, *, note: NoteCallback = lambda _: None) -> Engi
     return record
 
 
-def _run_logged(argv: list[str], log: Path, cwd: Path | None = None) -> Iterator[str]:
-    """Run a command, append its output to `log`, and yield each line as it arrives."""
-    with (
-        log.open("a") as sink,
-        subprocess.Popen(
-            argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        ) as proc,
-    ):
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            sink.write(line)
-            yield line
-        sink.flush()
-        if proc.wait() != 0:
-            tail = log.read_text().strip().splitlines()[-3:]
-            raise EngineBuildError(
-                f"`{' '.join(argv[:3])} …` {from_returncode(proc.returncode).describe()}: "
-                f"{' | '.join(tail)} — see {log} for the whole log"
-            )
-
-
-def _download_sdist(work: Path, log: Path, progress: ProgressCallback) -> Path:
-    progress(f"downloading {defaults.LLAMA_CPP_SDIST}=={defaults.LLAMA_CPP_SDIST_VERSION}", None)
-    argv = [
-        sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-        "--disable-pip-version-check", "--dest", str(work),
-        f"{defaults.LLAMA_CPP_SDIST}=={defaults.LLAMA_CPP_SDIST_VERSION}",
-    ]  # fmt: skip
-    for _ in _run_logged(argv, log):
-        pass
-    found = sorted(work.glob("*.tar.gz"))
-    if not found:
-        raise EngineBuildError(
-            f"pip left no sdist in {work} — check that PyPI is reachable from this machine"
-        )
-    return found[0]
-
-
-def _extract_vendored_tree(sdist: Path, dest: Path, progress: ProgressCallback) -> Path:
-    progress("extracting llama.cpp source", None)
-    with tarfile.open(sdist) as archive:
-        top = archive.getnames()[0].split("/")[0]
-        prefix = f"{top}/{_VENDOR_PREFIX}"
-        members = [m for m in archive.getmembers() if m.name.startswith(prefix)]
-        if not members:
-            raise EngineBuildError(
-                f"{sdist.name} holds no {_VENDOR_PREFIX} — pin a llama-cpp-python version "
-                "that vendors llama.cpp in sparkrig.defaults"
-            )
-        for member in members:
-            member.name = member.name[len(prefix) :]
-        archive.extractall(dest, members=[m for m in members if m.name], filter="data")
-    return dest
-
-
-def _cmake_build(
-    source: Path,
-    build: Path,
-    log: Path,
-    progress: ProgressCallback,
-    *,
-    flags: list[str],
-    variant: EngineVariant,
-) -> Path:
-    generator = ["-G", "Ninja"] if shutil.which("ninja") else []
-    if shutil.which("cmake") is None:
-        raise EngineBuildError(
-            "cmake is not installed — install it (`apt-get install cmake build-essential`)"
-        )
-    progress("configuring (cmake)", None)
-    configure = ["cmake", "-S", str(source), "-B", str(build), *generator]
-    for _ in _run_logged([*configure, *flags], log):
-        pass
-    jobs = str(os.cpu_count() or 2)
-    argv = ["cmake", "--build", str(build), "-j", jobs, "--target", *defaults.LLAMA_CPP_TARGETS]
-    phase = f"compiling llama-server and ggml-rpc-server ({variant.value})"
-    progress(phase, 0.0)
-    for line in _run_logged(argv, log):
-        if step := _NINJA_STEP.match(line):
-            progress(phase, int(step[1]) / int(step[2]))
-        elif percent := _MAKE_PERCENT.match(line):
-            progress(phase, int(percent[1]) / 100)
-    return build
+def _from_source(variant: EngineVariant, work: Path, log: Path, progress: ProgressCallback) -> Path:
+    flags = [*defaults.LLAMA_CPP_CMAKE_FLAGS, *VARIANT_FLAGS[variant]]
+    return build_from_source(variant.value, flags, work, log, progress)
