@@ -131,8 +131,9 @@ BENCH_MAX_CONCURRENCY: Final = 1024
 BENCH_SALT_TOKENS: Final = 8
 # Without /tokenize, prompt lengths are estimated at this many characters per token.
 BENCH_CHARS_PER_TOKEN_ESTIMATE: Final = 4
-# Field report 001: a cold engine decodes ~30% slower for its first few hundred tokens. A first
-# request this much slower than the steady median is flagged as a cold start.
+# A freshly started engine decodes ~30% slower for its first requests (field notes:
+# warmup-penalty). A first request this much slower than the steady median is flagged as a cold
+# start.
 BENCH_COLD_PENALTY: Final = 0.15
 # A sample waits at most this long for the server to be idle (running = 0 in /metrics).
 BENCH_IDLE_WAIT_S: Final = 30.0
@@ -169,9 +170,10 @@ CHECK_NEAR_TIE_NATS: Final = 1.0
 # left the reference's token out of the candidate's top two. Five is vLLM's check_logprobs_close
 # habit.
 CHECK_TOP_LOGPROBS: Final = 5
-# KV block integrity. Seed 000 finding 12: corruption needed 3 or more documents prefilling
-# together (2 stayed clean), and one 256-token block answered wrong. vLLM exports its block size
-# in /metrics (cache_config_info); llama.cpp has no paged blocks, so the fallback is seed 000's 256.
+# KV block integrity. Corruption needed 3 or more documents prefilling together (2 stayed
+# clean), and one 256-token block answered wrong (field notes: kv-zeroer-three-prefills). vLLM
+# exports its block size in /metrics (cache_config_info); llama.cpp has no paged blocks, so the
+# fallback is the 256 of that measurement (field notes: kv-block-256).
 CHECK_KV_DOCUMENTS: Final = 3
 CHECK_KV_BLOCKS_PER_DOCUMENT: Final = 3
 CHECK_KV_BLOCK_TOKENS_FALLBACK: Final = 256
@@ -181,8 +183,8 @@ CHECK_MIN_KV_BLOCK_TOKENS: Final = 16  # the smallest block any engine uses
 # state. Issue 12: cut-short replies read back 0 of 9 facts alone (8 in the baseline), and the
 # guard passed because every other read agreed with that broken reference.
 CHECK_REFERENCE_MAX_LOST: Final = 1
-# Margin probe. Seed 000 finding 13: sharp logits read lp ~ -0.000, the fault read -0.74 and
-# -1.49 on the top two. A top-1 logprob under -0.5 (p < 0.61) is soft.
+# Margin probe. Sharp logits read lp ~ -0.000, the fault read -0.74 and -1.49 on the top two
+# (field notes: c128a-alone-soft). A top-1 logprob under -0.5 (p < 0.61) is soft.
 CHECK_SHARP_LOGPROB_MIN: Final = -0.5
 # Needle ladder: depths and the cap of the length ladder (the issue's 32K, or the server's
 # context per request when smaller).
@@ -191,7 +193,8 @@ CHECK_NEEDLE_CAP_TOKENS: Final = 32_768
 CHECK_MIN_NEEDLE_CAP_TOKENS: Final = 128  # below this no needle ladder fits
 CHECK_NEEDLE_FIRST_TOKENS: Final = 256
 # Acceptance canary: the acceptance on a fixed prompt must stay within this absolute band of the
-# baseline. Seed 001 reports a broken draft load at 25.7% vs 60.2% healthy; run-to-run wobble of
+# baseline. A broken draft load read 25.7% vs 60.2% healthy (field notes:
+# draft-loader-12-tensors); run-to-run wobble of
 # a healthy engine in this project's spec tests stayed under 0.05.
 CHECK_ACCEPTANCE_BAND: Final = 0.10
 # The embedded engine for `check --local`: more context than the bench engine, so that three KV
@@ -205,12 +208,14 @@ GATEWAY_SPLICE_AFTER_CHARS: Final = 20
 # Cross-talk copies a span this long of a concurrent reply into another.
 GATEWAY_CROSS_TALK_CHARS: Final = 30
 # A prompt (all message contents, or the prompt string) this long counts as a long document for
-# block-corruption and truncate-context. Seed 000 finding #12 needed >=3 concurrent long prefills.
+# block-corruption and truncate-context. The KV corruption it models needed >=3 concurrent long
+# prefills (field notes: kv-zeroer-three-prefills).
 GATEWAY_LONG_PROMPT_CHARS: Final = 1500
 GATEWAY_BLOCK_CORRUPTION_MIN_LONG: Final = 3
 # Degrade-after: lone requests turn soft after this many generation requests were served.
 GATEWAY_DEGRADE_AFTER_REQUESTS: Final = 10
-# Soft logprobs: seed 000 finding #13 measured lp ~ -0.74 and -1.49 on the top two alone.
+# Soft logprobs: the fault read lp ~ -0.74 and -1.49 on the top two alone (field notes:
+# c128a-alone-soft).
 GATEWAY_SOFT_TOP1_PROB: Final = 0.40
 GATEWAY_SOFT_RUNNER_UP_PROB: Final = 0.35
 # Loop: keep this much of the reply, then repeat a span of it. The loop detector measures whole
@@ -237,15 +242,18 @@ GATEWAY_SHUTDOWN_GRACE_S: Final = 2.0
 # to 32K tokens and beyond, token-id prompts as JSON) is bigger than that.
 GATEWAY_MAX_REQUEST_BYTES: Final = 256 * 1024 * 1024
 # --- fabric ----------------------------------------------------------------------------------
-# Two /24 per cable come out of this pool, one per PCIe root (field report 000 gives each cable
-# two /24s, one per root; eugr's setup-cluster draws them from 10.20.0.0/16 — see
-# research/launchers-fabric.md). A /16 holds 128 cables.
+# Two /24 per cable come out of this pool, one per PCIe root (the four-node ring gave each cable
+# two /24s, one per root, field notes: two-subnets-per-cable; eugr's setup-cluster draws them
+# from 10.20.0.0/16 — see research/launchers-fabric.md). A /16 holds 128 cables.
 FABRIC_SUBNET_POOL: Final = "10.20.0.0/16"
 # /24 per rail: NCCL's subnet-aware routing picks the device that shares the peer's subnet, and
-# field report 000 ran it with /24s on every cable.
+# the four-node ring ran it with /24s on every cable (field notes: nccl-subnet-aware-routing).
 FABRIC_SUBNET_PREFIX: Final = 24
-# Jumbo frames on every rail; the field reports (000, 004) verified their fabrics with MTU-9000
-# DF pings.
+# Jumbo frames on every rail. The only MTU the field reports state is the three-node triangle's:
+# its fabric had passed MTU-9000 pings (field notes: triangle-management-lan; the report does not
+# say whether they set DF, and the four-node ring gives no MTU). The launchers of the research
+# notes set 9000 on both ends of each rail (research/launchers-fabric.md). The DF ping that
+# verifies the MTU end to end is this project's own check.
 FABRIC_MTU: Final = 9000
 # 1280 is the IPv6 minimum (discovery pings over IPv6 link-local); 9978 is the largest MTU the
 # mlx5 driver of the ConnectX-7 accepts.
@@ -273,24 +281,30 @@ DISCOVER_CARRIER_WAIT_S: Final = 10.0
 FABRIC_COMMAND_TIMEOUT_S: Final = 30.0
 
 # --- launch across nodes (sparkrig.launch) ----------------------------------------------------
-# vLLM's own default API port; the DSpark recipe of seed 001 moves it to 8888, the catalog says so.
+# vLLM's own default API port; the two-node DSpark recipe moves it to 8888 (field notes:
+# api-port-8888), the catalog says so.
 LAUNCH_API_PORT: Final = 8000
-# The head's API must be reachable from wherever sparkrig runs, so it binds every address; seed
-# 001 notes exposing the API is a deliberate choice: firewall it, or set engine.api_host.
+# The head's API must be reachable from wherever sparkrig runs, so it binds every address; the
+# DSpark recipe calls exposing the API a deliberate choice (field notes: api-port-8888): firewall
+# it, or set engine.api_host.
 LAUNCH_API_BIND: Final = "0.0.0.0"  # noqa: S104 - a cluster's API is meant to be reached
 # torch.distributed's usual master port (eugr's launcher, vLLM docs; research §1).
 LAUNCH_MASTER_PORT: Final = 29501
 LAUNCH_RAY_PORT: Final = 6379  # `ray start --head` default
 LAUNCH_RPC_PORT: Final = 50052  # ggml-rpc-server's default port
-# Seed 001 ("seven JIT caches, three failures"): every JIT cache lives on node-local disk.
+# Every JIT cache lives on node-local disk (field notes: jit-cache-node-local).
 LAUNCH_JIT_CACHE_DIR: Final = "/var/cache/sparkrig/jit"
-# A node whose log does not grow for this long before ready has stalled. vLLM's first boot of
-# GLM-5.3-Flash took 717 s in all, the longest silent phase being checkpoint load with progress
-# lines (seed 000); seed 004 reports kernel preparation of ~159 s on a cold rank, logging as it
-# goes. Five minutes of silence is past every phase the reports describe.
+# A node whose log does not grow for this long before ready has stalled. What the reports say
+# about quiet logs: vLLM's first boot of GLM-5.3-Flash took 717 s, 342 s of it loading the
+# checkpoint, and the report does not say whether that phase logs progress (field notes:
+# first-boot-717s); a cold rank prepared kernels for ~159 s while its peers waited on it (field
+# notes: cold-boot-times); Docker logs reached the log ~30 s after their timestamps in one burst,
+# and a good start printed "waiting" messages 60 s apart (field notes: log-silence-is-not-a-stall).
+# Five minutes is this project's margin over those gaps, not a measured bound: a log still for
+# that long is taken as a stall.
 LAUNCH_STALL_WINDOW_S: Final = 300.0
-# Outer bound on `up --apply` even while every node advances: seed 000's first boot (717 s) plus
-# room for a cold JIT cache.
+# Outer bound on `up --apply` even while every node advances: the four-node ring's first boot
+# (717 s, field notes: first-boot-717s) plus room for a cold JIT cache.
 LAUNCH_READY_TIMEOUT_S: Final = 1800.0
 LAUNCH_POLL_INTERVAL_S: Final = 0.5
 # Lines of a node's log printed when it dies or stalls, and shown by `status`.
@@ -304,23 +318,25 @@ LAUNCH_HTTP_PROBE_TIMEOUT_S: Final = 3.0
 # --- collectives and the fabric test (sparkrig.fabric.collectives) ----------------------------
 # All-reduces up to this size take the latency path (every rank's tensor gathered by the
 # shortest way round, floor(N/2) rounds, then added in rank order) instead of reduce-scatter +
-# all-gather (N-1 + floor(N/2) rounds). Field report 000's small all-reduce latencies (15.5 µs
+# all-gather (N-1 + floor(N/2) rounds). The four-node ring's small all-reduce latencies (15.5 µs
 # at 8 KB, 27.0 µs at 64 KB, 97.4 µs at 512 KB) grow faster than linearly past 64 KB, where
-# bandwidth starts to matter more than the round count.
+# bandwidth starts to matter more than the round count (field notes: transport-tests-first).
 COLLECTIVES_SMALL_ALL_REDUCE_BYTES: Final = 64 * 1024
 # The optional dependency and the line that installs it.
 COLLECTIVES_INSTALL_HINT: Final = "pip install 'sparkrig[collectives]'"
 # The master port of the fabric test's process group; one above torch.distributed's usual 29501
 # so a fabric test can run beside a launched engine.
 FABRIC_TEST_PORT: Final = 29511
-# Size ladder of `fabric test`: 8 KiB (field report 000's smallest all-reduce) doubling by 8 to
-# 64 MiB on CPU (Gloo over TCP: larger sizes take seconds per iteration on a shared CPU) and to
-# 256 MiB on GPUs (field report 000 ran NCCL's ring to 256 MiB).
+# Size ladder of `fabric test`: 8 KiB (the smallest all-reduce the four-node ring timed) doubling
+# by 8 to 64 MiB on CPU (Gloo over TCP: larger sizes take seconds per iteration on a shared CPU)
+# and to 256 MiB on GPUs (the ring's NCCL test went to 256 MiB; field notes:
+# transport-tests-first).
 FABRIC_TEST_LADDER_MIN_BYTES: Final = 8 * 1024
 FABRIC_TEST_LADDER_MAX_CPU_BYTES: Final = 64 * 1024 * 1024
 FABRIC_TEST_LADDER_MAX_GPU_BYTES: Final = 256 * 1024 * 1024
 FABRIC_TEST_LADDER_FACTOR: Final = 8
-# Timed iterations per size after one warm-up; field report 000 averaged its latencies too.
+# Timed iterations per size after one warm-up, averaged: a project choice (the four-node ring's
+# report gives its latencies without saying how many runs they are from).
 FABRIC_TEST_ITERATIONS: Final = 5
 FABRIC_TEST_WARMUP: Final = 1
 # Correctness checks: these element counts (odd and ragged on purpose: short and empty last

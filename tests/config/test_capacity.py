@@ -1,4 +1,4 @@
-"""KV pool math on the numbers of seed 001 and 004."""
+"""KV pool math on the reports' numbers (field notes: kv-pool-per-boot, ds41-kv-capacity)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,16 @@ def test_pair_recipe_pool_math() -> None:
     assert capacity.tokens_per_sequence_at_max_seqs == 1_548_597 // 6
     assert capacity.tokens_per_step == 6
     assert capacity.decode_ceiling_tok_s is not None
-    assert capacity.decode_ceiling_tok_s == 82.8  # 13.8 steps/s × 6 (seed 001)
+    assert (
+        capacity.decode_ceiling_tok_s == 82.8
+    )  # 13.8 steps/s × 6 (field notes: steps-times-accepted)
 
 
 def test_ring_recipe_matches_the_reported_multiple() -> None:
     capacity = plan_capacity(load_recipe("dsv41-flash-1017-tp4-ring").profile)
-    assert capacity.full_length_requests == 8.18  # seed 004: 8,580,566 KV tokens (8.18x 1M)
+    assert (
+        capacity.full_length_requests == 8.18
+    )  # 8,580,566 KV tokens (field notes: ds41-kv-capacity)
     assert capacity.decode_ceiling_tok_s is None
 
 

@@ -81,7 +81,7 @@ def test_env_file_lines_each_after_their_reason() -> None:
     assert "NCCL_IB_HCA==rocep1s0f1,roceP2p1s0f1,rocep1s0f0,roceP2p1s0f0" in lines
     assert "VLLM_HOST_IP=10.20.2.1" in lines
     index = lines.index("NCCL_IB_SUBNET_AWARE_ROUTING=1")
-    assert "field report 000" in lines[index - 1]
+    assert "docs/field-notes.md#nccl-subnet-aware-routing" in lines[index - 1]
 
 
 def test_plan_files_per_node(tmp_path: Path) -> None:

@@ -98,7 +98,7 @@ async def test_acceptance_canary_fails_when_the_draft_gets_worse(
     spec_server: InstanceRecord, engine: EngineInstall, bundled_model: Path, tmp_path: Path
 ) -> None:
     """The fault is in the engine: a second speculative engine accepts half as often, as a
-    broken draft load did in seed 001; the text stays right."""
+    broken draft load did (field notes: draft-loader-12-tensors); the text stays right."""
     from sparkrig.engines.llamacpp.server import SpeculativeOptions
     from sparkrig.launch.local import stop_instances
     from tests.conftest import SYNTH_RATES

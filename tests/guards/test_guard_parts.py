@@ -131,7 +131,8 @@ def test_the_stop_word_comes_from_the_reasoning_and_not_the_answer() -> None:
          "unclosed_pseudo_tag"),
     ],
 )  # fmt: skip
-def test_empty_content_classifier_follows_seed_001s_table(case: dict, expected: str) -> None:
+def test_empty_content_classifier_follows_the_reported_table(case: dict, expected: str) -> None:
+    """The rows of the empty-content table (field notes: empty-content-table)."""
     assert classify_empty_content(content="", **case).cause == expected
     assert classify_empty_content(content="4", **case).cause == "not_empty"
 

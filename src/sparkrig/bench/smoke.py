@@ -57,7 +57,7 @@ def json_request(model: str) -> ChatRequest:
 
 def concurrent_requests(model: str) -> list[ChatRequest]:
     # distinct tasks, not one prompt with a tag: identical prompts decode in lockstep and
-    # flatter the numbers (field report 004)
+    # flatter the numbers (field notes: identical-prompts-lockstep)
     prompts = [
         "Write a short poem about the sea.",
         "Explain in three sentences how a bicycle stays upright.",

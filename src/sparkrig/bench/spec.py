@@ -1,7 +1,8 @@
-"""Speculative-decoding accounting from /metrics deltas (field reports 001 and 002).
+"""Speculative-decoding accounting from /metrics deltas.
 
-Counting SSE events under speculative decoding measures steps/s, not tokens/s (001). Tokens per
-step times steps/s is the decode rate; steps/s stays near constant whatever the content (002),
+Counting SSE events under speculative decoding measures steps/s, not tokens/s (field notes:
+stream-chunks-not-tokens). Tokens per step times steps/s is the decode rate; steps/s stays near
+constant whatever the content (field notes: steps-times-accepted),
 so acceptance is what moves speed, and steps/s × (k + 1) is the ceiling at full acceptance.
 """
 

@@ -1,7 +1,8 @@
 """Prompts for the decode and spec suites: one task per content type. The concurrency and prefill
 suites cut prompts of exact token lengths from a filler text instead (bench/suites.py), each
 stream's with its own salt: identical prompts decode in lockstep and flatter concurrency
-figures (field report 004), and replayed ones time the prefix cache, not prefill."""
+figures (field notes: identical-prompts-lockstep), and replayed ones time the prefix cache, not
+prefill."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""KV pool arithmetic of a serving profile (seed 001, "How the KV cache works"): the pool is
+"""KV pool arithmetic of a serving profile (docs/field-notes.md#kv-pool-shared): the pool is
 shared and allocated on demand, so the constraint is sum(live tokens) ≤ pool — not
 max_num_seqs × max_model_len. Pure; `sparkrig plan-capacity` prints it."""
 
@@ -34,7 +34,8 @@ def plan_capacity(profile: ServingProfile, steps_per_second: float | None = None
     if pool is None:
         notes.append(
             "no kv_pool_tokens: read the pool from the engine's boot log and set "
-            "profile.kv_pool_tokens (it varies per boot on unified memory, seed 001: 11%)"
+            "profile.kv_pool_tokens (it varies per boot on unified memory, 11% in one report: "
+            "docs/field-notes.md#kv-pool-per-boot)"
         )
     elif length is not None and pool < length:
         notes.append(f"the pool cannot hold one {length}-token request — lint rule "

@@ -179,7 +179,8 @@ class FabricSettings(_Strict):
         if not low <= mtu <= high:
             raise ValueError(
                 f"mtu {mtu} is out of range {low}–{high} — use {defaults.FABRIC_MTU} "
-                "(jumbo frames, what the field reports run) or a value in that range"
+                "(jumbo frames, docs/field-notes.md#triangle-management-lan) or a value in "
+                "that range"
             )
         return mtu
 

@@ -153,7 +153,8 @@ class SpeculativeSettings(_Strict):
     runtime: Literal["dspark-legacy", "anemll"] | None = Field(
         default=None,
         description="DSpark runtime lineage: dspark-legacy hardcodes a block width of 5 "
-        "(seed 001); anemll sizes the draft block from k",
+        "(docs/field-notes.md#dspark-k-block-5); anemll sizes the draft block from k "
+        "(docs/field-notes.md#dspark-k-anemll)",
     )
 
     def as_json(self) -> str:

@@ -32,7 +32,8 @@ _RDMA_FILES = " ".join(
         ),
     ]
 )
-# The GPU query of the field reports' own capture (seed 004 asks for these columns each second);
+# The GPU query of the field reports' own capture (the V4.1 thread asks for these columns each
+# second; field notes: sm-clock-cap);
 # one call costs about 26 ms of CPU on an H200 host. Absent nvidia-smi prints nothing.
 GPU_QUERY = (
     "index,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu,"

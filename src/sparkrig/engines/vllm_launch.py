@@ -14,8 +14,8 @@ from sparkrig.config.serving import ServingProfile
 from sparkrig.engines.launch_spec import LaunchContext, LaunchNode, ProcessSpec
 from sparkrig.fabric.plan_model import EnvVar
 
-# Seed 001, "Sharing the HF cache over NFS between the nodes — seven JIT caches, three
-# failures": each variable and its folder under the node-local cache root.
+# The seven JIT and workspace caches a shared HF cache put in one tree (field notes:
+# jit-cache-node-local): each variable and its folder under the node-local cache root.
 JIT_CACHES: tuple[tuple[str, str], ...] = (
     ("VLLM_CACHE_ROOT", ""),
     ("DG_JIT_CACHE_DIR", "deepgemm-cache"),
@@ -27,7 +27,8 @@ JIT_CACHES: tuple[tuple[str, str], ...] = (
 )
 _JIT_REASON = (
     "node-local JIT cache: ranks compiling into one shared tree corrupt each other "
-    "(FileExistsError, DeepGEMM runtime != nullptr, ABI-mismatched sampling.so; seed 001)"
+    "(FileExistsError, DeepGEMM runtime != nullptr, ABI-mismatched sampling.so; "
+    "docs/field-notes.md#jit-cache-node-local)"
 )
 
 
@@ -50,7 +51,7 @@ def profile_args(profile: ServingProfile) -> list[str]:
         ("--block-size", profile.block_size),
         ("--gpu-memory-utilization", profile.gpu_memory_utilization),
         # derived: max_num_seqs × (k+1), so a full batch of k+1-token verify steps hits a
-        # captured graph (seed 001, "1M Keys-concurrency profile")
+        # captured graph (field notes: capture-size-seqs-k1)
         ("--max-cudagraph-capture-size", profile.derived_capture_size),
     )
     for flag, value in scalar_flags:

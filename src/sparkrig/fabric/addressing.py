@@ -1,8 +1,9 @@
 """Subnets per cable, host addresses per end, control addresses and relay routes.
 
 Each cable carries one /24 per PCIe function (root), so NCCL's subnet-aware routing can tell
-which device faces which peer (field report 000). TCP control between nodes without a cable
-goes through static host routes via the next neighbour; the RoCE data plane is never routed.
+which device faces which peer (docs/field-notes.md#nccl-subnet-aware-routing). TCP control
+between nodes without a cable goes through static host routes via the next neighbour; the RoCE
+data plane is never routed.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """NCCL ring graph XML for one rank: each channel receives on the previous-facing port and
 sends on the next-facing port, alternating the PCIe root per channel (kindling's fabric_ring,
-used by field report 000 on a four-node ring).
+used on the four-node ring of docs/field-notes.md#nccl-ring-graph).
 
 NCCL names net devices by number. The numbers here are positions in the node's NCCL_IB_HCA
 list; NCCL_DEBUG=INFO prints its own numbering (`NET/IB : Using [0]…`) to check they agree.

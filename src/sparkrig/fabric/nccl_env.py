@@ -51,7 +51,7 @@ def node_env(
             name="NCCL_IB_SUBNET_AWARE_ROUTING",
             value="1",
             reason="the sender picks the device sharing the receiver's cable subnet; without "
-            "it ranks timed out in ibv_modify_qp (field report 000)",
+            "it ranks timed out in ibv_modify_qp (docs/field-notes.md#nccl-subnet-aware-routing)",
         ),
         EnvVar(
             name="NCCL_IB_MERGE_NICS",
@@ -72,7 +72,8 @@ def node_env(
                 name="NCCL_ALGO",
                 value="Ring",
                 reason="on rings of 4+ other algorithms connect non-neighbours, which have no "
-                "cable: QP timeouts (eugr ring setup; field report 000 forced Ring)",
+                "cable: QP timeouts (eugr ring setup; the four-node ring forced Ring: "
+                "docs/field-notes.md#nccl-ring-graph)",
             )
         )
     if graph_file is not None:
@@ -81,7 +82,8 @@ def node_env(
                 name="NCCL_GRAPH_FILE",
                 value=graph_file,
                 reason="channels receive on the previous-facing port and send on the "
-                "next-facing port, alternating PCIe roots (field report 000, kindling); its net "
+                "next-facing port, alternating PCIe roots (kindling; "
+                "docs/field-notes.md#nccl-ring-graph); its net "
                 f"dev numbers: {', '.join(f'{i}={name}' for i, name in enumerate(hcas))}",
             ),
             EnvVar(

@@ -1,9 +1,9 @@
 """Pure text detectors: each takes a reply's text and returns the problems it shows.
 
 A detector never changes the text: markup leaks are flagged, not stripped, because stripping hides
-the fault. Every threshold is a constant below, with where its value comes from. Seeds are the
-field reports in the project's shared `seeds/` folder, cited by file name; "research notes" is
-its `research/quality-guards.md`.
+the fault. Every threshold is a constant below, with where its value comes from: a note of
+docs/field-notes.md (cited as "field notes: <anchor>"), the research notes
+(`research/quality-guards.md`), or a choice of this project, said as such.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ EVIDENCE_CHARS: Final = 80
 MARKERS_SHOWN: Final = 5
 
 # --- loop: word 8-gram novelty ----------------------------------------------------------------
-# Seed 001_20c67b099122938a.txt (empty-content table, "genuine non-termination"): "3 consecutive
-# 4,000-char windows below 2% novel word-8-grams". The same line warns that block-level
-# uniqueness reads high on plainly looping text, so it is not used. As implemented: windows are
+# A genuine non-termination is 3 consecutive 4,000-character windows each under 2% novel word
+# 8-grams (field notes: loop-8gram-windows). The same source warns that block-level uniqueness
+# reads high on plainly looping text, so it is not used. As implemented: windows are
 # consecutive and non-overlapping from character 0; words are `\w+` runs, lowercased; an 8-gram
 # belongs to the window its first word starts in; an occurrence is novel when the same 8 words
 # appear nowhere earlier in the text (an earlier window or earlier in the same window); novelty
@@ -40,21 +40,21 @@ LOOP_CONSECUTIVE_WINDOWS: Final = 3
 LOOP_MIN_CHARS: Final = LOOP_WINDOW_CHARS * LOOP_CONSECUTIVE_WINDOWS
 
 # --- long runs of one character ---------------------------------------------------------------
-# Seeds 000_43df277a425ee84f.txt ("bursts of '#'") and 001_20c67b099122938a.txt ("repeated
-# characters") report runs from broken decoding; those run on for hundreds of characters, so the
-# bar can sit above every legitimate run. The longest legitimate run we know of is 64: the hex
-# digits of an all-zero 256-bit value (a null hash or key in code). The research notes' agent
-# sanity check flags 18, which would catch 10**18 or a zero-padded 64-bit literal.
+# Broken decoding shows bursts of '#' and repeated characters (field notes: garble-signatures);
+# the reports give no run lengths. Setting the bar above every legitimate run, and so missing
+# shorter garbled runs, is this project's choice. The longest legitimate run we know of is 64:
+# the hex digits of an all-zero 256-bit value (a null hash or key in code). The research notes'
+# agent sanity check flags 18, which would catch 10**18 or a zero-padded 64-bit literal.
 CHAR_RUN_MIN: Final = 65
 # Rules and underlines are drawn one line wide: 72-120 columns in practice. 160 is twice the
 # 80-column convention, so no drawn line reaches it. '#' is here because code draws rules with
-# it, so a burst of '#' (seed 000) shorter than 160 goes unflagged.
+# it, so a burst of '#' (field notes: garble-signatures) shorter than 160 goes unflagged.
 SEPARATOR_RUN_MIN: Final = 160
 SEPARATOR_CHARS: Final = frozenset("-=_*#~.+─━═")
 
 # --- script drift -----------------------------------------------------------------------------
-# Seeds 000_43df277a425ee84f.txt ("language mixing", "bursts of non-Latin characters") and
-# 001_20c67b099122938a.txt ("Chinese drift"). Flag when foreign letters are both more than a few
+# Language mixing, bursts of non-Latin characters and Chinese drift (field notes:
+# garble-signatures). Flag when foreign letters are both more than a few
 # and more than a small share of all letters, counting every script other than the expected one.
 # Count > 5: the research notes' garble_tap rule, so quoting a word or a name (谢谢) passes.
 # Share > 2% of letters, not garble_tap's 5%: one Han character carries about a word, so a whole
@@ -76,15 +76,15 @@ MID_WORD_FRAGMENTS: Final = frozenset({
 })  # fmt: skip
 
 # --- markup leaks -----------------------------------------------------------------------------
-# Special tokens with ASCII bars (`<|im_end|>`, and `<|DSML|tool_calls>` from seed
-# 000_43df277a425ee84f.txt) or full-width bars (`<｜end▁of▁sentence｜>`, `<｜DSML｜invoke ...>`):
+# Special tokens with ASCII bars (`<|im_end|>`, and `<|DSML|tool_calls>`, field notes:
+# markup-leaks) or full-width bars (`<｜end▁of▁sentence｜>`, `<｜DSML｜invoke ...>`):
 # a name right after the bar, a second bar, then anything up to `>` on the same line.
 _SPECIAL_TOKEN = re.compile(
     r"[<＜]/?[|｜][A-Za-z_▁][^<>＜＞\n|｜]{0,64}[|｜]"  # `<|name|`, `▁` is SentencePiece's space
     r"[^<>＜＞\n]{0,128}[>＞]"  # attributes (DSML's `invoke name="..."`), then the close
 )
-# Reasoning and tool tags: `<think>`/`</think>` (seed 001_20c67b099122938a.txt), tool-call XML
-# (seed 001: "prompt/tool XML leaking into replies"), `<available_skills` (research notes).
+# Reasoning and tool tags: `<think>`/`</think>` and leaked prompt/tool XML (field notes:
+# markup-leaks), `<available_skills` (research notes).
 _MARKUP_TAG = re.compile(
     r"[<＜]/?(?:think|tool_calls?|available_skills)"
     r"(?:[>＞]|[\s/][^<>＜＞\n]{0,128}[>＞]|(?=\s|$))"  # closed, closed after attributes, or open
@@ -119,7 +119,10 @@ def _excerpt(text: str, offset: int) -> str:
 
 
 def replacement_char_findings(text: str) -> list[Finding]:
-    """Any U+FFFD is an error: seed 000_43df277a425ee84f.txt gates on zero over three passes."""
+    """Any U+FFFD is an error: a field report gates on zero over three passes.
+
+    (field notes: replacement-char-gate)
+    """
     count = text.count("\ufffd")
     if not count:
         return []

@@ -1,4 +1,5 @@
-"""Why a reply has no content: the classifier of seed 001's empty-content table, as code.
+"""Why a reply has no content: the classifier of the empty-content table
+(docs/field-notes.md#empty-content-table), as code.
 
 Inputs are what a client sees: finish_reason, whether the end-of-reasoning marker appeared,
 which reasoning key the server used, and (when known) whether the empty rate moves with

@@ -1,8 +1,9 @@
 """Guard 9, garble under concurrency: cold first prompts at c = 1, 2, 4, every reply scanned by
 the detectors (markup leaks, U+FFFD, loops, character runs, script drift, mid-word starts).
 
-Seed 001's garble story: speculative decoding garbled cold, concurrent first prompts, warm ones
-stayed clean. A per-request salt at the head of the prompt keeps each one cold.
+Speculative decoding garbled cold, concurrent first prompts, warm ones stayed clean
+(docs/field-notes.md#cold-concurrent-garble). A per-request salt at the head of the prompt keeps
+each one cold.
 """
 
 from __future__ import annotations

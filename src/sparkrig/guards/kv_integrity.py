@@ -2,10 +2,11 @@
 a prefix; every fact read back alone (the reference), with all documents in flight together,
 and alone again under churn. The answers must not change.
 
-Seed 000 finding 12: a block zeroer that overran into the next block corrupted one 256-token
+A block zeroer that overran into the next block corrupted one 256-token
 block of a document only when 3 or more requests prefilled together (8 documents: 6 of 7 shared
 blocks wrong; 2 documents: 0 of 2); the wrong answer was a plausible fabrication and stuck in
-the prefix cache. The report names the document and block that changed.
+the prefix cache (docs/field-notes.md#kv-zeroer-three-prefills). The report names the document
+and block that changed.
 """
 
 from __future__ import annotations
@@ -114,7 +115,10 @@ async def _block_tokens(context: GuardContext) -> tuple[int, str]:
             blocks = -(-MIN_FACT_TOKENS // size)  # a fact and its filler need room
             where = "" if blocks == 1 else f", a fact every {blocks} blocks"
             return size * blocks, f"the server's cache_config_info block_size {size}{where}"
-    return defaults.CHECK_KV_BLOCK_TOKENS_FALLBACK, "the server does not say; seed 000's 256"
+    return (
+        defaults.CHECK_KV_BLOCK_TOKENS_FALLBACK,
+        "the server does not say; the 256 of docs/field-notes.md#kv-block-256",
+    )
 
 
 async def kv_integrity_guard(context: GuardContext) -> GuardResult:

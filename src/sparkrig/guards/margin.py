@@ -1,10 +1,10 @@
 """Guard 4, margin probe: a prompt whose next tokens are near certain must stay sharp, alone and
 with a neighbour in the batch, on both reply paths (streamed and whole).
 
-Seed 000 finding 13: after 17 hours warm, the alone case gave soft, wrong logits (lp -0.74 and
--1.49 on the top two) while any neighbour made them sharp again (lp -0.000); right after a
-restart both were sharp. Only a probe that runs both arms, and again later, sees it
-(`sparkrig check --guard margin --repeat-every SECONDS`).
+After 17 hours warm, the alone case gave soft, wrong logits (lp -0.74 and -1.49 on the top
+two) while any neighbour made them sharp again (lp -0.000); right after a restart both were
+sharp (docs/field-notes.md#c128a-alone-soft). Only a probe that runs both arms, and again
+later, sees it (`sparkrig check --guard margin --repeat-every SECONDS`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Guard 7, stop strings in reasoning: a stop string that occurs in the chain of thought must
-not end the reply before its answer (seed 001: stop strings firing inside reasoning gave null
-content; a patch keeping them dormant until `</think>` took a reproducer from 43 tokens/null to
-344 tokens/correct).
+not end the reply before its answer. Stop strings firing inside reasoning gave null content; a
+patch keeping them dormant until `</think>` took a reproducer from 43 tokens/null to 344
+tokens/correct (docs/field-notes.md#stop-in-reasoning).
 
 The stop string is drawn from the server's own reasoning for the prompt: a word that occurs in
 the reasoning and nowhere in the answer, so a correct server's answer is unchanged by it.

@@ -3,7 +3,8 @@
 Each process has a phase (starting, listening, healthy; or exited, stalled). `up` waits while
 every process that is not ready yet is alive and its log advances; it fails at once, naming the
 node, when one exits or stops advancing for longer than the stall window. No fixed timeout
-decides readiness (research §3 "start/stop orchestration"; seed 004's rendezvous on liveness).
+decides readiness (research §3 "start/stop orchestration";
+docs/field-notes.md#rendezvous-on-liveness).
 """
 
 from __future__ import annotations

@@ -9,16 +9,25 @@ from sparkrig.config.serving import ServingProfile
 from sparkrig.engines.vllm_launch import JIT_CACHES
 from sparkrig.lint.findings import Finding, rule
 
-UNIFIED_MEMORY_MAX_UTILIZATION = 0.80  # seed 002: 0.85 killed a worker with NV_ERR_NO_MEMORY
-DSPARK_BLOCK_WIDTH = 5  # seed 001: dspark_block_size = 5 hardcodes the draft width
-DSV4_COMPRESS_RATIO = 128  # seed 000 #2: compressed-MLA layers carry compress_ratio 128
+# 0.85 killed a worker with NV_ERR_NO_MEMORY in one report, while another ran a validated profile
+# at 0.85 on the same hardware: 0.80 is the margin the first one settled on (field notes:
+# unified-memory-080).
+UNIFIED_MEMORY_MAX_UTILIZATION = 0.80
+# dspark_block_size = 5 fixes the draft width (field notes: dspark-k-block-5).
+DSPARK_BLOCK_WIDTH = 5
+# Compressed-MLA layers carry compress_ratio 128 (field notes: kv-block-256).
+DSV4_COMPRESS_RATIO = 128
 
 
 def _is_vllm(cluster: Cluster) -> bool:
     return cluster.engine is not None and cluster.engine.kind == "vllm"
 
 
-@rule("capture-size-multiple", "cudagraph capture size is a multiple of k+1", "seed 001")
+@rule(
+    "capture-size-multiple",
+    "cudagraph capture size is a multiple of k+1",
+    "docs/field-notes.md#capture-size-seqs-k1",
+)
 def capture_size_multiple(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
     spec, size = profile.speculative, profile.max_cudagraph_capture_size
     if not _is_vllm(cluster) or spec is None or size is None:
@@ -32,11 +41,15 @@ def capture_size_multiple(cluster: Cluster, profile: ServingProfile, key: str) -
         f"{size} is not a multiple of k+1 = {step}: no captured graph fits a verify step, "
         "engine init fails with 'No valid cudagraph sizes'",
         f"set it to max_num_seqs × (k+1) = {seqs * step}, or leave it out to have it derived",
-        "seed 001, 1M Keys-concurrency profile",
+        "docs/field-notes.md#capture-size-seqs-k1",
     )]  # fmt: skip
 
 
-@rule("capture-size-covers-batch", "a full batch hits a captured graph", "seed 001")
+@rule(
+    "capture-size-covers-batch",
+    "a full batch hits a captured graph",
+    "docs/field-notes.md#cold-concurrent-garble",
+)
 def capture_size_covers_batch(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
     size, seqs = profile.max_cudagraph_capture_size, profile.max_num_seqs
     if not _is_vllm(cluster) or size is None or seqs is None:
@@ -48,11 +61,15 @@ def capture_size_covers_batch(cluster: Cluster, profile: ServingProfile, key: st
         "capture-size-covers-batch", "warning", f"{key}.max_cudagraph_capture_size",
         f"{size} < max_num_seqs × (k+1) = {seqs * step}: a full concurrent first batch runs an "
         "uncaptured graph (the cold-start garble of the report)",
-        f"raise it to {seqs * step}", "seed 001, garble fix 2026-07-03",
+        f"raise it to {seqs * step}", "docs/field-notes.md#cold-concurrent-garble",
     )]  # fmt: skip
 
 
-@rule("dspark-k", "k ≤ 5 or a multiple of 5 on the DSpark runtime", "seed 001")
+@rule(
+    "dspark-k",
+    "k ≤ 5 or a multiple of 5 on the DSpark runtime",
+    "docs/field-notes.md#dspark-k-block-5",
+)
 def dspark_k(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
     spec = profile.speculative
     if spec is None or spec.method != "dspark" or spec.runtime == "anemll":
@@ -65,11 +82,15 @@ def dspark_k(cluster: Cluster, profile: ServingProfile, key: str) -> list[Findin
         f"k = {k} on the DSpark runtime: the draft hardcodes a block width of 5, so the boot "
         "guard rejects it or the first generation crashes (tensor a (7) vs b (5))",
         "use k ≤ 5 or a multiple of 5, or set speculative.runtime = 'anemll' on that image",
-        "seed 001, k=7 does not work on this image",
+        "docs/field-notes.md#dspark-k-block-5",
     )]  # fmt: skip
 
 
-@rule("spec-repetition-penalty", "no repetition_penalty on the speculative path", "seed 001")
+@rule(
+    "spec-repetition-penalty",
+    "no repetition_penalty on the speculative path",
+    "docs/field-notes.md#spec-repetition-penalty",
+)
 def spec_repetition_penalty(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
     if profile.speculative is None or "repetition_penalty" not in profile.generation_overrides:
         return []
@@ -77,11 +98,16 @@ def spec_repetition_penalty(cluster: Cluster, profile: ServingProfile, key: str)
         "spec-repetition-penalty", "error", f"{key}.generation_overrides",
         "a server-side repetition_penalty on the speculative-decoding path is a documented "
         "crash risk (illegal memory access), and it does not fix garble",
-        "remove repetition_penalty from generation_overrides", "seed 001, decode safety",
+        "remove repetition_penalty from generation_overrides",
+        "docs/field-notes.md#spec-repetition-penalty",
     )]  # fmt: skip
 
 
-@rule("reasoning-none-with-thinking", "reasoning_effort none never meets thinking on", "seed 001")
+@rule(
+    "reasoning-none-with-thinking",
+    "reasoning_effort none never meets thinking on",
+    "docs/field-notes.md#reasoning-none-thinking",
+)
 def reasoning_none_with_thinking(
     cluster: Cluster, profile: ServingProfile, key: str
 ) -> list[Finding]:
@@ -92,11 +118,16 @@ def reasoning_none_with_thinking(
         "reasoning-none-with-thinking", "error", f"{key}.default_reasoning_effort",
         "reasoning_effort 'none' with thinking on: chat-mode prompt, thinking-armed parser; the "
         "whole reply lands in reasoning and content is null (4/4 measured)",
-        "drop reasoning_effort 'none', or turn thinking off", "seed 001, reasoning / thinking mode",
+        "drop reasoning_effort 'none', or turn thinking off",
+        "docs/field-notes.md#reasoning-none-thinking",
     )]  # fmt: skip
 
 
-@rule("unified-memory-utilization", "GPU memory utilisation ≤ 0.80 on unified memory", "seed 002")
+@rule(
+    "unified-memory-utilization",
+    "GPU memory utilisation ≤ 0.80 on unified memory",
+    "docs/field-notes.md#unified-memory-080",
+)
 def unified_memory_utilization(
     cluster: Cluster, profile: ServingProfile, key: str
 ) -> list[Finding]:
@@ -107,13 +138,18 @@ def unified_memory_utilization(
     return [Finding(
         "unified-memory-utilization", "error", f"{key}.gpu_memory_utilization",
         f"{value:g} on unified memory (page cache and GPU share 128 GB): at 0.85 a worker died "
-        "with NV_ERR_NO_MEMORY, 0.90 wedged a box",
+        "with NV_ERR_NO_MEMORY in one deployment; another ran 0.85 on the same hardware, so the "
+        "safe value depends on what else holds memory, and 0.80 keeps a margin",
         f"use {UNIFIED_MEMORY_MAX_UTILIZATION:.2f} or less, and drop caches before launching",
-        "seed 002; research §3 item 7",
+        "docs/field-notes.md#unified-memory-080",
     )]  # fmt: skip
 
 
-@rule("jit-cache-local", "JIT caches on node-local disk, not a shared filesystem", "seed 001")
+@rule(
+    "jit-cache-local",
+    "JIT caches on node-local disk, not a shared filesystem",
+    "docs/field-notes.md#jit-cache-node-local",
+)
 def jit_cache_local(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
     if not _is_vllm(cluster) or cluster.engine is None:
         return []
@@ -134,12 +170,16 @@ def jit_cache_local(cluster: Cluster, profile: ServingProfile, key: str) -> list
                 f"{path} is on the shared filesystem {under}: ranks JIT into one tree and corrupt "
                 "each other (FileExistsError, DeepGEMM runtime != nullptr, a foreign sampling.so)",
                 "point it at node-local disk, e.g. /var/cache/sparkrig/jit; weights may stay on "
-                "NFS", "seed 001, seven JIT caches, three failures",
+                "NFS", "docs/field-notes.md#jit-cache-node-local",
             ))  # fmt: skip
     return findings
 
 
-@rule("dsv4-block-size", "DeepSeek-V4 main KV store keeps block 256", "seed 000")
+@rule(
+    "dsv4-block-size",
+    "DeepSeek-V4 main KV store keeps block 256",
+    "docs/field-notes.md#kv-block-256",
+)
 def dsv4_block_size(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
     block = profile.block_size
     is_dsv4 = cluster.model is not None and "deepseek-v4" in cluster.model.path.lower()
@@ -151,11 +191,15 @@ def dsv4_block_size(cluster: Cluster, profile: ServingProfile, key: str) -> list
         f"{block // DSV4_COMPRESS_RATIO} (ZeroDivisionError at 64); the SM120 decode gate wants "
         "64 only for the sliding-window cache, which keeps its own 64",
         "keep the main store at 256 and let SWA keep its own 64",
-        "seed 000, bugs #1 and #2 (block-size dispatch gate)",
+        "docs/field-notes.md#kv-block-256",
     )]  # fmt: skip
 
 
-@rule("max-model-len-calibrated", "max_model_len within the calibrated context", "seed 001")
+@rule(
+    "max-model-len-calibrated",
+    "max_model_len within the calibrated context",
+    "docs/field-notes.md#yarn-1m-ceiling",
+)
 def max_model_len_calibrated(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
     ceiling = cluster.model.calibrated_context if cluster.model else None
     length = profile.max_model_len
@@ -165,11 +209,15 @@ def max_model_len_calibrated(cluster: Cluster, profile: ServingProfile, key: str
         "max-model-len-calibrated", "error", f"{key}.max_model_len",
         f"{length} is past the model's calibrated {ceiling} tokens (YaRN ceiling): it boots "
         "(VLLM_ALLOW_LONG_MAX_MODEL_LEN), but output past the ceiling is not coherent",
-        f"use max_model_len = {ceiling}", "seed 001, context length: 1M is the ceiling",
+        f"use max_model_len = {ceiling}", "docs/field-notes.md#yarn-1m-ceiling",
     )]  # fmt: skip
 
 
-@rule("kv-pool-holds-one-request", "the KV pool holds one full-length request", "seed 001")
+@rule(
+    "kv-pool-holds-one-request",
+    "the KV pool holds one full-length request",
+    "docs/field-notes.md#kv-pool-shared",
+)
 def kv_pool_holds_one_request(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
     pool, length = profile.kv_pool_tokens, profile.max_model_len
     if pool is None or length is None or pool >= length:
@@ -179,11 +227,16 @@ def kv_pool_holds_one_request(cluster: Cluster, profile: ServingProfile, key: st
         f"a KV pool of {pool} tokens cannot hold one {length}-token request (sum of live "
         "tokens ≤ pool); the advertised context is unreachable",
         f"raise gpu_memory_utilization (within the unified-memory limit), add nodes, or lower "
-        f"max_model_len to ≤ {pool}", "seed 001, how the KV cache works; seed 000 bug #5",
+        f"max_model_len to ≤ {pool}",
+        "docs/field-notes.md#kv-pool-shared, docs/field-notes.md#kv-pool-short-of-1m",
     )]  # fmt: skip
 
 
-@rule("bench-no-stream-chunks", "benchmarks count tokens, not stream chunks", "seed 001")
+@rule(
+    "bench-no-stream-chunks",
+    "benchmarks count tokens, not stream chunks",
+    "docs/field-notes.md#stream-chunks-not-tokens",
+)
 def bench_no_stream_chunks(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
     if not profile.bench_streaming_chunk_counts:
         return []
@@ -193,5 +246,5 @@ def bench_no_stream_chunks(cluster: Cluster, profile: ServingProfile, key: str) 
         f"streamed chunks are not tokens: vLLM sends one chunk per decode step, so counting "
         f"them measures steps/s and under-reports {under}",
         "benchmark with usage token counts (sparkrig bench does), or stream: false",
-        "seed 001, benchmark with stream: false",
+        "docs/field-notes.md#stream-chunks-not-tokens",
     )]  # fmt: skip

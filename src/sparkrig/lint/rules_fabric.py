@@ -9,7 +9,11 @@ from sparkrig.fabric.plan import plan_fabric
 from sparkrig.lint.findings import Finding, rule
 
 
-@rule("tp-closed-collective", "the TP group is a closed collective on the cables", "seed 000")
+@rule(
+    "tp-closed-collective",
+    "the TP group is a closed collective on the cables",
+    "docs/field-notes.md#ring-tp3-is-a-line",
+)
 def tp_closed_collective(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
     try:
         plan_fabric(cluster, profile.tensor_parallel_size)
@@ -18,19 +22,25 @@ def tp_closed_collective(cluster: Cluster, profile: ServingProfile, key: str) ->
             "tp-closed-collective", "error", f"{key}.tensor_parallel_size",
             str(exc).split(" — ")[0],
             "pick a TP size whose nodes the cables close (2 neighbours, a triangle, the whole "
-            "ring), or recable", "seed 000: TP=3 cannot run unchanged on the ring",
+            "ring), or recable", "docs/field-notes.md#ring-tp3-is-a-line",
         )]  # fmt: skip
     return []
 
 
-@rule("workers-first", "workers start before the head", "research §3; seed 004")
+@rule(
+    "workers-first",
+    "workers start before the head",
+    "docs/field-notes.md#worker-first; research §3 item 5",
+)
 def workers_first(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
     if cluster.engine is None or cluster.engine.start_order == "workers-first":
         return []
     return [Finding(
         "workers-first", "error", "engine.start_order",
         "head-first with a fixed stagger races the TCPStore (workers exit, a half-assembled "
-        "pair is reported up); the reports start workers first and meet on liveness",
+        "pair is reported up); the two-node recipe starts the worker before the head to avoid "
+        "that race",
         "remove start_order (workers-first is the default)",
-        "research §3 item 5 (MiaAI#38, luxingcom 20 s stagger); seed 004 rendezvous on liveness",
+        "docs/field-notes.md#worker-first; research §3 item 5 (MiaAI#38; luxingcom's "
+        "head-first launch with a 20 s stagger between workers)",
     )]  # fmt: skip

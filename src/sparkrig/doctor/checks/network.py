@@ -86,7 +86,7 @@ def link_down(capture: NodeCapture, context: NodeContext) -> list[Hit]:
     "mtu-mismatch",
     summary="every fabric interface has the plan's MTU",
     why="a smaller MTU on one end drops full-size frames and caps RoCE's path MTU; the "
-    "reports run jumbo frames (9000) end to end",
+    "plan runs jumbo frames (9000) end to end, as the one report that states an MTU did",
     source=f"{NOTES} (jumbo MTU)",
     needs=("ip_link",),
     needs_plan=True,
