@@ -19,7 +19,7 @@ from sparkrig.cli import fabric, gateway
 from sparkrig.errors import SparkrigError
 
 app.add_typer(fabric.fabric_app, name="fabric")
-app.command()(gateway.gateway)
+app.add_typer(gateway.gateway_app, name="gateway")
 
 __all__ = ["app", "main"]
 
