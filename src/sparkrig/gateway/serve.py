@@ -223,8 +223,8 @@ class ServingGateway(Gateway):
                                   "detector": "malformed_sse", "message": trace.error})  # fmt: skip
             await response.write(
                 error_event(
-                    f"the upstream {self.upstream_url} sent an event that is not JSON ({excerpt!r}) "
-                    "— check the server behind the gateway",
+                    f"the upstream {self.upstream_url} sent an event that is not JSON "
+                    f"({excerpt!r}) — check the server behind the gateway",
                     "upstream_malformed",
                 )
             )

@@ -9,12 +9,14 @@ from prometheus_client import (
     Gauge,
     Histogram,
     ProcessCollector,
+    disable_created_metrics,
     generate_latest,
 )
 
 from sparkrig import defaults
 
 PREFIX = "sparkrig_gateway"
+disable_created_metrics()  # the _created series only add noise to every scrape
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
