@@ -16,7 +16,8 @@ from prometheus_client import (
 from sparkrig import defaults
 
 PREFIX = "sparkrig_gateway"
-disable_created_metrics()  # type: ignore[no-untyped-call] - the _created series only add noise to every scrape
+# the _created series only add noise to every scrape
+disable_created_metrics()  # type: ignore[no-untyped-call]
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
