@@ -272,3 +272,6 @@ SOAK_DURATION_S: Final = 1800.0
 # Mixed-traffic token budgets: an agent's tool call is short, a summary long.
 SOAK_MAX_TOKENS: Final = (64, 128, 256)
 SOAK_TEMPERATURES: Final = (0.0, 0.3, 0.7)
+# The upstream counts as gone after this many connection failures in a row (or one per worker,
+# if more): one refused connection is a blip, a row of them is a dead server.
+SOAK_LOST_AFTER_FAILURES: Final = 3

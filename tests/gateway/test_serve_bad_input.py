@@ -9,8 +9,7 @@ import os
 import re
 import signal
 import subprocess
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Mapping
 from pathlib import Path
 
 import aiohttp
@@ -18,14 +17,13 @@ import pytest
 from aiohttp import web
 
 from sparkrig import defaults
-from sparkrig.client.readiness import answer_one_completion
 from sparkrig.engines.llamacpp.build import EngineInstall
-from sparkrig.engines.llamacpp.server import LlamaServerSpec
 from sparkrig.gateway.serve import running_serving_gateway
 from sparkrig.gateway.serve_config import ServeConfig
-from sparkrig.launch.local import free_port, plan_local, start_local, stop_instances
+from sparkrig.launch.local import free_port
 from sparkrig.launch.process_record import InstanceRecord
 from tests.conftest import SPARKRIG
+from tests.gateway.own_server import own_llama_server
 from tests.gateway.replies import chat
 from tests.http_servers import serve_app
 
@@ -68,20 +66,6 @@ async def test_a_request_the_upstream_rejects_comes_back_unchanged(
         through = await raw_post(url, body)
     assert direct[0] == 400
     assert through[:2] == direct[:2]
-
-
-@asynccontextmanager
-async def own_llama_server(engine: EngineInstall, model: Path) -> AsyncIterator[InstanceRecord]:
-    server = LlamaServerSpec(
-        binary=engine.server_binary, model=model, alias=defaults.BUNDLED_MODEL_ALIAS,
-        port=free_port(defaults.LOCAL_HOST), parallel_slots=1, extra_args=engine.server_args,
-    )  # fmt: skip
-    plan = plan_local(server, port_was_chosen=True, engine_build=engine.label)
-    record = await start_local(plan, answer_one_completion)
-    try:
-        yield record
-    finally:
-        stop_instances([record])
 
 
 async def test_an_upstream_dying_mid_stream_ends_the_stream_with_an_error_event(

@@ -14,7 +14,7 @@ import sys
 from rich.markup import escape
 
 from sparkrig.cli.common import app, err_console
-from sparkrig.cli import engine, serve, client, bench, check  # noqa: F401
+from sparkrig.cli import engine, serve, client, bench, check, soak  # noqa: F401
 from sparkrig.cli import fabric, gateway
 from sparkrig.errors import SparkrigError
 

@@ -33,6 +33,9 @@ class _RequestBase(BaseModel):
     extra: dict[str, Any] = Field(
         default_factory=dict, description="engine-specific fields sent as they are"
     )
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="extra HTTP headers, e.g. X-Request-Id for a gateway"
+    )
 
 
 class ChatRequest(_RequestBase):
@@ -151,7 +154,7 @@ class EndpointClient:
         )  # fmt: skip
         accumulator = StreamAccumulator(record)
         try:
-            async with self.session.post(url, json=body) as response:
+            async with self.session.post(url, json=body, headers=request.headers) as response:
                 record.response_ns = time.perf_counter_ns()
                 _read_in_small_buffers(response)
                 if response.status >= 400:
