@@ -194,3 +194,12 @@ async def test_a_hundred_stops_and_a_ten_kilobyte_stop(
     assert applied_here.content == direct.content
     assert word not in (applied_here.content or "")
     assert applied_here.finish_reason == direct.finish_reason == "stop"
+
+
+async def test_live_guards_switched_off_count_nothing(llama_server: InstanceRecord) -> None:
+    async with serve_behind_faults(
+        llama_server.base_url, [Fault.MARKUP_LEAK], ServeConfig(live_guards=False)
+    ) as (_, url, gateway):
+        reply = await post(url, chat(PROMPT, stream=True, max_tokens=40))
+    assert "<|im_end|>" in (reply.content or "")
+    assert detections(gateway) == {}

@@ -132,3 +132,18 @@ async def _send_with_header(url: str, body: dict[str, Any], key: str) -> Reply:
     if body.get("stream"):
         return Reply(raw=raw, chunks=parse_stream(raw))
     return Reply(raw=raw, body=json.loads(raw))
+
+
+async def test_with_the_features_off_the_reply_is_the_upstreams_and_the_empty_one_is_classified(
+    reasoning_server: InstanceRecord,
+) -> None:
+    _, _, stop, _ = await baseline(reasoning_server)
+    body = chat(PROMPT, stream=False, stop=[stop], **BUDGET)
+    direct = await send(reasoning_server.base_url, body)
+    config = ServeConfig(reasoning="on", stops_on_content=False, normalise_reasoning=False)
+    async with running_serving_gateway(reasoning_server.base_url, config) as (url, gateway):
+        through = await send(url, body)
+    assert through.choice["message"] == direct.choice["message"]  # one key, decapitated
+    assert "reasoning" not in through.choice["message"]
+    empty = gateway.metrics.empty_content.labels(cause="stop_in_reasoning")._value.get()
+    assert empty == 1
