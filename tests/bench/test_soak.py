@@ -74,6 +74,24 @@ async def test_a_clean_soak_reports_every_window(
     assert "<svg" in page
 
 
+async def test_an_idle_gap_between_windows_shows_its_first_ttft(
+    llama_server: InstanceRecord, tmp_path: Path
+) -> None:
+    receipt_path = tmp_path / "soak.json"
+    receipt = new_receipt(llama_server.base_url, MODEL, "mixed", concurrency=1, duration_s=7,
+                          window_s=2, seed=0, idle_gap_s=2)  # fmt: skip
+    async with EndpointClient(llama_server.base_url) as client:
+        run = SoakRun(client, receipt, mixed_traffic(MODEL), metrics_url=None,
+                      on_window=lambda r: save_soak_receipt(r, receipt_path))  # fmt: skip
+        done = await run.run()
+    first, second = done.windows[:2]
+    assert first.idle_before_s is None
+    assert second.idle_before_s == 2
+    assert second.start_s >= first.end_s + 2
+    assert second.first_ttft_s is not None
+    assert all(w.restarts is None for w in done.windows)  # no /metrics asked: unknown, not 0
+
+
 async def test_bad_outputs_are_named_by_request_id(
     llama_server: InstanceRecord, tmp_path: Path
 ) -> None:

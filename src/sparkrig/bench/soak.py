@@ -47,6 +47,10 @@ class SoakRun:
         self._first_failure_s: float | None = None
         self._stop = asyncio.Event()
         self._scrape: MetricsSnapshot | None = None
+        self._gate = asyncio.Event()  # cleared during an idle gap
+        self._gate.set()
+        self._in_flight = 0
+        self._idle_before: float | None = None
 
     def _now(self) -> float:
         return time.monotonic() - self._t0
@@ -68,6 +72,8 @@ class SoakRun:
                     break
                 await self._close_window(index, window_start, boundary, partial=False)
                 window_start, index = boundary, index + 1
+                if self.receipt.idle_gap_s:
+                    window_start = await self._idle(self.receipt.idle_gap_s)
             await asyncio.gather(*workers)  # in-flight replies finish into the last window
         finally:
             for worker in workers:
@@ -81,12 +87,32 @@ class SoakRun:
             self.on_window(self.receipt)
         return self.receipt
 
+    async def _idle(self, gap_s: float) -> float:
+        """Warm-state decay: let the in-flight replies finish, send nothing for `gap_s`, and
+        start the next window after it (its first TTFT shows what the gap cost)."""
+        self._gate.clear()
+        while self._in_flight and not self._stop.is_set():  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stop.wait(), gap_s)
+        self._idle_before = gap_s
+        self._gate.set()
+        return self._now()
+
     async def _worker(self) -> None:
         while not self._stop.is_set() and self._now() < self.receipt.duration_s:
+            await self._gate.wait()
+            if self._stop.is_set() or self._now() >= self.receipt.duration_s:
+                break
             planned = next(self.traffic)
             planned.request.headers["X-Request-Id"] = planned.request_id
-            record = await self.client.send(planned.request)
-            outcome = Outcome(planned.request_id, planned.kind, self._now())
+            sent_s = self._now()
+            self._in_flight += 1
+            try:
+                record = await self.client.send(planned.request)
+            finally:
+                self._in_flight -= 1
+            outcome = Outcome(planned.request_id, planned.kind, self._now(), sent_s=sent_s)
             if record.error is not None:
                 outcome.error, outcome.error_kind = record.error.message, record.error.kind
                 self._transport_failure(outcome)
@@ -114,9 +140,9 @@ class SoakRun:
     async def _close_window(self, index: int, start: float, end: float, *, partial: bool) -> None:
         outcomes, self._pending = self._pending, []
         restarts = await self._restarts()
-        self.receipt.windows.append(
-            window_figures(index, start, end, outcomes, restarts=restarts, partial=partial)
-        )
+        window = window_figures(index, start, end, outcomes, restarts=restarts, partial=partial)
+        window.idle_before_s, self._idle_before = self._idle_before, None
+        self.receipt.windows.append(window)
         for outcome in outcomes:
             if outcome.error is not None:
                 self.receipt.problems.append(SoakProblem(
@@ -156,10 +182,11 @@ class SoakRun:
 
 def new_receipt(
     url: str, model: str, traffic: str, *, concurrency: int, duration_s: float,
-    window_s: float, seed: int,
+    window_s: float, seed: int, idle_gap_s: float | None = None,
 ) -> SoakReceipt:  # fmt: skip
     return SoakReceipt(
         url=url, model=model, traffic=traffic,
         started_at=datetime.now(UTC).isoformat(timespec="seconds"),
         concurrency=concurrency, duration_s=duration_s, window_s=window_s, seed=seed,
+        idle_gap_s=idle_gap_s,
     )  # fmt: skip

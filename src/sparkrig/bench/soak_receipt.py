@@ -34,6 +34,14 @@ class SoakWindow(BaseModel):
         default=None, description="server restarts seen in /metrics; None: /metrics unreadable"
     )
     kinds: dict[str, int] = Field(default_factory=dict, description="traffic kind -> requests")
+    first_ttft_s: float | None = Field(
+        default=None,
+        description="TTFT of the window's first request sent (after an idle gap: "
+        "what the gap cost)",
+    )
+    idle_before_s: float | None = Field(
+        default=None, description="seconds with no traffic just before this window"
+    )
 
 
 class SoakProblem(BaseModel):
@@ -55,6 +63,9 @@ class SoakReceipt(BaseModel):
     duration_s: float = Field(description="asked for")
     window_s: float
     seed: int = 0
+    idle_gap_s: float | None = Field(
+        default=None, description="seconds with no traffic between windows (warm-state decay)"
+    )
     status: SoakStatus = "running"
     upstream_lost_at_s: float | None = Field(
         default=None, description="seconds from the start when the upstream stopped answering"

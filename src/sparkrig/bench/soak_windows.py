@@ -27,6 +27,7 @@ class Outcome:
     request_id: str
     kind: Kind
     done_s: float  # seconds from the soak's start
+    sent_s: float = 0.0
     error: str | None = None
     error_kind: str | None = None
     output_tokens: int = 0
@@ -85,6 +86,7 @@ def window_figures(
     rates = [o.decode_tps for o in done if o.decode_tps is not None]
     ttfts = [o.ttft_s for o in done if o.ttft_s is not None]
     span = end_s - start_s
+    first = min((o for o in done if o.ttft_s is not None), key=lambda o: o.sent_s, default=None)
     findings = Counter(detector for o in done for detector, _ in o.findings)
     return SoakWindow(
         index=index, start_s=round(start_s, 3), end_s=round(end_s, 3), partial=partial,
@@ -95,4 +97,5 @@ def window_figures(
         ttft_p50_s=percentile(ttfts, 0.50), ttft_p95_s=percentile(ttfts, 0.95),
         ttft_p99_s=percentile(ttfts, 0.99), findings=dict(findings), restarts=restarts,
         kinds=dict(Counter(o.kind for o in outcomes)),
+        first_ttft_s=first.ttft_s if first else None,
     )  # fmt: skip

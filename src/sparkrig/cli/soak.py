@@ -39,6 +39,10 @@ def soak(
         str | None, typer.Option(help="where restarts are read [URL/metrics]")
     ] = None,
     seed: Annotated[int, typer.Option(help="varies the mixed traffic")] = 0,
+    idle_gap: Annotated[
+        float | None,
+        typer.Option(min=0, help="seconds of no traffic between windows: warm-state decay"),
+    ] = None,
 ) -> None:
     """Soak URL with mixed agent traffic or a replay; per-window tok/s, TTFT, errors, findings.
 
@@ -72,7 +76,7 @@ def soak(
             source = f"replay {replay}" if replay else "mixed"
             started = new_receipt(
                 url, served, source, concurrency=concurrency, duration_s=duration,
-                window_s=window, seed=seed,
+                window_s=window, seed=seed, idle_gap_s=idle_gap,
             )  # fmt: skip
             console.print(f"soak {url}: {source}, {concurrency} streams, {duration:g} s, "
                           f"windows of {window:g} s -> {receipt}", highlight=False)  # fmt: skip

@@ -12,12 +12,13 @@ from sparkrig.report.svg_charts import Cell, Series, grouped_bar_chart
 
 _NO_DATA = "no data"
 _COLUMNS = ("window", "minutes", "requests", "lost", "bad", "tokens", "aggregate tok/s",
-            "per-stream tok/s (median)", "TTFT p50 ms", "p95 ms", "p99 ms", "restarts",
-            "findings")  # fmt: skip
+            "per-stream tok/s (median)", "TTFT p50 ms", "p95 ms", "p99 ms", "first TTFT ms",
+            "restarts", "findings")  # fmt: skip
 
 
 def _label(window: SoakWindow) -> str:
-    return f"{window.start_s / 60:.0f}–{window.end_s / 60:.0f} min" + (
+    idle = f" after {window.idle_before_s:g} s idle" if window.idle_before_s else ""
+    return f"{window.start_s / 60:.1f}–{window.end_s / 60:.1f} min{idle}" + (
         " (partial)" if window.partial else ""
     )
 
@@ -37,6 +38,7 @@ def _row(window: SoakWindow) -> str:
         str(window.bad_outputs), str(window.output_tokens), _num(window.aggregate_tps),
         _num(window.per_stream_tps_median), _num(window.ttft_p50_s, ".0f", 1000),
         _num(window.ttft_p95_s, ".0f", 1000), _num(window.ttft_p99_s, ".0f", 1000),
+        _num(window.first_ttft_s, ".0f", 1000),
         "—" if window.restarts is None else str(window.restarts), findings or "none",
     ]  # fmt: skip
     bad = ' class="invalid"' if window.errors or window.bad_outputs else ""
