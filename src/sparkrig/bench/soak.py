@@ -75,6 +75,10 @@ class SoakRun:
                 if self.receipt.idle_gap_s:
                     window_start = await self._idle(self.receipt.idle_gap_s)
             await asyncio.gather(*workers)  # in-flight replies finish into the last window
+        except BaseException:  # Ctrl-C, SIGTERM, a bug: the receipt says the run did not finish
+            if self.receipt.status == "running":
+                self.receipt.status = "interrupted"
+            raise
         finally:
             for worker in workers:
                 worker.cancel()
