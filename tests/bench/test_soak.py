@@ -23,7 +23,8 @@ from sparkrig.gateway import Fault, GatewayConfig, running_gateway
 from sparkrig.gateway.serve import running_serving_gateway
 from sparkrig.gateway.serve_config import ServeConfig
 from sparkrig.launch.process_record import InstanceRecord
-from sparkrig.report.soak_html import write_soak_report
+from sparkrig.report.receipts import load_any_receipt
+from sparkrig.report.soak_page import write_soak_report
 from tests.conftest import SPARKRIG
 from tests.gateway.own_server import own_llama_server
 
@@ -69,6 +70,7 @@ async def test_a_clean_soak_reports_every_window(
     assert all(w.restarts == 0 for w in done.windows)
     assert any(w.aggregate_tps for w in done.windows)
     assert load_soak_receipt(path) == done
+    assert load_any_receipt(path) == done  # `sparkrig report` opens it too
     page = path.with_suffix(".html").read_text()
     assert "tok/s per window" in page
     assert "<svg" in page

@@ -224,6 +224,7 @@ def report(
     warnings; every point with median, 95% interval and flags; and inline SVG charts (decode by
     content type, concurrency aggregate vs per stream, speculative acceptance per draft position).
     It opens without a network. A point with degenerate output reads "invalid", never a number."""
+    from sparkrig.bench.soak_receipt import SoakReceipt
     from sparkrig.guards.receipt import CheckReceipt
     from sparkrig.report.bench_table import bench_table, spec_table
     from sparkrig.report.check_table import check_table
@@ -247,6 +248,11 @@ def report(
             console.print(f"[bold]{escape(str(path))}[/]", highlight=False)
         if isinstance(receipt, CheckReceipt):
             console.print(check_table(receipt))
+            continue
+        if isinstance(receipt, SoakReceipt):
+            console.print(f"soak {receipt.status}: {len(receipt.windows)} windows, "
+                          f"{receipt.requests} requests, {receipt.lost} lost, "
+                          f"{receipt.bad_outputs} bad outputs", highlight=False)  # fmt: skip
             continue
         console.print(bench_table(receipt))
         if (acceptance := spec_table(receipt)) is not None:

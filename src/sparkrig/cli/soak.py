@@ -53,7 +53,7 @@ def soak(
     from sparkrig.bench.workload_log import read_workload
     from sparkrig.client import EndpointClient
     from sparkrig.client.endpoint import api_key_from_env
-    from sparkrig.report.soak_html import write_soak_report
+    from sparkrig.report.soak_page import write_soak_report
 
     records = read_workload(replay) if replay is not None else None
 

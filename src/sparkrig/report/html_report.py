@@ -15,10 +15,12 @@ from pathlib import Path
 
 from sparkrig.bench.point import PointResult
 from sparkrig.bench.receipt import BenchReceipt
+from sparkrig.bench.soak_receipt import SoakReceipt
 from sparkrig.bench.suites import per_stream_mean
 from sparkrig.guards.receipt import CheckReceipt
 from sparkrig.report.check_html import CHECK_CSS, check_section
 from sparkrig.report.html_identity import identity_block
+from sparkrig.report.soak_html import soak_section
 from sparkrig.report.svg_charts import (
     Bar,
     Cell,
@@ -78,7 +80,7 @@ figcaption { color: #666; font-size: 12px; max-width: 640px; }
 """
 
 
-Receipt = BenchReceipt | CheckReceipt
+Receipt = BenchReceipt | CheckReceipt | SoakReceipt
 
 
 def render_report(receipts: Sequence[Receipt], names: Sequence[str] | None = None) -> str:
@@ -88,6 +90,7 @@ def render_report(receipts: Sequence[Receipt], names: Sequence[str] | None = Non
     )
     sections = [
         check_section(receipt, label) if isinstance(receipt, CheckReceipt)
+        else soak_section(receipt, label) if isinstance(receipt, SoakReceipt)
         else _section(receipt, label)
         for receipt, label in zip(receipts, labels, strict=True)
     ]  # fmt: skip

@@ -4,10 +4,8 @@ id) and as a page of its own. Presentation only: it reads a receipt and writes n
 from __future__ import annotations
 
 from html import escape
-from pathlib import Path
 
 from sparkrig.bench.soak_receipt import SoakReceipt, SoakWindow
-from sparkrig.report.html_report import _CSS
 from sparkrig.report.svg_charts import Cell, Series, grouped_bar_chart
 
 _NO_DATA = "no data"
@@ -103,16 +101,3 @@ def soak_section(receipt: SoakReceipt, label: str) -> str:
         "output</p>",
         "</section>",
     ])  # fmt: skip
-
-
-def write_soak_report(receipt_path: Path, receipt: SoakReceipt) -> Path:
-    """The page beside the receipt, same name with .html."""
-    page_path = receipt_path.with_suffix(".html")
-    page = "\n".join([
-        "<!DOCTYPE html>", '<html lang="en">', '<head>\n<meta charset="utf-8">',
-        f"<title>sparkrig soak · {escape(receipt.model)}</title>",
-        f"<style>{_CSS}</style>\n</head>\n<body>", "<h1>sparkrig soak</h1>",
-        soak_section(receipt, receipt_path.name), "</body>\n</html>\n",
-    ])  # fmt: skip
-    page_path.write_text(page, encoding="utf-8")
-    return page_path
