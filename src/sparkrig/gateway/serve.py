@@ -132,7 +132,8 @@ class ServingGateway(Gateway):
                 if "text/event-stream" in up.headers.get("Content-Type", ""):
                     return await self._stream(request, up, reply_headers, shaper, trace)
                 return await self._whole(up, reply_headers, shaper, trace)
-        except aiohttp.ClientConnectionError as exc:
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
+            # unreachable, or gone while its whole (non-streamed) reply was being read
             trace.status, trace.error = 502, f"upstream unreachable ({exc.__class__.__name__})"
             self.metrics.upstream_errors.labels(kind="unreachable").inc()
             response = _bad_gateway(self.upstream_url, exc)
