@@ -91,4 +91,3 @@ def gateway(
 
 
 gateway_app.command("serve")(serve)
-__all__: list[Any] = ["gateway_app"]
