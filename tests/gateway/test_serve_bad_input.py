@@ -160,3 +160,41 @@ async def test_sigterm_drains_the_reply_in_flight(llama_server: InstanceRecord) 
         if process.returncode is None:
             process.kill()
             await process.wait()
+
+
+async def _closes_the_second_request(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> None:
+    """An upstream that answers the first request on a connection with keep-alive, then closes
+    the connection when the next request arrives on it, without a reply: the moment llama.cpp's
+    keep-alive timeout closes an idle connection just as a request is sent on it."""
+    answered = 0
+    try:
+        while True:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))  # type: ignore[union-attr]
+            await reader.readexactly(length)
+            if answered:
+                break
+            body = b'{"choices":[{"index":0,"finish_reason":"stop","message":{"content":"ok"}}]}'
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: %d\r\n\r\n%s" % (len(body), body))  # fmt: skip
+            await writer.drain()
+            answered += 1
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass
+    writer.close()
+
+
+async def test_a_kept_alive_connection_closed_under_a_request_is_retried_once() -> None:
+    server = await asyncio.start_server(_closes_the_second_request, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with running_serving_gateway(f"http://127.0.0.1:{port}") as (url, gateway):
+            first = await raw_post(url, chat("q", stream=False))
+            second = await raw_post(url, chat("q", stream=False))
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert first[0] == second[0] == 200
+    assert gateway.metrics.upstream_errors.labels(kind="unreachable")._value.get() == 0

@@ -83,6 +83,26 @@ class ServingGateway(Gateway):
         self.guard_log = JsonlLog(serve.guard_log)
         self.workload_log = JsonlLog(serve.workload_log)
 
+    async def _open(self, _app: web.Application) -> None:
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=defaults.CONNECT_TIMEOUT_S)
+        # idle upstream connections are dropped before the upstream drops them (llama.cpp: 5 s)
+        connector = aiohttp.TCPConnector(
+            limit=0, keepalive_timeout=defaults.GATEWAY_UPSTREAM_KEEPALIVE_S
+        )
+        self._session = aiohttp.ClientSession(
+            timeout=timeout, auto_decompress=False, connector=connector
+        )
+
+    async def _post_upstream(
+        self, url: str, data: bytes, headers: dict[str, str]
+    ) -> aiohttp.ClientResponse:
+        try:
+            return await self.session.post(url, data=data, headers=headers)
+        except aiohttp.ServerDisconnectedError:
+            # closed with no reply at all: a kept-alive connection the upstream closed as the
+            # request went out (the keep-alive race); once more, on a new connection
+            return await self.session.post(url, data=data, headers=headers)
+
     def app(self) -> web.Application:
         app = web.Application(client_max_size=defaults.GATEWAY_MAX_REQUEST_BYTES)
         app.router.add_get("/health", self.health)
@@ -122,7 +142,7 @@ class ServingGateway(Gateway):
         tracked = self.ledger.arrive(0, 1)
         self.metrics.in_flight.inc()
         try:
-            async with self.session.post(self._url(request), data=data, headers=headers) as up:
+            async with await self._post_upstream(self._url(request), data, headers) as up:
                 trace.status = up.status
                 reply_headers = {**_forwarded(up.headers), REQUEST_ID: trace.request_id}
                 if up.status >= 400:  # the upstream's refusal goes back as it is
