@@ -72,3 +72,16 @@ def test_the_whole_reply_is_cut_at_the_same_place() -> None:
     assert choice["message"]["content"] == "Answer one. "
     assert choice["message"]["reasoning"] == "Think: the END is near"
     assert choice["finish_reason"] == "stop"
+
+
+def test_only_events_the_shaping_changed_are_marked_changed() -> None:
+    shaper = ReplyShaper(ShapePlan("chat", stops=["END"], keys="both"))
+    marks = []
+    for event in STREAM[:4]:
+        shaper.shape_chunk(copy.deepcopy(event))
+        marks.append(shaper.unchanged)
+    # role event as it came; reasoning events gain the second key; "Answer one. E" loses its "E"
+    assert marks == [True, False, False, False]
+    plain = ReplyShaper(ShapePlan("chat", keys="both"))
+    plain.shape_chunk(chunk({"content": "Hello"}))
+    assert plain.unchanged

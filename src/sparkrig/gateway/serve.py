@@ -256,7 +256,8 @@ class ServingGateway(Gateway):
         if shaped is not None:
             if _carries_output(shaped):
                 trace.output_sent()
-            await response.write(sse_data(shaped))
+            # an event the shaping left alone goes out as its bytes came: no second encoding
+            await response.write(event if shaper.unchanged else sse_data(shaped))
         if shaper.ended:
             await response.write(DONE)
             return True

@@ -68,6 +68,7 @@ class ReplyShaper:
         self._tags = ThinkTags(opened_by_template=plan.opened_by_template) if plan.keys else None
         self._last: Chunk | None = None
         self._finished = False
+        self.unchanged = False  # the last chunk shaped goes out exactly as it came
 
     # --- a whole reply ---------------------------------------------------------------------
 
@@ -104,6 +105,7 @@ class ReplyShaper:
         """The event to send for one upstream event; None: nothing to send (text held back).
         `ended` turns True when a stop fired here: the reply is over."""
         self._counts(chunk)
+        self.unchanged = True
         choice = _first_choice(chunk)
         if choice is None or self.ended:
             return None if self.ended else chunk
@@ -117,6 +119,7 @@ class ReplyShaper:
         if not isinstance(delta, dict):
             return chunk
         had_text = bool(_text(delta, "content") or any(_text(delta, k) for k in _KEYS))
+        before = (delta.get("content"), finish_reason, any(k in delta for k in _KEYS))
         reasoning, content = self._split(delta, _text(delta, "content"), final=False)
         content = self._stops.feed(content) if content else ""
         if self._stops.stopped:
@@ -132,6 +135,12 @@ class ReplyShaper:
             self.reply.finish_reason = finish_reason
         if had_text and not (reasoning or content or finish_reason or delta.get("tool_calls")):
             return None
+        # no reasoning key came or went, the content and finish_reason are as they came
+        self.unchanged = (
+            not before[2]
+            and not reasoning
+            and before[:2] == (delta.get("content"), choice.get("finish_reason"))
+        )
         return chunk
 
     def finish_chunks(self) -> list[Chunk]:
