@@ -16,9 +16,6 @@ SCANNED = ("src", "tests", "docs", "benchmarks", "examples", "README.md")
 SKIPPED = (
     NOTES,
     Path(__file__).resolve(),
-    # gateway: cited after its branch lands
-    ROOT / "src" / "sparkrig" / "gateway",
-    ROOT / "tests" / "gateway",
 )
 REPORT_NUMBER = re.compile(r"(?i)\bseed[ _]?0\d\d|field report 0\d\d")
 # `field-notes.md#anchor` (a link or a plain path) and `field notes: anchor` (code comments).

@@ -396,3 +396,41 @@ TELEMETRY_INTERVAL_S: Final = 1.0
 # A node's telemetry loop ends by itself after this long, in case the run that started it never
 # stops it (the node stopped answering): a day covers the longest soak the reports describe.
 TELEMETRY_NODE_MAX_S: Final = 24 * 3600.0
+
+# --- gateway serve (serving proxy) and soak ----------------------------------------------------
+# SIGTERM drains: no new request is taken, and replies in flight get this long to finish
+# (a long reasoning reply at ~30 tok/s runs minutes; systemd's default stop timeout is 90 s).
+GATEWAY_DRAIN_S: Final = 60.0
+# Latency histogram buckets (seconds) for the gateway's own /metrics: TTFT and whole requests,
+# from a cached short prompt (~10 ms) to a long reasoning reply (minutes).
+GATEWAY_LATENCY_BUCKETS_S: Final = (
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1,
+    2.5,
+    5,
+    10,
+    30,
+    60,
+    120,
+    300,
+)
+# A soak reports per window; 5 minutes is long enough for a p95 TTFT at low concurrency
+# (tens of requests) and short enough to see warm-state decay (docs/field-notes.md, soak).
+SOAK_WINDOW_S: Final = 300.0
+SOAK_CONCURRENCY: Final = 2
+SOAK_DURATION_S: Final = 1800.0
+# Mixed-traffic token budgets: an agent's tool call is short, a summary long.
+SOAK_MAX_TOKENS: Final = (64, 128, 256)
+SOAK_TEMPERATURES: Final = (0.0, 0.3, 0.7)
+# `gateway serve` drops an idle upstream connection after this long: before llama.cpp's own 5 s
+# keep-alive timeout closes it, which else races a request sent on it (a 30-minute soak lost one
+# request to that race: ServerDisconnectedError 0.6 ms after sending).
+GATEWAY_UPSTREAM_KEEPALIVE_S: Final = 2.0
+# The upstream counts as gone after this many connection failures in a row (or one per worker,
+# if more): one refused connection is a blip, a row of them is a dead server.
+SOAK_LOST_AFTER_FAILURES: Final = 3

@@ -292,6 +292,7 @@ def report(
     warnings; every point with median, 95% interval and flags; and inline SVG charts (decode by
     content type, concurrency aggregate vs per stream, speculative acceptance per draft position).
     It opens without a network. A point with degenerate output reads "invalid", never a number."""
+    from sparkrig.bench.soak_receipt import SoakReceipt
     from sparkrig.doctor.telemetry_record import is_telemetry_path, telemetry_beside
     from sparkrig.fabric.collectives.results import FabricTestReceipt
     from sparkrig.guards.receipt import CheckReceipt
@@ -327,6 +328,11 @@ def report(
             continue
         if isinstance(receipt, FabricTestReceipt):
             console.print(fabric_test_view(receipt))
+            continue
+        if isinstance(receipt, SoakReceipt):
+            console.print(f"soak {receipt.status}: {len(receipt.windows)} windows, "
+                          f"{receipt.requests} requests, {receipt.lost} lost, "
+                          f"{receipt.bad_outputs} bad outputs", highlight=False)  # fmt: skip
             continue
         console.print(bench_table(receipt))
         if (acceptance := spec_table(receipt)) is not None:

@@ -1,18 +1,40 @@
-"""`sparkrig gateway`: serve the fault-injecting proxy in front of a server until Ctrl-C."""
+"""`sparkrig gateway`: `serve` (the serving gateway) and `inject` (the fault-injecting proxy,
+also reached as plain `sparkrig gateway URL --inject …`), each in front of a server until stopped.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from typer.core import TyperGroup
 
 from sparkrig import defaults
 from sparkrig.cli.common import COUNT, NON_NEGATIVE, PORT_OR_ZERO, ranged
+from sparkrig.cli.gateway_serve import serve
+
+
+class _InjectByDefault(TyperGroup):
+    """`sparkrig gateway URL …` (no subcommand) is `sparkrig gateway inject URL …`, as before."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["inject", *args]
+        return super().parse_args(ctx, args)
+
+
+gateway_app = typer.Typer(
+    cls=_InjectByDefault,
+    help="An OpenAI-compatible proxy in front of a server: `serve` for traffic, `inject` to "
+    "inject faults (docs/gateway.md).",
+    no_args_is_help=True,
+)
 
 
 # typer options are positional, and the command imports its stage lazily, as in cli.py
+@gateway_app.command("inject")
 def gateway(
     upstream: Annotated[str, typer.Argument(help="base URL of the server to proxy")],
     port: Annotated[int, ranged("port to listen on (0: a free one)", PORT_OR_ZERO)] = 0,
@@ -70,3 +92,6 @@ def gateway(
         asyncio.run(serve())
     except KeyboardInterrupt:
         console.print("gateway stopped")
+
+
+gateway_app.command("serve")(serve)

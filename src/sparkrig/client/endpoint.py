@@ -45,6 +45,9 @@ class _RequestBase(BaseModel):
     extra: dict[str, Any] = Field(
         default_factory=dict, description="engine-specific fields sent as they are"
     )
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="extra HTTP headers, e.g. X-Request-Id for a gateway"
+    )
 
 
 class ChatRequest(_RequestBase):
@@ -180,7 +183,9 @@ class EndpointClient:
         try:
             async with (
                 deadline,
-                self.session.post(url, json=body, timeout=self.timeouts.for_requests()) as response,
+                self.session.post(
+                    url, json=body, headers=request.headers, timeout=self.timeouts.for_requests()
+                ) as response,
             ):
                 record.response_ns = time.perf_counter_ns()
                 _read_in_small_buffers(response)

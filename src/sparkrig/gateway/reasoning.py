@@ -3,8 +3,9 @@
 The first `reasoning_chars` characters of each chat reply become `reasoning_content`, the rest
 `content`, split by characters so a streamed and a non-streamed reply split alike. The gateway
 applies the request's stop strings itself, to the content only, as a correct reasoning server
-does (seed 001, patch 5); the stop-in-reasoning fault applies them to the reasoning too, which
-decapitates the reply: reasoning cut at the stop, no content, finish_reason "stop".
+does (field notes: stop-in-reasoning); the stop-in-reasoning fault applies them to the
+reasoning too, which decapitates the reply: reasoning cut at the stop, no content,
+finish_reason "stop".
 """
 
 from __future__ import annotations

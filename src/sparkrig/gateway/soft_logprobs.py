@@ -1,4 +1,6 @@
-"""degrade-after: sharp logprobs made soft, tokens and text unchanged (seed 000, finding #13).
+"""degrade-after: sharp logprobs made soft, tokens and text unchanged.
+
+Modelled on a warm server whose lone requests got soft logits (field notes: c128a-alone-soft).
 
 Both shapes are handled: chat-style `{"content": [{token, logprob, top_logprobs}]}` (llama.cpp
 uses it for completions too) and legacy completions `{tokens, token_logprobs, top_logprobs}`.

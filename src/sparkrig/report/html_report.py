@@ -15,6 +15,7 @@ from pathlib import Path
 
 from sparkrig.bench.point import BenchSettings, PointResult, invalid_reasons
 from sparkrig.bench.receipt import BenchReceipt
+from sparkrig.bench.soak_receipt import SoakReceipt
 from sparkrig.bench.statistics import precision_checkpoints
 from sparkrig.bench.suites import per_stream_mean
 from sparkrig.doctor.telemetry_record import TelemetryRecord, telemetry_beside
@@ -23,6 +24,7 @@ from sparkrig.guards.receipt import CheckReceipt
 from sparkrig.report.check_html import CHECK_CSS, check_section
 from sparkrig.report.fabric_test_html import fabric_test_section
 from sparkrig.report.html_identity import identity_block
+from sparkrig.report.soak_html import soak_section
 from sparkrig.report.svg_charts import (
     Bar,
     Cell,
@@ -83,7 +85,7 @@ figcaption { color: #666; font-size: 12px; max-width: 640px; }
 """
 
 
-Receipt = BenchReceipt | CheckReceipt | FabricTestReceipt
+Receipt = BenchReceipt | CheckReceipt | FabricTestReceipt | SoakReceipt
 
 
 def _subject(receipt: Receipt) -> str:
@@ -103,6 +105,7 @@ def render_report(
     sections = [
         check_section(receipt, label) if isinstance(receipt, CheckReceipt)
         else fabric_test_section(receipt, label) if isinstance(receipt, FabricTestReceipt)
+        else soak_section(receipt, label) if isinstance(receipt, SoakReceipt)
         else _section(receipt, label)
         for receipt, label in zip(receipts, labels, strict=True)
     ]  # fmt: skip

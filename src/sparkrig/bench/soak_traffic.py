@@ -1,0 +1,153 @@
+"""What a soak sends: agent-like mixed traffic (tool calls, structured JSON, code, long-context
+summaries, prose; mixed temperatures and token budgets), or a recorded workload replayed in
+order. Pure and deterministic: request n of a seed is always the same request."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from sparkrig import defaults
+from sparkrig.bench.workload_log import WorkloadRecord
+from sparkrig.client.endpoint import ChatRequest, CompletionRequest
+
+Kind = Literal["tool_call", "json", "code", "summary", "prose", "replay"]
+KINDS: Final[tuple[Kind, ...]] = ("tool_call", "json", "code", "summary", "prose")
+
+WEATHER_TOOL: Final = {
+    "type": "function",
+    "function": {
+        "name": "get_weather", "description": "Get the current weather for a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                       "required": ["city"]},
+    },
+}  # fmt: skip
+PERSON_FORMAT: Final = {
+    "type": "json_schema",
+    "json_schema": {"name": "person", "schema": {
+        "type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+        "required": ["name", "age"]}},
+}  # fmt: skip
+_CITIES = ("Paris", "Lagos", "Osaka", "Lima", "Oslo", "Perth", "Quito")
+_CODE_TASKS = (
+    "reverses a linked list", "parses an ISO date", "merges two sorted lists",
+    "counts words in a file", "checks if a string is a palindrome",
+)  # fmt: skip
+_TOPICS = ("lighthouses", "bread making", "tides", "old maps", "bees", "glaciers", "trains")
+_FACTS = (
+    "The committee met on {n} occasions to review the harbour budget.",
+    "Shipments of grain rose by {n} percent after the new pier opened.",
+    "A survey of {n} residents found most wanted longer ferry hours.",
+    "The storm in week {n} closed the eastern breakwater for repairs.",
+    "Engineers proposed {n} changes to the dredging schedule.",
+)
+
+
+@dataclass(frozen=True)
+class PlannedRequest:
+    request_id: str
+    kind: Kind
+    request: ChatRequest | CompletionRequest
+
+
+def _document(n: int, sentences: int = 40) -> str:
+    return " ".join(_FACTS[(n + i) % len(_FACTS)].format(n=n + i) for i in range(sentences))
+
+
+def mixed_request(model: str, n: int, seed: int = 0) -> PlannedRequest:
+    """Request n of the mixed traffic."""
+    kind = KINDS[(n + seed) % len(KINDS)]
+    budget = defaults.SOAK_MAX_TOKENS[(n // len(KINDS) + seed) % len(defaults.SOAK_MAX_TOKENS)]
+    temperature = defaults.SOAK_TEMPERATURES[(n + seed) % len(defaults.SOAK_TEMPERATURES)]
+    pick = n // len(KINDS)
+    extra: dict[str, Any] = {}
+    tools = None
+    if kind == "tool_call":
+        prompt = f"What is the weather in {_CITIES[pick % len(_CITIES)]}? Use the tool."
+        tools, budget = [WEATHER_TOOL], 64
+    elif kind == "json":
+        prompt = "Give a person's name and age as JSON."
+        extra["response_format"], budget = PERSON_FORMAT, 64
+    elif kind == "code":
+        prompt = f"Write a Python function that {_CODE_TASKS[pick % len(_CODE_TASKS)]}."
+    elif kind == "summary":
+        prompt = f"{_document(pick)}\n\nSummarise the document above in three sentences."
+    else:
+        prompt = f"Write a short paragraph about {_TOPICS[pick % len(_TOPICS)]}."
+    request = ChatRequest(
+        model=model, messages=[{"role": "user", "content": prompt}], tools=tools,
+        max_tokens=budget, temperature=temperature, extra=extra,
+    )  # fmt: skip
+    return PlannedRequest(f"soak-{seed}-{n}", kind, request)
+
+
+def mixed_traffic(model: str, seed: int = 0) -> Iterator[PlannedRequest]:
+    n = 0
+    while True:
+        yield mixed_request(model, n, seed)
+        n += 1
+
+
+# common words of one token each in the usual tokenizers, so filler of n words is ~n tokens
+_FILLER = (
+    "time",
+    "people",
+    "year",
+    "way",
+    "day",
+    "thing",
+    "man",
+    "world",
+    "life",
+    "hand",
+    "part",
+    "child",
+    "eye",
+    "woman",
+    "place",
+    "work",
+    "week",
+    "case",
+    "point",
+    "number",
+    "group",
+)
+# params a replay sets itself, or that only made sense for the recorded connection
+_REPLAY_OWN = frozenset(
+    ("model", "stream", "max_tokens", "temperature", "tools", "stream_options", "messages",
+     "prompt", "timings_per_token")
+)  # fmt: skip
+
+
+def replay_request(model: str, record: WorkloadRecord, n: int) -> PlannedRequest:
+    """A recorded request again: its prompt when it was recorded, otherwise filler text of
+    about its size (the prompt's length and the budget are what load the server)."""
+    params = record.params
+    max_tokens = params.get("max_tokens") or record.completion_tokens or 128
+    temperature = params.get("temperature")
+    extra = {k: v for k, v in params.items() if k not in _REPLAY_OWN}
+    words = record.prompt_tokens or max(record.prompt_chars // 4, 8)
+    filler = " ".join(_FILLER[i % len(_FILLER)] for i in range(words))
+    common: dict[str, Any] = {
+        "model": model, "max_tokens": int(max_tokens), "stream": record.stream,
+        "temperature": float(temperature) if isinstance(temperature, int | float) else None,
+        "extra": extra,
+    }  # fmt: skip
+    request: ChatRequest | CompletionRequest
+    if record.api == "completions":
+        prompt = record.prompt if record.prompt is not None else filler
+        request = CompletionRequest(prompt=prompt, **common)
+    else:
+        messages = record.messages or [{"role": "user", "content": filler}]
+        tools = params.get("tools") if isinstance(params.get("tools"), list) else None
+        request = ChatRequest(messages=messages, tools=tools, **common)
+    return PlannedRequest(f"replay-{n}-{record.request_id}"[:120], "replay", request)
+
+
+def replayed_traffic(model: str, records: list[WorkloadRecord]) -> Iterator[PlannedRequest]:
+    """The records in order, from the start again when they run out."""
+    n = 0
+    while True:
+        yield replay_request(model, records[n % len(records)], n)
+        n += 1

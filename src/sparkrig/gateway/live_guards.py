@@ -1,0 +1,106 @@
+"""The cheap detectors on every reply `gateway serve` relays: U+FFFD, n-gram loop, markup or
+special-token leak, JSON that fails the schema the request asked for, tool-call arguments that
+do not parse; and, for an empty content with real completion tokens, the empty-content
+classifier. Pure: they read the finished reply and never alter it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from sparkrig.gateway.shaping import ReplyText
+from sparkrig.guards.detectors import (
+    loop_findings,
+    markup_leak_findings,
+    replacement_char_findings,
+)
+from sparkrig.guards.empty_content import classify_empty_content
+from sparkrig.guards.structured import schema_problems
+
+
+class LiveFinding(BaseModel):
+    detector: str = Field(description="replacement_char, loop, markup_leak, json_schema, "
+                          "tool_args or empty_content")  # fmt: skip
+    message: str = Field(description="what happened — what it means")
+    evidence: str = Field(default="", description="a short excerpt")
+
+
+def completion_tokens(reply: ReplyText) -> int | None:
+    if reply.usage and isinstance(reply.usage.get("completion_tokens"), int):
+        return int(reply.usage["completion_tokens"])
+    if reply.timings and isinstance(reply.timings.get("predicted_n"), int):
+        return int(reply.timings["predicted_n"])
+    return None
+
+
+def reply_findings(reply: ReplyText, body: dict[str, Any]) -> list[LiveFinding]:
+    findings = [
+        LiveFinding(detector=f.detector, message=f.message, evidence=f.evidence)
+        for detect in (replacement_char_findings, loop_findings)
+        for text in (reply.content, reply.reasoning)
+        if text
+        for f in detect(text)
+    ]
+    findings += [
+        LiveFinding(detector=f.detector, message=f.message, evidence=f.evidence)
+        for f in markup_leak_findings(reply.content)
+    ]
+    findings += _schema_findings(reply, body)
+    findings += _tool_findings(reply)
+    if empty := empty_content_cause(reply):
+        findings.append(LiveFinding(detector="empty_content", message=empty))
+    return findings
+
+
+def empty_content_cause(reply: ReplyText) -> str | None:
+    """'cause: message' for an empty content with real completion tokens; None otherwise."""
+    tokens = completion_tokens(reply)
+    if reply.content.strip() or reply.tool_arguments or not tokens:
+        return None
+    diagnosis = classify_empty_content(
+        content=reply.content,
+        reasoning=reply.reasoning,
+        finish_reason=reply.finish_reason,
+        end_marker_seen=reply.end_marker_seen,
+        loop_detected=bool(loop_findings(reply.reasoning)) if reply.reasoning else False,
+    )
+    return f"{diagnosis.cause}: {diagnosis.message}"
+
+
+def _schema_findings(reply: ReplyText, body: dict[str, Any]) -> list[LiveFinding]:
+    response_format = body.get("response_format")
+    if not isinstance(response_format, dict) or reply.finish_reason == "length":
+        return []  # a reply cut by its budget is judged by its finish_reason, not its JSON
+    kind = response_format.get("type")
+    if kind not in ("json_object", "json_schema") or not reply.content.strip():
+        return []
+    try:
+        value = json.loads(reply.content)
+    except json.JSONDecodeError as exc:
+        return [LiveFinding(detector="json_schema", evidence=reply.content[:80], message=(
+            f"the request asked for JSON and the content is not JSON ({exc.msg} at char "
+            f"{exc.pos}) — check the server applies response_format"))]  # fmt: skip
+    spec = response_format.get("json_schema")
+    schema = spec.get("schema") if isinstance(spec, dict) else None
+    problems = schema_problems(value, schema) if isinstance(schema, dict) else []
+    if not problems:
+        return []
+    return [LiveFinding(detector="json_schema", evidence=reply.content[:80], message=(
+        f"the JSON fails its requested schema ({'; '.join(problems[:3])}) — check the server "
+        "enforces json_schema"))]  # fmt: skip
+
+
+def _tool_findings(reply: ReplyText) -> list[LiveFinding]:
+    if reply.finish_reason == "length":
+        return []
+    findings = []
+    for index, text in sorted(reply.tool_arguments.items()):
+        try:
+            json.loads(text or "{}")
+        except json.JSONDecodeError as exc:
+            findings.append(LiveFinding(detector="tool_args", evidence=text[:80], message=(
+                f"tool call {index}'s arguments do not parse as JSON ({exc.msg} at char "
+                f"{exc.pos}) — check the server's tool-call parser")))  # fmt: skip
+    return findings

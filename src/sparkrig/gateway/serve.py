@@ -1,0 +1,342 @@
+"""`gateway serve`: the proxy core (proxy.Gateway: forwarding, pass-through, SSE splitting) with
+the serving features on generation requests: stops scoped to content, one reasoning field, live
+guards, workload recording, its own /metrics and /health, and a drain on SIGTERM.
+
+A reply is never altered by the guards; it is altered only by the two shaping features, each
+switchable (serve_config.ServeConfig).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from sparkrig import defaults
+from sparkrig.gateway.config import GatewayConfig
+from sparkrig.gateway.jsonl import JsonlLog
+from sparkrig.gateway.live_guards import empty_content_cause, reply_findings
+from sparkrig.gateway.proxy import (
+    DONE,
+    Gateway,
+    _bad_gateway,
+    _event_data,
+    _forwarded,
+    _json_object,
+    _listen,
+)
+from sparkrig.gateway.reasoning import stop_strings
+from sparkrig.gateway.reasoning_fields import ReasoningKeys
+from sparkrig.gateway.request_faults import Api, without_stop
+from sparkrig.gateway.serve_config import ServeConfig
+from sparkrig.gateway.serve_metrics import CONTENT_TYPE, ServeMetrics
+from sparkrig.gateway.shaping import ReplyShaper, ShapePlan
+from sparkrig.gateway.sse import SseSplitter, sse_data
+from sparkrig.gateway.workload import workload_record
+
+REQUEST_ID = "X-Request-Id"
+REASONING_KEY_HEADER = "X-Reasoning-Key"
+_KEY_CHOICES: dict[str, ReasoningKeys] = {
+    "both": "both", "reasoning_content": "reasoning_content", "reasoning": "reasoning",
+}  # fmt: skip
+
+
+@dataclass
+class Trace:
+    """One request's timing and outcome as the gateway saw it."""
+
+    request_id: str
+    api: Api
+    body: dict[str, Any]
+    wall: float
+    start_ns: int
+    status: int = 200
+    error: str | None = None
+    first_output_ns: int | None = None
+    last_output_ns: int | None = None
+
+    def output_sent(self) -> None:
+        now = time.perf_counter_ns()
+        self.first_output_ns = self.first_output_ns or now
+        self.last_output_ns = now
+
+
+def error_event(message: str, kind: str) -> bytes:
+    """An in-band error for a stream already under way (its HTTP status is already sent)."""
+    return sse_data({"error": {"code": 502, "type": kind, "message": message}})
+
+
+class ServingGateway(Gateway):
+    def __init__(self, upstream_url: str, serve: ServeConfig) -> None:
+        super().__init__(upstream_url, GatewayConfig())
+        self.serve = serve
+        self.metrics = ServeMetrics()
+        self.draining = False
+        self.guard_log = JsonlLog(serve.guard_log)
+        self.workload_log = JsonlLog(serve.workload_log)
+
+    async def _open(self, _app: web.Application) -> None:
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=defaults.CONNECT_TIMEOUT_S)
+        # idle upstream connections are dropped before the upstream drops them (llama.cpp: 5 s)
+        connector = aiohttp.TCPConnector(
+            limit=0, keepalive_timeout=defaults.GATEWAY_UPSTREAM_KEEPALIVE_S
+        )
+        self._session = aiohttp.ClientSession(
+            timeout=timeout, auto_decompress=False, connector=connector
+        )
+
+    async def _post_upstream(
+        self, url: str, data: bytes, headers: dict[str, str]
+    ) -> aiohttp.ClientResponse:
+        try:
+            return await self.session.post(url, data=data, headers=headers)
+        except aiohttp.ServerDisconnectedError:
+            # closed with no reply at all: a kept-alive connection the upstream closed as the
+            # request went out (the keep-alive race); once more, on a new connection
+            return await self.session.post(url, data=data, headers=headers)
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=defaults.GATEWAY_MAX_REQUEST_BYTES)
+        app.router.add_get("/health", self.health)
+        app.router.add_get("/metrics", self.metrics_page)
+        app.router.add_route("*", "/{tail:.*}", self.handle)
+        app.on_startup.append(self._open)
+        app.on_cleanup.append(self._close)
+        return app
+
+    async def health(self, _request: web.Request) -> web.Response:
+        if self.draining:
+            return web.json_response({"status": "draining"}, status=503)
+        return web.json_response({"status": "ok", "upstream": self.upstream_url,
+                                  "in_flight": len(self.ledger.in_flight)})  # fmt: skip
+
+    async def metrics_page(self, _request: web.Request) -> web.Response:
+        return web.Response(body=self.metrics.render(), headers={"Content-Type": CONTENT_TYPE})
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        if self.draining:
+            message = "the gateway is draining before it stops — send the request again later"
+            return web.json_response({"error": {"code": 503, "message": message}}, status=503)
+        return await super().handle(request)
+
+    async def _generation(
+        self, request: web.Request, api: Api, parsed: dict[str, Any], raw: bytes
+    ) -> web.StreamResponse:
+        trace = Trace(
+            request_id=request.headers.get(REQUEST_ID) or uuid.uuid4().hex, api=api, body=parsed,
+            wall=time.time(), start_ns=time.perf_counter_ns(),
+        )  # fmt: skip
+        plan = self._plan(request, api, parsed)
+        shaper = ReplyShaper(plan)
+        data = json.dumps(without_stop(parsed)).encode() if plan.stops else raw
+        headers = _forwarded(request.headers)
+        headers["Accept-Encoding"] = "identity"
+        tracked = self.ledger.arrive(0, 1)
+        self.metrics.in_flight.inc()
+        try:
+            async with await self._post_upstream(self._url(request), data, headers) as up:
+                trace.status = up.status
+                reply_headers = {**_forwarded(up.headers), REQUEST_ID: trace.request_id}
+                if up.status >= 400:  # the upstream's refusal goes back as it is
+                    body = await up.read()
+                    trace.error = f"upstream answered {up.status}: {body[:200]!r}"
+                    return web.Response(status=up.status, body=body, headers=reply_headers)
+                if "text/event-stream" in up.headers.get("Content-Type", ""):
+                    return await self._stream(request, up, reply_headers, shaper, trace)
+                return await self._whole(up, reply_headers, shaper, trace)
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
+            # unreachable, or gone while its whole (non-streamed) reply was being read
+            trace.status, trace.error = 502, f"upstream unreachable ({exc.__class__.__name__})"
+            self.metrics.upstream_errors.labels(kind="unreachable").inc()
+            response = _bad_gateway(self.upstream_url, exc)
+            response.headers[REQUEST_ID] = trace.request_id
+            return response
+        finally:
+            self.ledger.depart(tracked)
+            self.metrics.in_flight.dec()
+            self._account(trace, shaper)
+
+    def _plan(self, request: web.Request, api: Api, body: dict[str, Any]) -> ShapePlan:
+        reasoning = api == "chat" and self.serve.is_reasoning_request(body)
+        stops = stop_strings(body) if reasoning and self.serve.stops_on_content else []
+        keys: ReasoningKeys | None = None
+        if self.serve.normalise_reasoning and api == "chat":
+            asked = request.headers.get(REASONING_KEY_HEADER, "")
+            keys = _KEY_CHOICES.get(asked, self.serve.reasoning_keys)
+        if stops:
+            self.metrics.stops_held.inc()
+        return ShapePlan(api, stops, keys, self.serve.template_opens_think)
+
+    async def _whole(
+        self, up: aiohttp.ClientResponse, headers: dict[str, str], shaper: ReplyShaper,
+        trace: Trace,
+    ) -> web.Response:  # fmt: skip
+        raw = await up.read()
+        parsed = _json_object(raw)
+        trace.output_sent()
+        if parsed is None:
+            return web.Response(status=up.status, body=raw, headers=headers)
+        body = json.dumps(shaper.shape_body(parsed), ensure_ascii=False).encode()
+        return web.Response(status=up.status, body=body, headers=headers)
+
+    async def _stream(
+        self, request: web.Request, up: aiohttp.ClientResponse, headers: dict[str, str],
+        shaper: ReplyShaper, trace: Trace,
+    ) -> web.StreamResponse:  # fmt: skip
+        response = web.StreamResponse(status=up.status, headers=headers)
+        await response.prepare(request)
+        splitter = SseSplitter()
+        try:
+            done = False
+            async for block in up.content.iter_any():
+                for event in splitter.feed(block):
+                    if done := await self._event(event, response, shaper, trace):
+                        break
+                if done:
+                    break
+            if not done:
+                for event in splitter.finish():
+                    if done := await self._event(event, response, shaper, trace):
+                        break
+            if not done:  # the upstream ended without [DONE]: send what is held, then end
+                for chunk in shaper.finish_chunks():
+                    await response.write(sse_data(chunk))
+            await response.write_eof()
+        except (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError) as exc:
+            trace.error = f"upstream cut the stream ({exc.__class__.__name__})"
+            self.metrics.upstream_errors.labels(kind="cut").inc()
+            message = (
+                f"the upstream {self.upstream_url} cut the stream mid-reply "
+                f"({exc.__class__.__name__}) — check the server behind the gateway"
+            )
+            await _end_with_error(response, error_event(message, "upstream_cut"))
+        except ConnectionResetError:
+            trace.error = "the client went away mid-reply"
+        return response
+
+    async def _event(
+        self, event: bytes, response: web.StreamResponse, shaper: ReplyShaper, trace: Trace
+    ) -> bool:
+        """Send one upstream event, shaped; True once the reply is over."""
+        data = _event_data(event)
+        if data is None:
+            await response.write(event)  # comments and keep-alives pass as they are
+            return False
+        if data.strip() == b"[DONE]":
+            for chunk in shaper.finish_chunks():
+                await response.write(sse_data(chunk))
+            await response.write(event)
+            return True
+        parsed = _json_object(data)
+        if parsed is None:
+            excerpt = data[:120].decode(errors="replace")
+            trace.error = f"malformed upstream event: {excerpt!r}"
+            self.metrics.upstream_errors.labels(kind="malformed").inc()
+            self.guard_log.write({"time": time.time(), "request_id": trace.request_id,
+                                  "detector": "malformed_sse", "message": trace.error})  # fmt: skip
+            await response.write(
+                error_event(
+                    f"the upstream {self.upstream_url} sent an event that is not JSON "
+                    f"({excerpt!r}) — check the server behind the gateway",
+                    "upstream_malformed",
+                )
+            )
+            return True
+        if "error" in parsed and not parsed.get("choices"):
+            trace.error = f"upstream error event: {json.dumps(parsed['error'])[:200]}"
+        shaped = shaper.shape_chunk(parsed)
+        if shaped is not None:
+            if _carries_output(shaped):
+                trace.output_sent()
+            # an event the shaping left alone goes out as its bytes came: no second encoding
+            await response.write(event if shaper.unchanged else sse_data(shaped))
+        if shaper.ended:
+            await response.write(DONE)
+            return True
+        return False
+
+    def _account(self, trace: Trace, shaper: ReplyShaper) -> None:
+        """Metrics, live guards and the workload line, after the reply went out."""
+        end_ns = time.perf_counter_ns()
+        metrics = self.metrics
+        metrics.requests.labels(api=trace.api, status=str(trace.status)).inc()
+        metrics.request_seconds.labels(api=trace.api).observe((end_ns - trace.start_ns) / 1e9)
+        if trace.first_output_ns is not None:
+            ttft = (trace.first_output_ns - trace.start_ns) / 1e9
+            metrics.ttft_seconds.labels(api=trace.api).observe(ttft)
+        if shaper.reply.stopped_here:
+            metrics.stops_applied.inc()
+        if self.serve.live_guards and trace.status < 400 and trace.error is None:
+            for finding in reply_findings(shaper.reply, trace.body):
+                metrics.detections.labels(detector=finding.detector).inc()
+                self.guard_log.write({"time": time.time(), "request_id": trace.request_id,
+                                      **finding.model_dump()})  # fmt: skip
+            if cause := empty_content_cause(shaper.reply):
+                metrics.empty_content.labels(cause=cause.split(":")[0]).inc()
+        if self.workload_log.enabled:
+            record = workload_record(trace, shaper.reply, end_ns, self.serve.record_prompts)
+            self.workload_log.write(record.model_dump(mode="json", exclude_none=True))
+
+
+def _carries_output(chunk: dict[str, Any]) -> bool:
+    for choice in chunk.get("choices") or []:
+        holder = choice.get("delta", choice) if isinstance(choice, dict) else {}
+        if not isinstance(holder, dict):
+            continue
+        if holder.get("tool_calls") or any(
+            isinstance(holder.get(k), str) and holder[k]
+            for k in ("content", "text", "reasoning_content", "reasoning")
+        ):
+            return True
+    return False
+
+
+async def _end_with_error(response: web.StreamResponse, event: bytes) -> None:
+    try:
+        await response.write(event)
+        await response.write_eof()
+    except ConnectionResetError:
+        pass
+
+
+@asynccontextmanager
+async def running_serving_gateway(
+    upstream_url: str, serve: ServeConfig | None = None
+) -> AsyncIterator[tuple[str, ServingGateway]]:
+    """Serve; yield (base URL, gateway). On the way out the listener closes first, replies in
+    flight get up to `drain_s` to finish, then everything closes."""
+    serve = serve or ServeConfig()
+    gateway = ServingGateway(upstream_url, serve)
+    runner = web.AppRunner(
+        gateway.app(), handle_signals=False, shutdown_timeout=defaults.GATEWAY_SHUTDOWN_GRACE_S
+    )
+    await runner.setup()
+    site: web.SockSite | None = None
+    try:
+        listener = _listen(serve.host, serve.port)
+        site = web.SockSite(runner, listener)
+        await site.start()
+        yield f"http://{serve.host}:{listener.getsockname()[1]}", gateway
+    finally:
+        await drain(gateway, site, serve.drain_s)
+        await runner.cleanup()
+        gateway.guard_log.close()
+        gateway.workload_log.close()
+
+
+async def drain(gateway: ServingGateway, site: web.SockSite | None, drain_s: float) -> None:
+    """Stop taking requests; wait for the ones in flight, up to `drain_s`."""
+    gateway.draining = True
+    if site is not None:
+        await site.stop()
+    deadline = time.monotonic() + drain_s
+    while gateway.ledger.in_flight and time.monotonic() < deadline:  # noqa: ASYNC110
+        await asyncio.sleep(0.05)

@@ -1,0 +1,98 @@
+"""`gateway serve`'s settings: a TOML file, then command-line flags on top. Every feature can be
+switched off. docs/gateway.md shows a full file."""
+
+from __future__ import annotations
+
+import fnmatch
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from sparkrig import defaults
+from sparkrig.errors import ConfigError
+from sparkrig.gateway.reasoning_fields import ReasoningKeys
+
+ReasoningMode = Literal["auto", "on", "off"]
+
+
+class ServeConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    host: str = Field(default=defaults.LOCAL_HOST, description="address to listen on")
+    port: int = Field(default=0, ge=0, le=65535, description="port to listen on; 0: a free one")
+    reasoning: ReasoningMode = Field(
+        default="auto",
+        description="which chat requests are reasoning ones: 'on' every chat request (unless it "
+        "turns thinking off), 'off' none, 'auto' those that ask for reasoning "
+        "(reasoning_effort, chat_template_kwargs.enable_thinking) or name a reasoning_models model",
+    )
+    reasoning_models: list[str] = Field(
+        default_factory=list, description="model names (shell globs) that always reason"
+    )
+    stops_on_content: bool = Field(
+        default=True,
+        description="for a reasoning request, hold the stop strings back from the upstream and "
+        "apply them here to the content only",
+    )
+    normalise_reasoning: bool = Field(
+        default=True,
+        description="give the reasoning under reasoning_keys, whatever key the upstream used",
+    )
+    reasoning_keys: ReasoningKeys = Field(
+        default="both",
+        description="where the client reads reasoning; a request's X-Reasoning-Key header wins",
+    )
+    template_opens_think: bool = Field(
+        default=False,
+        description="the upstream's chat template opens <think> in the prompt, so a reply's text "
+        "is reasoning until </think> (only used when the upstream leaves tags in the content)",
+    )
+    live_guards: bool = Field(default=True, description="run the cheap detectors on every reply")
+    guard_log: Path | None = Field(default=None, description="JSONL of detector findings")
+    workload_log: Path | None = Field(default=None, description="JSONL, one line per request")
+    record_prompts: bool = Field(
+        default=False, description="put the prompt text in the workload log (off: counts only)"
+    )
+    drain_s: float = Field(
+        default=defaults.GATEWAY_DRAIN_S, ge=0, description="SIGTERM: time in-flight replies get"
+    )
+
+    def is_reasoning_request(self, body: dict[str, Any]) -> bool:
+        if self.reasoning == "off":
+            return False
+        kwargs = body.get("chat_template_kwargs")
+        thinking = kwargs.get("enable_thinking") if isinstance(kwargs, dict) else None
+        effort = body.get("reasoning_effort")
+        if thinking is False or effort == "none":
+            return False
+        if self.reasoning == "on" or thinking is True or isinstance(effort, str):
+            return True
+        model = body.get("model")
+        return isinstance(model, str) and any(
+            fnmatch.fnmatchcase(model, pattern) for pattern in self.reasoning_models
+        )
+
+
+def load_serve_config(path: Path | None, overrides: dict[str, Any]) -> ServeConfig:
+    """The file's settings (none: defaults), then every override that is not None."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        try:
+            data = tomllib.loads(path.read_text())
+        except OSError as exc:
+            raise ConfigError(f"cannot read {path} ({exc.strerror}) — check the path") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path} is not valid TOML ({exc}) — fix the file") from exc
+        data = data.get("gateway", data)
+    data.update({key: value for key, value in overrides.items() if value is not None})
+    try:
+        return ServeConfig.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(file)"
+        source = str(path) if path else "the command line"
+        raise ConfigError(
+            f"{source}: {where}: {first['msg']} — see docs/gateway.md for the settings"
+        ) from exc

@@ -1,0 +1,111 @@
+"""`gateway serve` settings: a TOML file, flags on top, and a bad file refused in one line."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from sparkrig.errors import ConfigError
+from sparkrig.gateway.serve_config import ServeConfig, load_serve_config
+from tests.conftest import SPARKRIG
+
+FULL = """
+[gateway]
+host = "127.0.0.1"
+port = 8081
+reasoning = "auto"
+reasoning_models = ["qwen3-*", "deepseek-r1*"]
+stops_on_content = true
+normalise_reasoning = true
+reasoning_keys = "reasoning_content"
+template_opens_think = false
+live_guards = false
+guard_log = "guards.jsonl"
+workload_log = "workload.jsonl"
+record_prompts = false
+drain_s = 30
+"""
+
+
+def test_a_file_then_flags(tmp_path: Path) -> None:
+    path = tmp_path / "gateway.toml"
+    path.write_text(FULL)
+    config = load_serve_config(path, {"live_guards": True, "port": None, "drain_s": 5.0})
+    assert config.port == 8081  # a flag left unset keeps the file's value
+    assert config.live_guards is True  # a flag given wins
+    assert config.drain_s == 5.0
+    assert config.reasoning_keys == "reasoning_content"
+    assert config.workload_log == Path("workload.jsonl")
+
+
+def test_no_file_is_the_defaults() -> None:
+    config = load_serve_config(None, {})
+    assert config == ServeConfig()
+    assert config.host == "127.0.0.1"
+
+
+@pytest.mark.parametrize(
+    ("body", "model", "expected"),
+    [
+        ({}, "qwen3-8b", True),
+        ({}, "llama-3", False),
+        ({"reasoning_effort": "high"}, "llama-3", True),
+        ({"chat_template_kwargs": {"enable_thinking": True}}, "llama-3", True),
+        ({"chat_template_kwargs": {"enable_thinking": False}}, "qwen3-8b", False),
+        ({"reasoning_effort": "none"}, "qwen3-8b", False),
+    ],
+)
+def test_which_requests_are_reasoning_ones(
+    body: dict[str, object], model: str, expected: bool
+) -> None:
+    config = ServeConfig(reasoning_models=["qwen3-*"])
+    assert config.is_reasoning_request({"model": model, **body}) is expected
+    assert ServeConfig(reasoning="off").is_reasoning_request({"model": model, **body}) is False
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('reasoning = "sometimes"', "reasoning: Input should be 'auto', 'on' or 'off'"),
+        ("stops_on_contnet = true", "stops_on_contnet: Extra inputs are not permitted"),
+        ("port = [", "is not valid TOML"),
+    ],
+)
+def test_a_bad_file_is_refused_in_one_line(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "gateway.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=r"gateway\.toml") as caught:
+        load_serve_config(path, {})
+    assert message in str(caught.value)
+    result = subprocess.run(
+        [SPARKRIG, "gateway", "serve", "http://127.0.0.1:9", "--config", str(path)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_port_in_use_and_a_bad_flag_are_one_line_errors() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        busy = subprocess.run(
+            [SPARKRIG, "gateway", "serve", "http://127.0.0.1:9", "--port", str(port)],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+    assert busy.returncode != 0
+    assert f"cannot listen on 127.0.0.1:{port}" in busy.stderr
+    assert "pick another --port" in busy.stderr
+    bad = subprocess.run(
+        [SPARKRIG, "gateway", "serve", "http://127.0.0.1:9", "--reasoning", "maybe"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert bad.returncode == 2
+    assert "the command line: reasoning: Input should be 'auto', 'on' or 'off'" in bad.stderr
+    for result in (busy, bad):
+        assert "Traceback" not in result.stderr
