@@ -20,6 +20,8 @@ from sparkrig.cli.common import (
     ForceFlag,
     JsonFlag,
     Range,
+    TelemetryClusterOption,
+    TelemetryFlag,
     _ladder,
     _print_json,
     _speculative,
@@ -137,20 +139,8 @@ def bench(
     api_key_env: Annotated[
         str, typer.Option(help="env var holding the API key")
     ] = defaults.API_KEY_ENV,
-    telemetry: Annotated[
-        bool,
-        typer.Option(
-            help="sample this host every second (CPU, memory, swap, network; GPU through "
-            "nvidia-ml-py when installed) into RECEIPT.telemetry.json, drawn in the report"
-        ),
-    ] = True,
-    telemetry_cluster: Annotated[
-        Path | None,
-        typer.Option(
-            "--telemetry-cluster",
-            help="also sample every node of this cluster file through its \\[executor]",
-        ),
-    ] = None,
+    telemetry: TelemetryFlag = True,
+    telemetry_cluster: TelemetryClusterOption = None,
     force: ForceFlag = False,
     as_json: JsonFlag = False,
 ) -> None:

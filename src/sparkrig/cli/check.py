@@ -17,6 +17,8 @@ from sparkrig.cli.common import (
     POSITIVE,
     ForceFlag,
     JsonFlag,
+    TelemetryClusterOption,
+    TelemetryFlag,
     _print_json,
     app,
     console,
@@ -83,19 +85,8 @@ def check(
     api_key_env: Annotated[
         str, typer.Option(help="env var holding the API key")
     ] = defaults.API_KEY_ENV,
-    telemetry: Annotated[
-        bool,
-        typer.Option(
-            help="sample this host every second into RECEIPT.telemetry.json (`report` draws it)"
-        ),
-    ] = True,
-    telemetry_cluster: Annotated[
-        Path | None,
-        typer.Option(
-            "--telemetry-cluster",
-            help="also sample every node of this cluster file through its \\[executor]",
-        ),
-    ] = None,
+    telemetry: TelemetryFlag = True,
+    telemetry_cluster: TelemetryClusterOption = None,
     force: ForceFlag = False,
     as_json: JsonFlag = False,
 ) -> None:

@@ -83,6 +83,20 @@ def ranged(help: str, within: Range, *flags: str) -> Any:
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="print machine-readable JSON")]
 ForceFlag = Annotated[bool, typer.Option("--force", help="let --out replace an existing file")]
+TelemetryFlag = Annotated[
+    bool,
+    typer.Option(
+        help="sample this host every second (CPU, memory, swap, network; GPU through "
+        "nvidia-ml-py when installed) into RECEIPT.telemetry.json, drawn in the report"
+    ),
+]
+TelemetryClusterOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--telemetry-cluster",
+        help="also sample every node of this cluster file through its \\[executor]",
+    ),
+]
 
 
 def refuse_to_replace(path: Path, *, force: bool) -> None:
