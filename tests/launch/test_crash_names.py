@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 
 from sparkrig.client.readiness import answer_one_completion
+from sparkrig.config import Cluster, load_cluster
 from sparkrig.engines.launch_spec import ProcessSpec
 from sparkrig.engines.llamacpp.server import LlamaServerSpec
 from sparkrig.errors import LaunchError
 from sparkrig.fabric.runner import ExecutorSpec
+from sparkrig.launch.cluster_plan import plan_launch
 from sparkrig.launch.cluster_state import StartedRecord
 from sparkrig.launch.cluster_up import _died_message
 from sparkrig.launch.executors import LocalExecutor
@@ -22,6 +24,8 @@ from sparkrig.launch.node_commands import observe_script, parse_observation, par
 from sparkrig.launch.node_commands import start_script as node_start_script
 from sparkrig.launch.process_record import load_records
 from tests.engines.fake_engines import write_fake
+
+EXAMPLES = Path(__file__).resolve().parent.parent.parent / "examples"
 
 
 async def test_a_local_engine_killed_by_sigill_is_named_with_the_fix(
@@ -82,3 +86,30 @@ def test_a_cluster_node_process_that_exits_keeps_its_status(tmp_path: Path) -> N
     )  # fmt: skip
     assert seen.ended is not None
     assert seen.ended.describe() == "exited with status 3"
+
+
+def test_an_embedded_build_that_needs_no_repack_gets_it_on_the_cluster_head() -> None:
+    """The self-test's --no-repack reaches the llama.cpp head when the cluster uses the embedded
+    build, and not when the cluster file names its own binary."""
+    named = load_cluster(EXAMPLES / "triangle-llamacpp.toml")  # names /opt/llama.cpp binaries
+    assert named.engine is not None
+    embedded = named.model_copy(
+        update={"engine": named.engine.model_copy(update={"binary": None, "rpc_binary": None})}
+    )
+
+    def argvs(cluster: Cluster) -> dict[str, list[list[str]]]:
+        plan = plan_launch(
+            cluster, local_state_dir=Path("/state"), require_executors=False,
+            default_binaries=("/b/llama-server", "/b/rpc"), default_server_args=("--no-repack",),
+            bundled_model=Path("/m.gguf"),
+        )  # fmt: skip
+        found: dict[str, list[list[str]]] = {}
+        for process in plan.processes:
+            found.setdefault(process.role, []).append(process.argv)
+        return found
+
+    used = argvs(embedded)
+    assert "--no-repack" in used["head"][0]
+    assert used["head"][0][0] == "/b/llama-server"
+    assert all("--no-repack" not in argv for argv in used["worker"])
+    assert all("--no-repack" not in argv for argvs_ in argvs(named).values() for argv in argvs_)

@@ -31,6 +31,7 @@ def load_plan(path: Path, profile: str | None) -> tuple[Cluster, LaunchPlan]:
 
     cluster = load_cluster(path)
     binaries = None
+    server_args: tuple[str, ...] = ()
     bundled = None
     if cluster.engine is not None and cluster.engine.kind == "llamacpp":
         from sparkrig.engines.llamacpp.build import find_installed
@@ -38,6 +39,7 @@ def load_plan(path: Path, profile: str | None) -> tuple[Cluster, LaunchPlan]:
         found = find_installed()
         if found is not None:
             binaries = (str(found.server_binary), str(found.rpc_binary))
+            server_args = tuple(found.server_args)
         if cluster.model is not None and cluster.model.path == "bundled":
             from sparkrig.engines.llamacpp.gguf_model import resolve_model
 
@@ -47,6 +49,7 @@ def load_plan(path: Path, profile: str | None) -> tuple[Cluster, LaunchPlan]:
         profile_name=profile,
         local_state_dir=state_dir(),
         default_binaries=binaries,
+        default_server_args=server_args,
         bundled_model=bundled,
     )
     return cluster, plan

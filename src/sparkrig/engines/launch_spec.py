@@ -87,6 +87,11 @@ class LaunchContext(BaseModel):
     engine_binary: str
     rpc_binary: str | None = None
     model_path: str = Field(description="the model as the engine is given it")
+    engine_args: list[str] = Field(
+        default_factory=list,
+        description="arguments the engine binary itself needs to run (the embedded build's "
+        "--no-repack when its self-test needed it)",
+    )
 
     @property
     def head(self) -> LaunchNode:

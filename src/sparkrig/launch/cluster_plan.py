@@ -94,11 +94,13 @@ def plan_launch(
     profile_name: str | None = None,
     local_state_dir: Path,
     default_binaries: tuple[str, str] | None = None,
+    default_server_args: tuple[str, ...] = (),
     bundled_model: Path | None = None,
     require_executors: bool = True,
 ) -> LaunchPlan:
     """`default_binaries`: the embedded llama-server and ggml-rpc-server, for llamacpp nodes
-    that name none. `bundled_model`: what `model.path = "bundled"` means."""
+    that name none, and `default_server_args` what that llama-server needs to run here (the
+    self-test's `--no-repack`). `bundled_model`: what `model.path = "bundled"` means."""
     if cluster.engine is None or cluster.model is None:
         raise ConfigError(
             f"cluster {cluster.name} has no [engine] and [model] tables — add them to launch "
@@ -120,6 +122,7 @@ def plan_launch(
     context = LaunchContext(
         cluster=cluster.name or "cluster", engine=engine, model=cluster.model, profile=profile,
         nodes=nodes, engine_binary=binary, rpc_binary=rpc_binary, model_path=model_path,
+        engine_args=list(default_server_args) if engine.binary is None else [],
     )  # fmt: skip
     processes = render_vllm(context) if engine.kind == "vllm" else render_llamacpp(context)
     access = [

@@ -65,7 +65,7 @@ def render_llamacpp(context: LaunchContext) -> list[ProcessSpec]:
         context_tokens=context.profile.context_tokens,
         threads=context.engine.threads,
         speculative=None,
-        extra_args=[*rpc_args, *context.profile.extra_args],
+        extra_args=[*rpc_args, *context.engine_args, *context.profile.extra_args],
     )
     head = ProcessSpec(
         node=context.head.name, role="head", name="llama-server",
