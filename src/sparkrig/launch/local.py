@@ -26,6 +26,7 @@ from sparkrig.launch.process_record import (
     save_record,
     stop_process,
 )
+from sparkrig.local_process import free_port, log_tail
 from sparkrig.process_exit import from_returncode
 
 ReadyProbe = Callable[[str, str], Awaitable[None]]
@@ -47,13 +48,6 @@ class LocalPlan(BaseModel):
     @property
     def argv(self) -> list[str]:
         return llama_server_argv(self.server)
-
-
-def free_port(host: str) -> int:
-    """A port the kernel reports free right now (another process may still take it first)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
 
 
 def check_port_free(host: str, port: int) -> None:
@@ -86,14 +80,6 @@ def plan_local(
         port_was_chosen=port_was_chosen,
         engine_build=engine_build,
     )
-
-
-def log_tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return "(no log)"
-    return " | ".join(line.strip() for line in text.strip().splitlines()[-lines:])
 
 
 async def start_local(
@@ -146,7 +132,7 @@ async def _wait_healthy(
     async with aiohttp.ClientSession(timeout=timeout) as session:
         while time.monotonic() < deadline:
             if proc.poll() is not None:
-                tail = log_tail(record.log_path)
+                tail = log_tail(record.log_path, _LOG_TAIL_LINES)
                 if any(marker in tail.lower() for marker in _BIND_FAILURE_MARKERS):
                     raise PortInUseError(
                         f"llama-server could not bind port {record.port}: {tail} — "
@@ -161,8 +147,9 @@ async def _wait_healthy(
             except (aiohttp.ClientError, TimeoutError):
                 pass  # not listening yet, or still loading the model
             await asyncio.sleep(defaults.READY_POLL_INTERVAL_S)
+    tail = log_tail(record.log_path, _LOG_TAIL_LINES)
     raise LaunchError(
-        f"llama-server did not answer /health within {timeout_s:.0f}s: {log_tail(record.log_path)}"
+        f"llama-server did not answer /health within {timeout_s:.0f}s: {tail}"
         " — a large model may need a longer --ready-timeout"
     )
 

@@ -99,7 +99,12 @@ class EngineInstall(BaseModel):
         return f"llama.cpp {self.variant.value} build, repack {'on' if self.repack else 'off'}"
 
 
-def _flags_id(flags: tuple[str, ...]) -> str:
+def variant_flags(variant: EngineVariant) -> list[str]:
+    """Every CMake flag of one build variant: the shared ones, then the variant's own."""
+    return [*defaults.LLAMA_CPP_CMAKE_FLAGS, *VARIANT_FLAGS[variant]]
+
+
+def _flags_id(flags: list[str]) -> str:
     return hashlib.sha256("\n".join(flags).encode()).hexdigest()[:10]
 
 
@@ -112,7 +117,7 @@ def build_log_path(variant: EngineVariant = EngineVariant.NATIVE) -> Path:
 def install_dir(variant: EngineVariant = EngineVariant.NATIVE) -> Path:
     """Folder of the cached build for the pinned sdist version, flags and, for a native build,
     this CPU: a cache shared between machines with other CPUs rebuilds instead of crashing."""
-    flags = (*defaults.LLAMA_CPP_CMAKE_FLAGS, *VARIANT_FLAGS[variant])
+    flags = variant_flags(variant)
     cpu = native_build_key(cpuinfo_text()) if variant == EngineVariant.NATIVE else machine()
     tag = f"{defaults.LLAMA_CPP_SDIST_VERSION}-{_flags_id(flags)}-{variant.value}-{cpu}"
     return cache_dir() / "engines" / "llama.cpp" / tag
@@ -224,7 +229,7 @@ def _build_and_prove(
     started = time.monotonic()
     log = build_log_path(variant)
     log.write_text("")
-    flags = [*defaults.LLAMA_CPP_CMAKE_FLAGS, *VARIANT_FLAGS[variant]]
+    flags = variant_flags(variant)
     with tempfile.TemporaryDirectory(prefix="llama-build-", dir=target.parent) as scratch:
         work = Path(scratch)
         built = builder(variant, work, log, progress)
@@ -234,7 +239,7 @@ def _build_and_prove(
             shutil.copy2(built / name, staged / "bin" / name)
         progress(f"self-testing the {variant.value} build on the bundled model", None)
         seconds = round(time.monotonic() - started, 1)
-        outcomes = _prove(staged / "bin" / "llama-server", target.parent / f"{target.name}")
+        outcomes = _prove(staged / "bin" / "llama-server", target)
         tried.append(f"{variant.value} build: " + ", then ".join(o.summary() for o in outcomes))
         if not outcomes[-1].passed:
             return None, outcomes
@@ -246,7 +251,7 @@ def _build_and_prove(
         )  # fmt: skip
         for outcome in record.self_tests:  # the binary moves with the folder below
             outcome.binary = str(record.server_binary)
-        (staged / RECORD_NAME).write_text(record.model_dump_json(indent=2))
+        write_atomically(record, staged / RECORD_NAME)
         if target.exists():
             shutil.rmtree(target)
         staged.rename(target)  # atomic on one filesystem: a half build is never found
@@ -319,5 +324,4 @@ def prove_external(binary: Path, *, note: NoteCallback = lambda _: None) -> Engi
 
 
 def _from_source(variant: EngineVariant, work: Path, log: Path, progress: ProgressCallback) -> Path:
-    flags = [*defaults.LLAMA_CPP_CMAKE_FLAGS, *VARIANT_FLAGS[variant]]
-    return build_from_source(variant.value, flags, work, log, progress)
+    return build_from_source(variant.value, variant_flags(variant), work, log, progress)

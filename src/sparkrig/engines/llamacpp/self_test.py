@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -22,12 +21,14 @@ from pydantic import BaseModel, Field
 
 from sparkrig import defaults
 from sparkrig.engines.llamacpp.server import LlamaServerSpec, llama_server_argv
+from sparkrig.local_process import free_port, log_tail
 from sparkrig.process_exit import ProcessExit, from_returncode
 
 NO_REPACK_FLAG = "--no-repack"
 _PROMPT = "Count from 1 to 5: 1, 2,"
 _POLL_S = 0.2
 _STOP_GRACE_S = 5.0
+_LOG_LINES = 2  # the lines a failed self-test quotes
 
 
 class SelfTestOutcome(BaseModel):
@@ -61,12 +62,6 @@ class SelfTestOutcome(BaseModel):
         if self.passed:
             return f"passed ({repack}, {self.seconds:.1f} s)"
         return f"failed ({repack}): {self.detail}"
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((defaults.LOCAL_HOST, 0))
-        return int(sock.getsockname()[1])
 
 
 def _get_ok(url: str) -> bool:
@@ -105,14 +100,6 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
-def _log_tail(path: Path, lines: int = 2) -> str:
-    try:
-        text = path.read_bytes().decode("utf-8", errors="replace")
-    except OSError:
-        return ""
-    return " | ".join(line.strip() for line in text.strip().splitlines()[-lines:])
-
-
 def self_test(
     binary: Path,
     model: Path,
@@ -123,10 +110,14 @@ def self_test(
 ) -> SelfTestOutcome:
     """Start `binary` on `model`, wait for /health, ask one completion, stop it."""
     spec = LlamaServerSpec(
-        binary=binary, model=model, alias="self-test", port=_free_port(), parallel_slots=1,
+        binary=binary,
+        model=model,
+        alias="self-test",
+        port=free_port(defaults.LOCAL_HOST),
+        parallel_slots=1,
         context_tokens=defaults.ENGINE_SELF_TEST_CONTEXT,
         extra_args=[] if repack else [NO_REPACK_FLAG],
-    )  # fmt: skip
+    )
     base_url = f"http://{spec.host}:{spec.port}"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
@@ -153,7 +144,7 @@ def self_test(
         while time.monotonic() < deadline:
             if (code := proc.poll()) is not None:
                 ended = from_returncode(code)
-                tail = _log_tail(log_path)
+                tail = log_tail(log_path, _LOG_LINES, missing="")
                 return outcome(
                     False, f"{ended.describe()}" + (f"; last log: {tail}" if tail else ""),
                     signal_name=ended.signal_name if ended.signal_number else None,
