@@ -22,7 +22,8 @@ Chunk = dict[str, Any]
 _EVENT_CHARS = defaults.GATEWAY_LOOP_SPAN_CHARS
 
 
-def _first_choice(chunk: Chunk) -> dict[str, Any] | None:
+def first_choice(chunk: Chunk) -> dict[str, Any] | None:
+    """The reply's first choice, when `choices` is a list that starts with an object."""
     choices = chunk.get("choices")
     if isinstance(choices, list) and choices and isinstance(choices[0], dict):
         return choices[0]
@@ -40,7 +41,7 @@ def rewrite_body(plan: ReplyPlan, request: TrackedRequest, body: Chunk) -> Chunk
     """A whole non-streamed reply, rewritten in place and returned."""
     if plan.inflate_counts:
         inflate_counts(body, plan.inflate_counts)
-    choice = _first_choice(body)
+    choice = first_choice(body)
     if choice is None:
         return body
     holder = choice.get("message") if plan.api == "chat" else choice
@@ -123,7 +124,7 @@ class StreamRewriter:
         return self._merger.flush() if self._merger else []
 
     def _rewrite_one(self, chunk: Chunk) -> list[Chunk] | None:
-        choice = _first_choice(chunk)
+        choice = first_choice(chunk)
         if choice is None:
             return None
         delta = choice.get("delta") if self.plan.api == "chat" else choice
@@ -256,20 +257,20 @@ class EventMerger:
             parts = [_holder(chunk).get(key) for chunk in group]
             if any(isinstance(part, str) for part in parts):
                 holder[key] = "".join(part for part in parts if isinstance(part, str))
-        logprob_lists = [(_first_choice(chunk) or {}).get("logprobs") for chunk in group]
+        logprob_lists = [(first_choice(chunk) or {}).get("logprobs") for chunk in group]
         if all(isinstance(lp, dict) for lp in logprob_lists):
             choice["logprobs"] = _join_logprobs(logprob_lists)  # type: ignore[arg-type]
         return [merged]
 
 
 def _holder(chunk: Chunk) -> dict[str, Any]:
-    choice = _first_choice(chunk) or {}
+    choice = first_choice(chunk) or {}
     delta = choice.get("delta")
     return delta if isinstance(delta, dict) else choice
 
 
 def _is_plain_content(chunk: Chunk) -> bool:
-    choice = _first_choice(chunk)
+    choice = first_choice(chunk)
     if choice is None or choice.get("finish_reason") or len(chunk.get("choices") or []) != 1:
         return False
     holder = _holder(chunk)

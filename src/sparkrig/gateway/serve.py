@@ -34,7 +34,7 @@ from sparkrig.gateway.proxy import (
     _listen,
 )
 from sparkrig.gateway.reasoning import stop_strings
-from sparkrig.gateway.reasoning_fields import ReasoningKeys
+from sparkrig.gateway.reasoning_fields import UPSTREAM_KEYS, ReasoningKeys
 from sparkrig.gateway.request_faults import Api, without_stop
 from sparkrig.gateway.serve_config import ServeConfig
 from sparkrig.gateway.serve_metrics import CONTENT_TYPE, ServeMetrics
@@ -293,7 +293,7 @@ def _carries_output(chunk: dict[str, Any]) -> bool:
             continue
         if holder.get("tool_calls") or any(
             isinstance(holder.get(k), str) and holder[k]
-            for k in ("content", "text", "reasoning_content", "reasoning")
+            for k in ("content", "text", *UPSTREAM_KEYS)
         ):
             return True
     return False

@@ -11,12 +11,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sparkrig.gateway.reasoning_fields import (
+    UPSTREAM_KEYS,
     ReasoningKeys,
     ThinkTags,
     put_reasoning,
     take_reasoning,
 )
 from sparkrig.gateway.request_faults import Api
+from sparkrig.gateway.rewrite import first_choice
 from sparkrig.gateway.stops import ContentStops
 
 Chunk = dict[str, Any]
@@ -47,13 +49,6 @@ class ReplyText:
     stopped_here: bool = False
 
 
-def _first_choice(chunk: Chunk) -> dict[str, Any] | None:
-    choices = chunk.get("choices")
-    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
-        return choices[0]
-    return None
-
-
 def _text(holder: dict[str, Any], key: str) -> str:
     value = holder.get(key)
     return value if isinstance(value, str) else ""
@@ -74,7 +69,7 @@ class ReplyShaper:
 
     def shape_body(self, body: Chunk) -> Chunk:
         self._counts(body)
-        choice = _first_choice(body)
+        choice = first_choice(body)
         if choice is None:
             return body
         if self.plan.api == "completions":
@@ -106,7 +101,7 @@ class ReplyShaper:
         `ended` turns True when a stop fired here: the reply is over."""
         self._counts(chunk)
         self.unchanged = True
-        choice = _first_choice(chunk)
+        choice = first_choice(chunk)
         if choice is None or self.ended:
             return None if self.ended else chunk
         self._last = chunk
@@ -118,8 +113,8 @@ class ReplyShaper:
         delta = choice.get("delta")
         if not isinstance(delta, dict):
             return chunk
-        had_text = bool(_text(delta, "content") or any(_text(delta, k) for k in _KEYS))
-        before = (delta.get("content"), finish_reason, any(k in delta for k in _KEYS))
+        had_text = bool(_text(delta, "content") or any(_text(delta, k) for k in UPSTREAM_KEYS))
+        before = (delta.get("content"), finish_reason, any(k in delta for k in UPSTREAM_KEYS))
         reasoning, content = self._split(delta, _text(delta, "content"), final=False)
         content = self._stops.feed(content) if content else ""
         if self._stops.stopped:
@@ -216,6 +211,3 @@ class ReplyShaper:
             self.reply.usage = chunk["usage"]
         if isinstance(chunk.get("timings"), dict):
             self.reply.timings = chunk["timings"]
-
-
-_KEYS = ("reasoning_content", "reasoning")
