@@ -70,3 +70,17 @@ def test_every_cited_anchor_is_a_note() -> None:
 def test_the_notes_cite_their_sources_by_file_name() -> None:
     notes = NOTES.read_text(encoding="utf-8")
     assert re.findall(r"0\d\d_[0-9a-f]{16}\.txt", notes)
+
+
+def test_the_patterns_catch_what_they_exist_for() -> None:
+    """Both checks can fail: a report number and an unknown anchor are found, and the repository
+    has citations for the anchor check to look at."""
+    assert REPORT_NUMBER.search("as Seed 000 finding 12 showed")
+    assert REPORT_NUMBER.search("field report 004 says")
+    assert not REPORT_NUMBER.search("docs/field-notes.md#kv-block-256")
+    cited = [m.group(1) or m.group(2) for m in CITED_ANCHOR.finditer(
+        "see docs/field-notes.md#no-such-note and (field notes: another-missing)"
+    )]  # fmt: skip
+    assert cited == ["no-such-note", "another-missing"]
+    assert not set(cited) & set(HEADING.findall(NOTES.read_text(encoding="utf-8")))
+    assert sum(len(CITED_ANCHOR.findall(_text(path))) for path in _files()) > 50

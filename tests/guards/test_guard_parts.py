@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 
 from sparkrig.client import ChatRequest
-from sparkrig.client.records import RequestRecord, TokenLogprob, TopLogprob
+from sparkrig.client.records import RequestError, RequestRecord, TokenLogprob, TopLogprob
 from sparkrig.errors import UsageError
 from sparkrig.guards.baseline import Baseline, load_baseline, save_baseline
 from sparkrig.guards.battery import choose_guards
 from sparkrig.guards.determinism import both_paths, path_label
-from sparkrig.guards.divergence import first_difference, first_divergence
+from sparkrig.guards.divergence import first_difference, first_divergence, reference_problem
 from sparkrig.guards.empty_content import classify_empty_content
 from sparkrig.guards.exact import contains_answer, counts_correctly
 from sparkrig.guards.kv_integrity import (
@@ -216,3 +216,23 @@ def test_determinism_sends_every_prompt_on_both_reply_paths_interleaved() -> Non
     assert [path_label(i) for i in range(4)] == [
         "prompt 1 streamed", "prompt 1 non-streamed", "prompt 2 streamed", "prompt 2 non-streamed",
     ]  # fmt: skip
+
+
+def _reply(content: str = "", error: str | None = None) -> RequestRecord:
+    failed = RequestError(kind="http_status", message=error) if error else None
+    return RequestRecord(
+        url="http://x", api="chat", stream=False, model="m", send_ns=0, content=content,
+        finish_reason="stop", error=failed,
+    )  # fmt: skip
+
+
+def test_empty_or_failed_replies_cannot_be_a_reference() -> None:
+    """Twelve identical empty replies are no agreement: the reference check fails on them, on a
+    failed request, and passes real text."""
+    assert reference_problem([_reply("Paris")] * 12) is None
+    empty = reference_problem([_reply("Paris"), _reply("")], what="alone")
+    assert empty is not None
+    assert empty.startswith("alone reply 2 is empty")
+    assert "empty replies cannot show agreement" in empty
+    failed = reference_problem([_reply(error="HTTP 500 — check the server log")])
+    assert failed == "reference request 1 failed: HTTP 500 — check the server log"
