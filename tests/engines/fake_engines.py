@@ -6,14 +6,37 @@
   (observed: `tilezero %tmm4` trapped in ggml-cpu's AMX code, reached through repacking).
 - `exits`: exits with status 1 after an error line, like a build that cannot load a model.
 - `hangs`: never listens, like an engine stuck at start.
+- `mute`: answers /health but every completion comes back without text, like a build whose
+  kernels produce nothing usable.
 """
 
 from __future__ import annotations
 
 import shlex
+import sys
 from pathlib import Path
 
 _LOAD_LINES = 'echo "load_tensors: CPU_REPACK model buffer size = 50.00 MiB"\n'
+
+
+_MUTE_SERVER = """
+import http.server, sys
+port = int(sys.argv[sys.argv.index("--port") + 1])
+class Mute(http.server.BaseHTTPRequestHandler):
+    def _answer(self, body):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body)
+    def do_GET(self):
+        self._answer(b'{"status": "ok"}')
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self._answer(b'{"content": ""}')
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer(("127.0.0.1", port), Mute).serve_forever()
+"""
 
 
 def write_fake(folder: Path, kind: str, real_server: Path | None = None) -> Path:
@@ -35,6 +58,10 @@ def write_fake(folder: Path, kind: str, real_server: Path | None = None) -> Path
         assert real_server is not None
         bodies["real"] = f'exec {shlex.quote(str(real_server))} "$@"\n'
     folder.mkdir(parents=True, exist_ok=True)
+    if kind == "mute":
+        script = folder / "mute_server.py"
+        script.write_text(_MUTE_SERVER)
+        bodies["mute"] = f'exec {shlex.quote(sys.executable)} {shlex.quote(str(script))} "$@"\n'
     binary = folder / "llama-server"
     binary.write_text("#!/bin/sh\n" + bodies[kind])
     binary.chmod(0o755)

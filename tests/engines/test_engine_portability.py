@@ -76,7 +76,9 @@ def test_the_native_cache_key_follows_the_cpu(
     assert install_dir(EngineVariant.PORTABLE).parent == here.parent
 
 
-def test_self_test_names_a_sigill_an_exit_and_a_hang(tmp_path: Path, bundled_model: Path) -> None:
+def test_self_test_names_a_sigill_an_exit_a_hang_and_a_mute_engine(
+    tmp_path: Path, bundled_model: Path
+) -> None:
     sigill = self_test(write_fake(tmp_path / "a", "sigill"), bundled_model, tmp_path / "a.log",
                        repack=True)  # fmt: skip
     assert not sigill.passed
@@ -96,6 +98,12 @@ def test_self_test_names_a_sigill_an_exit_and_a_hang(tmp_path: Path, bundled_mod
     assert time.monotonic() - started < 15
     assert "within 2 s" in hangs.detail
     assert "-4" not in sigill.detail + exits.detail + hangs.detail
+    mute = self_test(write_fake(tmp_path / "d", "mute"), bundled_model, tmp_path / "d.log",
+                     repack=True, timeout_s=20.0)  # fmt: skip
+    assert not mute.passed
+    assert not mute.crashed
+    assert mute.detail.startswith("healthy, but the completion failed: ")
+    assert "without text" in mute.detail
 
 
 @pytest.mark.engine
