@@ -92,6 +92,11 @@ def soft(reply: Reply) -> bool:
     return all(item["top_logprobs"][1]["logprob"] == SOFT_RUNNER_UP for item in reply.logprobs)
 
 
+def sharp(reply: Reply) -> bool:
+    """Logprobs came back and none was softened (`not soft` alone also holds for no logprobs)."""
+    return bool(reply.logprobs) and all(item["logprob"] != SOFT_TOP1 for item in reply.logprobs)
+
+
 @pytest.mark.parametrize("stream", STREAMED)
 async def test_degrade_after_softens_lone_requests_once_enough_were_served(stream: bool) -> None:
     upstream = FakeUpstream(reply_for=reply_for, token_delay_s=TOKEN_DELAY_S)
@@ -104,10 +109,10 @@ async def test_degrade_after_softens_lone_requests_once_enough_were_served(strea
         neighbour, with_neighbour = await staggered(url, [chat("bravo", stream=stream), probe])
         first_of_two, _ = await staggered(url, [probe, chat("bravo", stream=stream)])
         late_again = await send(url, probe)
-    assert not any(soft(reply) for reply in early)
+    assert all(sharp(reply) for reply in early)
     assert soft(late)
     assert soft(late_again)
-    assert not soft(with_neighbour)
+    assert sharp(with_neighbour)
     assert soft(first_of_two)  # lone when it arrived: the neighbour came later
     assert late.content == early[0].content == without_logprobs.content == reply_for(probe)
     assert [i["token"] for i in late.logprobs] == [i["token"] for i in early[0].logprobs]
@@ -161,6 +166,6 @@ async def test_soft_body_alone_softens_only_lone_non_streamed_replies() -> None:
             url, [chat("bravo", stream=True), chat("alpha", stream=False, **probe)]
         )
     assert soft(whole)
-    assert not soft(streamed)
-    assert not soft(beside)  # a neighbour was in flight when it arrived
+    assert sharp(streamed)
+    assert sharp(beside)  # a neighbour was in flight when it arrived
     assert whole.content == streamed.content == reply_for(chat("alpha", stream=False))
