@@ -115,7 +115,9 @@ def test_every_collective_is_bit_exact(size: int) -> None:
     assert [value for _, value in results] == [[]] * size
 
 
-def test_the_exactness_check_catches_a_reduction_in_another_order() -> None:
+def test_the_bit_comparison_tells_two_reduction_orders_apart() -> None:
+    """The bit-for-bit comparison the exactness tests use is fine enough to fail on an
+    all-reduce that summed in another order (it runs no collective itself)."""
     inputs = [_data(r, 1001, "float32") * 1e6 for r in range(4)]
     inputs = [torch.where(torch.isnan(x) | torch.isinf(x), 1.0, x) for x in inputs]
     one_order = _reference_sum(inputs, [0, 1, 2, 3])
