@@ -8,11 +8,12 @@ import pytest
 
 from sparkrig.gateway.config import Fault, parse_faults
 from sparkrig.gateway.count_faults import inflate_counts
-from sparkrig.gateway.reasoning import ReasoningEmulation, StopScanner, stop_strings
+from sparkrig.gateway.reasoning import ReasoningEmulation
 from sparkrig.gateway.request_faults import prompt_chars, truncate_context, without_middle_third
 from sparkrig.gateway.rewrite import EventMerger, drop_last_word
 from sparkrig.gateway.soft_logprobs import SOFT_RUNNER_UP, SOFT_TOP1, soften_logprobs
 from sparkrig.gateway.sse import SseSplitter
+from sparkrig.gateway.stops import ContentStops, stop_strings
 from sparkrig.gateway.text_faults import (
     CutAfter,
     InsertAfter,
@@ -79,12 +80,12 @@ def test_a_short_reply_loops_too() -> None:
 
 
 def test_stop_scanner_holds_back_a_possible_stop() -> None:
-    scanner = StopScanner(["Question:"])
+    scanner = ContentStops(["Question:"])
     assert scanner.feed("so the Que") == "so the "
     assert scanner.feed("st") == ""
     assert scanner.feed("ion: next") == ""
     assert scanner.stopped
-    scanner = StopScanner(["Question:"])
+    scanner = ContentStops(["Question:"])
     assert scanner.feed("a Que") == "a "
     assert scanner.feed("en") == "Queen"
     assert scanner.finish() == ""

@@ -10,13 +10,14 @@ from sparkrig import defaults
 from sparkrig.gateway.config import Fault, GatewayConfig
 from sparkrig.gateway.ledger import ServingLedger, TrackedRequest, cross_talk_span
 from sparkrig.gateway.logprob_tokens import retext_tokens, spliced_token
-from sparkrig.gateway.reasoning import ReasoningEmulation, Split, stop_strings
+from sparkrig.gateway.reasoning import ReasoningEmulation, Split
 from sparkrig.gateway.request_faults import (
     Api,
     asks_logprobs,
     truncate_context,
     without_stop,
 )
+from sparkrig.gateway.stops import stop_strings
 from sparkrig.gateway.text_faults import (
     CutAfter,
     InsertAfter,

@@ -10,49 +10,9 @@ finish_reason "stop".
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-
-def stop_strings(body: dict[str, Any]) -> list[str]:
-    """The request's `stop` as a list (it may be one string or a list); empty strings dropped."""
-    stop = body.get("stop")
-    values = [stop] if isinstance(stop, str) else stop if isinstance(stop, list) else []
-    return [value for value in values if isinstance(value, str) and value]
-
-
-class StopScanner:
-    """Cut a text stream at the first stop string, holding back any tail that may begin one."""
-
-    def __init__(self, stops: list[str]) -> None:
-        self._stops = stops
-        self._pending = ""
-        self.stopped = False
-
-    def feed(self, text: str) -> str:
-        if self.stopped:
-            return ""
-        text = self._pending + text
-        hits = [at for at in (text.find(stop) for stop in self._stops) if at != -1]
-        if hits:
-            self.stopped = True
-            self._pending = ""
-            return text[: min(hits)]
-        held = self._longest_stop_prefix_at_end(text)
-        self._pending = text[len(text) - held :] if held else ""
-        return text[: len(text) - held]
-
-    def finish(self) -> str:
-        out, self._pending = ("" if self.stopped else self._pending), ""
-        return out
-
-    def _longest_stop_prefix_at_end(self, text: str) -> int:
-        longest = 0
-        for stop in self._stops:
-            for size in range(min(len(stop) - 1, len(text)), longest, -1):
-                if text.endswith(stop[:size]):
-                    longest = size
-                    break
-        return longest
+from sparkrig.gateway.stops import ContentStops
 
 
 class Split(NamedTuple):
@@ -65,8 +25,8 @@ class ReasoningEmulation:
 
     def __init__(self, reasoning_chars: int, stops: list[str], *, stop_in_reasoning: bool) -> None:
         self._left = reasoning_chars
-        self._reasoning_stops = StopScanner(stops if stop_in_reasoning else [])
-        self._content_stops = StopScanner(stops)
+        self._reasoning_stops = ContentStops(stops if stop_in_reasoning else [])
+        self._content_stops = ContentStops(stops)
         self.ended: str | None = None
         self.stopped_in_reasoning = False
 

@@ -33,13 +33,13 @@ from sparkrig.gateway.proxy import (
     _json_object,
     _listen,
 )
-from sparkrig.gateway.reasoning import stop_strings
 from sparkrig.gateway.reasoning_fields import UPSTREAM_KEYS, ReasoningKeys
 from sparkrig.gateway.request_faults import Api, without_stop
 from sparkrig.gateway.serve_config import ServeConfig
 from sparkrig.gateway.serve_metrics import CONTENT_TYPE, ServeMetrics
 from sparkrig.gateway.shaping import ReplyShaper, ShapePlan
 from sparkrig.gateway.sse import SseSplitter, sse_data
+from sparkrig.gateway.stops import stop_strings
 from sparkrig.gateway.workload import workload_record
 
 REQUEST_ID = "X-Request-Id"

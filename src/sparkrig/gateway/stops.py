@@ -9,6 +9,15 @@ never longer than the longest stop.
 
 from __future__ import annotations
 
+from typing import Any
+
+
+def stop_strings(body: dict[str, Any]) -> list[str]:
+    """The request's `stop` as a list (it may be one string or a list); empty strings dropped."""
+    stop = body.get("stop")
+    values = [stop] if isinstance(stop, str) else stop if isinstance(stop, list) else []
+    return [value for value in values if isinstance(value, str) and value]
+
 
 class ContentStops:
     """Cut a text stream at the earliest stop string."""
