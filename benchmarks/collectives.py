@@ -38,11 +38,27 @@ def one_run(args: argparse.Namespace, scratch: Path, index: int) -> FabricTestRe
     cluster.write_text(ring_toml(args.ranks))
     out = scratch / f"receipt-{index}.json"
     done = subprocess.run(
-        [str(Path(sys.executable).with_name("sparkrig")), "fabric", "test", str(cluster),
-         "--apply", "--no-checks", "--sizes", args.sizes, "--iterations", str(args.iterations),
-         "--backend", args.backend, "--out", str(out), "--json"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        [
+            str(Path(sys.executable).with_name("sparkrig")),
+            "fabric",
+            "test",
+            str(cluster),
+            "--apply",
+            "--no-checks",
+            "--sizes",
+            args.sizes,
+            "--iterations",
+            str(args.iterations),
+            "--backend",
+            args.backend,
+            "--out",
+            str(out),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if done.returncode != 0:
         sys.exit(done.stderr)
     return FabricTestReceipt.model_validate(json.loads(out.read_text()))
@@ -71,11 +87,15 @@ def main() -> int:
                 }
                 if index == len(ratios.get((collective, size), [])):
                     ratios[collective, size].append(times["builtin"] / times["sparkrig"])
-    print(f"{receipt.backend}, {args.ranks} ranks, torch {receipt.torch_version}, "
-          f"{args.iterations} iterations per run, slowest rank's mean; medians of "
-          f"{args.repeat} runs")  # fmt: skip
-    print(f"{'collective':<15}{'size':>10}{'built-in µs':>13}{'sparkrig µs':>13}"
-          f"{'built-in busbw':>16}{'sparkrig busbw':>16}{'ratio':>7}{'range':>12}")  # fmt: skip
+    print(
+        f"{receipt.backend}, {args.ranks} ranks, torch {receipt.torch_version}, "
+        f"{args.iterations} iterations per run, slowest rank's mean; medians of "
+        f"{args.repeat} runs"
+    )
+    print(
+        f"{'collective':<15}{'size':>10}{'built-in µs':>13}{'sparkrig µs':>13}"
+        f"{'built-in busbw':>16}{'sparkrig busbw':>16}{'ratio':>7}{'range':>12}"
+    )
     for collective in COLLECTIVES:
         for size in sorted({s for c, s, _ in seconds if c == collective}):
             theirs = statistics.median(seconds[collective, size, "builtin"])

@@ -34,9 +34,11 @@ REQUESTS_PER_ROUND = 3
 
 async def decode_rate(record: InstanceRecord) -> float:
     request = ChatRequest(
-        model=record.alias, messages=[{"role": "user", "content": PROMPT}],
-        max_tokens=MAX_TOKENS, temperature=0.0,
-    )  # fmt: skip
+        model=record.alias,
+        messages=[{"role": "user", "content": PROMPT}],
+        max_tokens=MAX_TOKENS,
+        temperature=0.0,
+    )
     async with EndpointClient(record.base_url, timeout_s=120.0) as client:
         reply = await client.send(request)
     return reply.decode_tps or 0.0
@@ -56,9 +58,13 @@ def settings() -> dict[str, tuple[Path, list[str]]]:
 
 async def start(binary: Path, extra: list[str]) -> InstanceRecord:
     server = LlamaServerSpec(
-        binary=binary, model=resolve_model(None), alias="bench",
-        port=free_port(defaults.LOCAL_HOST), threads=1, extra_args=extra,
-    )  # fmt: skip
+        binary=binary,
+        model=resolve_model(None),
+        alias="bench",
+        port=free_port(defaults.LOCAL_HOST),
+        threads=1,
+        extra_args=extra,
+    )
     return await start_local(plan_local(server, port_was_chosen=True), answer_one_completion)
 
 

@@ -57,8 +57,11 @@ async def _stream(request: web.Request) -> web.StreamResponse:
             await asyncio.sleep(pace_s)
         elif index % 16 == 0:
             await asyncio.sleep(0)  # let other streams write too
-    end = {"choices": [{"finish_reason": "length", "index": 0, "delta": {}}], **base,
-           "t": time.monotonic_ns()}  # fmt: skip
+    end = {
+        "choices": [{"finish_reason": "length", "index": 0, "delta": {}}],
+        **base,
+        "t": time.monotonic_ns(),
+    }
     await response.write(f"data: {json.dumps(end)}\n\ndata: [DONE]\n\n".encode())
     await response.write_eof()
     return response
@@ -77,8 +80,13 @@ async def one_stream(
     session: aiohttp.ClientSession, url: str, events: int, pace_ms: float
 ) -> list[int]:
     """Delivery latency (ns) of each content event of one reply."""
-    body = {"model": "bench", "stream": True, "max_tokens": events, "pace_ms": pace_ms,
-            "messages": [{"role": "user", "content": "go"}]}  # fmt: skip
+    body = {
+        "model": "bench",
+        "stream": True,
+        "max_tokens": events,
+        "pace_ms": pace_ms,
+        "messages": [{"role": "user", "content": "go"}],
+    }
     latencies = []
     async with session.post(url + "/v1/chat/completions", json=body) as response:
         async for line in response.content:
@@ -132,11 +140,22 @@ async def wait_listening(port: int) -> None:
 
 
 async def measure(urls: dict[str, str], streams_list: list[int], events: int) -> None:
-    print(f"{events} events per stream; paced every {PACE_MS:g} ms, then a flood; "
-          f"machine: {os.cpu_count()} cores, shared")  # fmt: skip
-    header = ("streams", "direct p50 ms", "gateway p50 ms", "added p50 ms", "direct p99 ms",
-              "gateway p99 ms", "added p99 ms", "flood direct ev/s", "flood gateway ev/s",
-              "ratio")  # fmt: skip
+    print(
+        f"{events} events per stream; paced every {PACE_MS:g} ms, then a flood; "
+        f"machine: {os.cpu_count()} cores, shared"
+    )
+    header = (
+        "streams",
+        "direct p50 ms",
+        "gateway p50 ms",
+        "added p50 ms",
+        "direct p99 ms",
+        "gateway p99 ms",
+        "added p99 ms",
+        "flood direct ev/s",
+        "flood gateway ev/s",
+        "ratio",
+    )
     print(" | ".join(header))
     for streams in streams_list:
         paced = {k: (await run(u, streams, events, PACE_MS))[0] for k, u in urls.items()}
@@ -144,10 +163,17 @@ async def measure(urls: dict[str, str], streams_list: list[int], events: int) ->
         med = {k: statistics.median(v) / 1e6 for k, v in paced.items()}
         tail = {k: p99(v) / 1e6 for k, v in paced.items()}
         row = (
-            streams, med["direct"], med["gateway"], med["gateway"] - med["direct"],
-            tail["direct"], tail["gateway"], tail["gateway"] - tail["direct"],
-            flood["direct"], flood["gateway"], flood["gateway"] / flood["direct"],
-        )  # fmt: skip
+            streams,
+            med["direct"],
+            med["gateway"],
+            med["gateway"] - med["direct"],
+            tail["direct"],
+            tail["gateway"],
+            tail["gateway"] - tail["direct"],
+            flood["direct"],
+            flood["gateway"],
+            flood["gateway"] / flood["direct"],
+        )
         print(" | ".join(f"{v:.3f}" if isinstance(v, float) else str(v) for v in row))
 
 
@@ -156,8 +182,9 @@ def main(streams_list: list[int], events: int) -> None:
     upstream = subprocess.Popen([sys.executable, __file__, "--upstream", str(upstream_port)])
     gateway = subprocess.Popen(
         [SPARKRIG, "gateway", "serve", f"http://127.0.0.1:{upstream_port}", "--reasoning", "on"],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         asyncio.run(wait_listening(upstream_port))
         assert gateway.stdout is not None

@@ -113,10 +113,17 @@ def _choice(api: str, text: str | None, finish: str | None = None) -> dict[str, 
 
 
 def _timings(predicted_n: int) -> dict[str, Any]:
-    return {"cache_n": 0, "prompt_n": 32, "prompt_ms": 139.692, "prompt_per_token_ms": 4.365375,
-            "prompt_per_second": 229.07539443919478, "predicted_n": predicted_n,
-            "predicted_ms": predicted_n * 7.406, "predicted_per_token_ms": 7.406,
-            "predicted_per_second": 135.02565487442615}  # fmt: skip
+    return {
+        "cache_n": 0,
+        "prompt_n": 32,
+        "prompt_ms": 139.692,
+        "prompt_per_token_ms": 4.365375,
+        "prompt_per_second": 229.07539443919478,
+        "predicted_n": predicted_n,
+        "predicted_ms": predicted_n * 7.406,
+        "predicted_per_token_ms": 7.406,
+        "predicted_per_second": 135.02565487442615,
+    }
 
 
 def render_reply(api: str, tokens: int, *, paced: bool) -> Reply:
@@ -126,8 +133,12 @@ def render_reply(api: str, tokens: int, *, paced: bool) -> Reply:
         _event(api, [_choice(api, _STAMP_MARK if paced or n == 1 else " tok")], timings=_timings(n))
         for n in range(1, tokens + 1)
     ]
-    usage = {"completion_tokens": tokens, "prompt_tokens": 32, "total_tokens": 32 + tokens,
-             "prompt_tokens_details": {"cached_tokens": 0}}  # fmt: skip
+    usage = {
+        "completion_tokens": tokens,
+        "prompt_tokens": 32,
+        "total_tokens": 32 + tokens,
+        "prompt_tokens_details": {"cached_tokens": 0},
+    }
     tail = (
         _event(api, [_choice(api, None, "stop")])
         + _event(api, [], usage=usage, timings=_timings(tokens))
@@ -429,21 +440,33 @@ def run_guidellm(
     prompts.write_text("Say tok.\n" * settings.max_requests)
     report = workdir / f"guidellm-{streams}.json"
     argv = [
-        str(exe), "run",
-        "--backend", f"kind=openai_http,target={url},model={MODEL},max_tokens={settings.tokens}",
-        "--profile", f"kind=concurrent,streams={streams}",
-        "--constraint", f"kind=max_duration,seconds={settings.seconds:g}",
-        "--constraint", f"kind=max_requests,count={settings.max_requests}",
-        "--data", f"kind=text_file,path={prompts}",
-        "--output", f"kind=json,path={report}",
+        str(exe),
+        "run",
+        "--backend",
+        f"kind=openai_http,target={url},model={MODEL},max_tokens={settings.tokens}",
+        "--profile",
+        f"kind=concurrent,streams={streams}",
+        "--constraint",
+        f"kind=max_duration,seconds={settings.seconds:g}",
+        "--constraint",
+        f"kind=max_requests,count={settings.max_requests}",
+        "--data",
+        f"kind=text_file,path={prompts}",
+        "--output",
+        f"kind=json,path={report}",
         "--disable-console",
-    ]  # fmt: skip
+    ]
     offline = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "DO_NOT_TRACK": "1"}
     # its own session, so a guidellm that hangs is ended with every worker process it started
     with subprocess.Popen(
-        argv, cwd=workdir, env={**os.environ, **offline}, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True, start_new_session=True,
-    ) as guidellm:  # fmt: skip
+        argv,
+        cwd=workdir,
+        env={**os.environ, **offline},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    ) as guidellm:
         try:
             output, _ = guidellm.communicate(timeout=settings.seconds + GUIDELLM_SLACK_S)
         except subprocess.TimeoutExpired:
@@ -480,14 +503,19 @@ def _pair(values: tuple[float, float] | None) -> str:
 
 def print_rows(levels: list[Level], *, header: bool = True) -> None:
     if header:
-        print(f"{'tool':<9} {'phase':<8} {'streams':>7} {'requests':>8} {'errors':>6} "
-              f"{'tokens/s':>9} {'first byte p50/p99 ms':>22} {'per token p50/p99 ms':>22} "
-              f"{'CPU%':>5}")  # fmt: skip
+        print(
+            f"{'tool':<9} {'phase':<8} {'streams':>7} {'requests':>8} {'errors':>6} "
+            f"{'tokens/s':>9} {'first byte p50/p99 ms':>22} {'per token p50/p99 ms':>22} "
+            f"{'CPU%':>5}"
+        )
     for level in levels:
         cpu = "-" if level.cpu_percent is None else f"{level.cpu_percent:.0f}"
-        print(f"{level.tool:<9} {level.phase:<8} {level.streams:>7} {level.requests:>8} "
-              f"{level.errors:>6} {level.tokens_per_s:>9.0f} {_pair(level.first_byte_ms):>22} "
-              f"{_pair(level.per_token_ms):>22} {cpu:>5}", flush=True)  # fmt: skip
+        print(
+            f"{level.tool:<9} {level.phase:<8} {level.streams:>7} {level.requests:>8} "
+            f"{level.errors:>6} {level.tokens_per_s:>9.0f} {_pair(level.first_byte_ms):>22} "
+            f"{_pair(level.per_token_ms):>22} {cpu:>5}",
+            flush=True,
+        )
 
 
 def print_verdicts(levels: list[Level]) -> None:
@@ -497,14 +525,18 @@ def print_verdicts(levels: list[Level]) -> None:
         if ours is not None:
             ratio = ours.tokens_per_s / theirs.tokens_per_s
             verdict = "met" if ratio >= TARGET_RATIO else "NOT met"
-            print(f"{theirs.streams:>4} streams: sparkrig/guidellm tokens/s = {ratio:.2f}x "
-                  f"(target {TARGET_RATIO:g}x: {verdict})")  # fmt: skip
+            print(
+                f"{theirs.streams:>4} streams: sparkrig/guidellm tokens/s = {ratio:.2f}x "
+                f"(target {TARGET_RATIO:g}x: {verdict})"
+            )
     paced = mine.get(("paced", TARGET_STREAMS))
     if paced is not None:
         for name, pair in (("first byte", paced.first_byte_ms), ("per token", paced.per_token_ms)):
             verdict = "met" if pair is not None and pair[1] <= TARGET_P99_MS else "NOT met"
-            print(f"paced, {TARGET_STREAMS} streams: {name} added p50/p99 {_pair(pair)} ms "
-                  f"(target <= {TARGET_P99_MS:g} ms: {verdict})")  # fmt: skip
+            print(
+                f"paced, {TARGET_STREAMS} streams: {name} added p50/p99 {_pair(pair)} ms "
+                f"(target <= {TARGET_P99_MS:g} ms: {verdict})"
+            )
 
 
 def main(settings: Settings, guidellm_path: str | None) -> None:
@@ -513,13 +545,18 @@ def main(settings: Settings, guidellm_path: str | None) -> None:
     levels: list[Level] = []
     process, url = start_server(settings)
     try:
-        print(f"loopback server {url} (pid {process.pid}), {os.cpu_count()} cores; instant: "
-              f"{settings.tokens} tokens a reply; paced: {settings.paced_tokens} tokens, one per "
-              f"{settings.pace_ms:g} ms; each phase {settings.seconds:g}s or "
-              f"{settings.max_requests} requests", flush=True)  # fmt: skip
+        print(
+            f"loopback server {url} (pid {process.pid}), {os.cpu_count()} cores; instant: "
+            f"{settings.tokens} tokens a reply; paced: {settings.paced_tokens} tokens, one per "
+            f"{settings.pace_ms:g} ms; each phase {settings.seconds:g}s or "
+            f"{settings.max_requests} requests",
+            flush=True,
+        )
         if guidellm is None:
-            print(f"guidellm not found (--guidellm, ${GUIDELLM_ENV}, {GUIDELLM_DEFAULT} or PATH): "
-                  "no side-by-side ratio — install it in its own venv to compare")  # fmt: skip
+            print(
+                f"guidellm not found (--guidellm, ${GUIDELLM_ENV}, {GUIDELLM_DEFAULT} or PATH): "
+                "no side-by-side ratio — install it in its own venv to compare"
+            )
         print_rows([])
         with tempfile.TemporaryDirectory(prefix="loadgen-") as workdir:
             for streams in settings.levels:
@@ -559,7 +596,12 @@ if __name__ == "__main__":
     )
     args = parser.parse_args()
     settings = Settings(
-        args.levels, args.seconds, args.max_requests, args.tokens, args.paced_tokens,
-        args.pace_ms, args.keep_records,
-    )  # fmt: skip
+        args.levels,
+        args.seconds,
+        args.max_requests,
+        args.tokens,
+        args.paced_tokens,
+        args.pace_ms,
+        args.keep_records,
+    )
     main(settings, args.guidellm)

@@ -29,8 +29,12 @@ def test_demo_prints_the_table_writes_the_record_and_stops(
     out = tmp_path / "demo.json"
     done = subprocess.run(
         [SPARKRIG, "demo", "--out", str(out)],
-        env=env, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert "decode tok/s" in done.stdout
     assert "server metrics (llama.cpp" in done.stdout
@@ -40,8 +44,12 @@ def test_demo_prints_the_table_writes_the_record_and_stops(
     check = json.loads(out.with_name("demo.check.json").read_text())
     assert check["complete"]
     assert [r["guard"] for r in check["results"]] == [
-        "exact", "determinism", "stream_parity", "structured", "garble",
-    ]  # fmt: skip
+        "exact",
+        "determinism",
+        "stream_parity",
+        "structured",
+        "garble",
+    ]
     assert all(r["verdict"] == "PASS" for r in check["results"]), check["results"]
     assert "report: file://" in done.stdout
     bench = load_receipt(out.with_name("demo.bench.json"))
@@ -81,8 +89,10 @@ def test_demo_stopped_by_sigterm_stops_its_engine(tmp_path: Path, engine: Engine
     env = {**os.environ, "SPARKRIG_STATE_DIR": str(state)}
     demo = subprocess.Popen(
         [SPARKRIG, "demo", "--out", str(tmp_path / "demo.json")],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 60
         records: list[Path] = []

@@ -78,9 +78,12 @@ def test_the_patterns_catch_what_they_exist_for() -> None:
     assert REPORT_NUMBER.search("as Seed 000 finding 12 showed")
     assert REPORT_NUMBER.search("field report 004 says")
     assert not REPORT_NUMBER.search("docs/field-notes.md#kv-block-256")
-    cited = [m.group(1) or m.group(2) for m in CITED_ANCHOR.finditer(
-        "see docs/field-notes.md#no-such-note and (field notes: another-missing)"
-    )]  # fmt: skip
+    cited = [
+        m.group(1) or m.group(2)
+        for m in CITED_ANCHOR.finditer(
+            "see docs/field-notes.md#no-such-note and (field notes: another-missing)"
+        )
+    ]
     assert cited == ["no-such-note", "another-missing"]
     assert not set(cited) & set(HEADING.findall(NOTES.read_text(encoding="utf-8")))
     assert sum(len(CITED_ANCHOR.findall(_text(path))) for path in _files()) > 50

@@ -79,10 +79,14 @@ async def _quick_check(console: Console, base_url: str, model: str, out_path: Pa
     this clean run records it (the table says so), and later runs are judged against it."""
     baseline = default_baseline_path("embedded", model)
     return await run_battery(
-        base_url, settings=CheckSettings(quick=True), out_path=out_path, model=model,
-        baseline_path=baseline, record_baseline=not baseline.exists(),
+        base_url,
+        settings=CheckSettings(quick=True),
+        out_path=out_path,
+        model=model,
+        baseline_path=baseline,
+        record_baseline=not baseline.exists(),
         on_result=lambda result: console.print(result_line(result), highlight=False),
-    )  # fmt: skip
+    )
 
 
 async def _smoke(receipt: SmokeReceipt, out_path: Path) -> None:

@@ -19,14 +19,19 @@ pytestmark = [pytest.mark.engine, pytest.mark.asyncio(loop_scope="session")]
 
 TOKENS = 32
 SETTINGS = BenchSettings(
-    max_samples=2, min_samples=2, warmup_requests=0, decode_tokens=TOKENS, concurrency=[2],
+    max_samples=2,
+    min_samples=2,
+    warmup_requests=0,
+    decode_tokens=TOKENS,
+    concurrency=[2],
     precision=0.5,
-)  # fmt: skip
+)
 
 
 async def _bench(url: str, out: Path) -> list[tuple[str, bool, list[str]]]:
-    receipt = await run_bench(url, suites=["decode", "concurrency"], settings=SETTINGS,
-                              out_path=out)  # fmt: skip
+    receipt = await run_bench(
+        url, suites=["decode", "concurrency"], settings=SETTINGS, out_path=out
+    )
     assert not [w for w in receipt.warnings if "tokenize" in w]  # the text check ran
     return [
         (f"{p.suite}/{p.name}", p.invalid, [f for s in p.samples for f in s.accounting])

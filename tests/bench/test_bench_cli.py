@@ -26,8 +26,10 @@ def test_ctrl_c_keeps_the_finished_samples_and_stops_the_engine(
     env = {**os.environ, "SPARKRIG_STATE_DIR": str(state)}
     bench = subprocess.Popen(
         [SPARKRIG, "bench", "--local", "--out", str(out), "--tokens", "32"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -55,10 +57,27 @@ def test_local_bench_gives_the_spec_suite_its_own_engine(
     env = {**os.environ, "SPARKRIG_STATE_DIR": str(tmp_path / "state")}
     out = tmp_path / "bench.json"
     done = subprocess.run(
-        [SPARKRIG, "bench", "--local", "--suite", "decode,spec", "--max-samples", "2",
-         "--tokens", "32", "--precision", "0.5", "--out", str(out)],
-        env=env, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+        [
+            SPARKRIG,
+            "bench",
+            "--local",
+            "--suite",
+            "decode,spec",
+            "--max-samples",
+            "2",
+            "--tokens",
+            "32",
+            "--precision",
+            "0.5",
+            "--out",
+            str(out),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     receipt = load_receipt(out)
     assert receipt.complete

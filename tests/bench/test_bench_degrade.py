@@ -99,9 +99,15 @@ async def test_a_url_that_is_not_an_openai_server_is_one_line(
 ) -> None:
     env = {**os.environ, "SPARKRIG_STATE_DIR": str(tmp_path / "state")}
     process = await asyncio.create_subprocess_exec(
-        SPARKRIG, "bench", f"{bare_server}/page", "--out", str(tmp_path / "r.json"),
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
+        SPARKRIG,
+        "bench",
+        f"{bare_server}/page",
+        "--out",
+        str(tmp_path / "r.json"),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     _, stderr = await process.communicate()
     lines = stderr.decode().strip().splitlines()
     assert process.returncode != 0

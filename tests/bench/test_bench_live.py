@@ -50,9 +50,11 @@ async def test_rounds_add_samples_to_the_same_points(
 ) -> None:
     settings = QUICK.model_copy(update={"rounds": 2, "concurrency": [1]})
     receipt = await run_bench(
-        llama_server.base_url, suites=["concurrency"], settings=settings,
+        llama_server.base_url,
+        suites=["concurrency"],
+        settings=settings,
         out_path=tmp_path / "rounds.json",
-    )  # fmt: skip
+    )
     assert [point.name for point in receipt.points] == ["c=1 cold", "c=1 cached"]
     assert {sample.round for sample in receipt.points[0].samples} == {1, 2}
     assert receipt.points[0].summary is not None
@@ -175,9 +177,11 @@ async def test_concurrency_prompts_are_cold_and_distinct_and_replays_are_their_o
         max_samples=3, decode_tokens=16, concurrency=[2], prompt_tokens=192, precision=0.5
     )
     receipt = await run_bench(
-        llama_server.base_url, suites=["concurrency"], settings=settings,
+        llama_server.base_url,
+        suites=["concurrency"],
+        settings=settings,
         out_path=tmp_path / "c.json",
-    )  # fmt: skip
+    )
     assert not receipt.warnings
     by_name = {point.name: point for point in receipt.points}
     assert list(by_name) == ["c=2 cold", "c=2 cached"]

@@ -25,10 +25,16 @@ def receipt(
 ) -> BenchReceipt:
     def request(ttft: float) -> RequestSummary:
         return RequestSummary(
-            prompt_sha256="0" * 16, completion_tokens=128, token_source="per_event_timings",
-            ttft_s=ttft, decode_tps=values[0], e2e_s=1.0, finish_reason="length",
-            first_output_ns=1, last_output_ns=2,
-        )  # fmt: skip
+            prompt_sha256="0" * 16,
+            completion_tokens=128,
+            token_source="per_event_timings",
+            ttft_s=ttft,
+            decode_tps=values[0],
+            e2e_s=1.0,
+            finish_reason="length",
+            first_output_ns=1,
+            last_output_ns=2,
+        )
 
     ttfts = ttfts or [0.05] * len(values)
     rounds = rounds or [1] * len(values)

@@ -33,11 +33,24 @@ MODEL = "m"
 
 
 async def soak(
-    url: str, path: Path, *, duration_s: float, window_s: float, traffic: str = "mixed",
-    records_from: Path | None = None, concurrency: int = 2,
-) -> SoakReceipt:  # fmt: skip
-    receipt = new_receipt(url, MODEL, traffic, concurrency=concurrency, duration_s=duration_s,
-                          window_s=window_s, seed=0)  # fmt: skip
+    url: str,
+    path: Path,
+    *,
+    duration_s: float,
+    window_s: float,
+    traffic: str = "mixed",
+    records_from: Path | None = None,
+    concurrency: int = 2,
+) -> SoakReceipt:
+    receipt = new_receipt(
+        url,
+        MODEL,
+        traffic,
+        concurrency=concurrency,
+        duration_s=duration_s,
+        window_s=window_s,
+        seed=0,
+    )
     saves: list[int] = []
 
     def saved(current: SoakReceipt) -> None:
@@ -47,11 +60,13 @@ async def soak(
 
     source = (
         replayed_traffic(MODEL, read_workload(records_from))
-        if records_from else mixed_traffic(MODEL)
-    )  # fmt: skip
+        if records_from
+        else mixed_traffic(MODEL)
+    )
     async with EndpointClient(url) as client:
-        run = SoakRun(client, receipt, source, metrics_url=f"{client.base_url}/metrics",
-                      on_window=saved)  # fmt: skip
+        run = SoakRun(
+            client, receipt, source, metrics_url=f"{client.base_url}/metrics", on_window=saved
+        )
         done = await run.run()
     assert saves == sorted(saves)  # the receipt was written as windows closed
     assert saves[0] >= 1
@@ -80,11 +95,24 @@ async def test_an_idle_gap_between_windows_shows_its_first_ttft(
     llama_server: InstanceRecord, tmp_path: Path
 ) -> None:
     receipt_path = tmp_path / "soak.json"
-    receipt = new_receipt(llama_server.base_url, MODEL, "mixed", concurrency=1, duration_s=7,
-                          window_s=2, seed=0, idle_gap_s=2)  # fmt: skip
+    receipt = new_receipt(
+        llama_server.base_url,
+        MODEL,
+        "mixed",
+        concurrency=1,
+        duration_s=7,
+        window_s=2,
+        seed=0,
+        idle_gap_s=2,
+    )
     async with EndpointClient(llama_server.base_url) as client:
-        run = SoakRun(client, receipt, mixed_traffic(MODEL), metrics_url=None,
-                      on_window=lambda r: save_soak_receipt(r, receipt_path))  # fmt: skip
+        run = SoakRun(
+            client,
+            receipt,
+            mixed_traffic(MODEL),
+            metrics_url=None,
+            on_window=lambda r: save_soak_receipt(r, receipt_path),
+        )
         done = await run.run()
     first, second = done.windows[:2]
     assert first.idle_before_s is None
@@ -113,14 +141,21 @@ async def test_a_recorded_workload_is_replayed(
 ) -> None:
     log = tmp_path / "workload.jsonl"
     async with running_serving_gateway(llama_server.base_url, ServeConfig(workload_log=log)) as (
-        url, _,
-    ):  # fmt: skip
+        url,
+        _,
+    ):
         await soak(url, tmp_path / "first.json", duration_s=3, window_s=3)
     recorded = read_workload(log)
     assert recorded
     assert {r.params.get("max_tokens") for r in recorded}
-    done = await soak(llama_server.base_url, tmp_path / "replay.json", duration_s=3, window_s=3,
-                      traffic=f"replay {log}", records_from=log)  # fmt: skip
+    done = await soak(
+        llama_server.base_url,
+        tmp_path / "replay.json",
+        duration_s=3,
+        window_s=3,
+        traffic=f"replay {log}",
+        records_from=log,
+    )
     assert done.windows[0].kinds.get("replay")
     assert (done.lost, done.bad_outputs) == (0, 0), done.problems
 
@@ -135,12 +170,16 @@ def test_mixed_traffic_covers_every_kind() -> None:
     ("content", "expected"),
     [
         ("", "line 1: empty"),
-        ('{"request_id": "a", "time": 1, "api": "chat", "status": 200}\n{"request_id": ',
-         "line 2 is not a workload record"),
-        ('{"request_id": "a", "time": 1, "api": "chat", "status": 200}\n\n{"api": "chat"}\n',
-         "line 3 is not a workload record"),
+        (
+            '{"request_id": "a", "time": 1, "api": "chat", "status": 200}\n{"request_id": ',
+            "line 2 is not a workload record",
+        ),
+        (
+            '{"request_id": "a", "time": 1, "api": "chat", "status": 200}\n\n{"api": "chat"}\n',
+            "line 3 is not a workload record",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_corrupt_or_empty_workload_is_refused_with_its_line(
     tmp_path: Path, content: str, expected: str
 ) -> None:
@@ -148,8 +187,11 @@ def test_a_corrupt_or_empty_workload_is_refused_with_its_line(
     path.write_text(content)
     result = subprocess.run(
         [SPARKRIG, "soak", "http://127.0.0.1:9", "--replay", str(path)],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert result.returncode == 2
     assert expected in result.stderr
     assert "Traceback" not in result.stderr

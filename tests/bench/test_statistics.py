@@ -210,8 +210,12 @@ def test_a_point_never_stops_between_its_looks() -> None:
     values = [100.0, 100.1, 100.0, 99.9, 100.0, 100.1]  # precise from n = 2 on
     looks = [4, 6]
     assert [stop_on_precision(values[:n], looks, 0.03) for n in range(2, 7)] == [
-        False, False, True, False, True,
-    ]  # fmt: skip
+        False,
+        False,
+        True,
+        False,
+        True,
+    ]
     noisy = [80.0, 120.0, 90.0, 110.0]
     assert not stop_on_precision(noisy, looks, 0.03)  # a look, but not precise
 

@@ -219,10 +219,14 @@ def test_stream_with_only_final_usage_has_no_per_event_counts() -> None:
     last = text("", "length")
     last["usage"] = {"completion_tokens": 3, "prompt_tokens": 1, "total_tokens": 4}
     record = replay(
-        [(at(100), text("One")), (at(120), text(" two")), (at(140), text(" three")),
-         (at(141), last)],
+        [
+            (at(100), text("One")),
+            (at(120), text(" two")),
+            (at(140), text(" three")),
+            (at(141), last),
+        ],
         api="completions",
-    )  # fmt: skip
+    )
 
     assert record.token_source == "final_usage"
     assert [event.tokens for event in record.events] == [None, None, None, None]
@@ -402,16 +406,29 @@ def tool_fragment(index: int, **fields: Any) -> Chunk:
 
 
 def test_tool_calls_are_assembled_from_streamed_fragments() -> None:
-    record = replay([
-        (at(100), chat_chunk({"role": "assistant", "content": None})),
-        (at(110), tool_fragment(0, id="call_a", type="function",
-                                function={"name": "get_", "arguments": ""})),
-        (at(120), tool_fragment(0, function={"name": "weather", "arguments": '{"city": '})),
-        (at(130), tool_fragment(0, function={"arguments": '"Paris"}'})),
-        (at(140), tool_fragment(1, id="call_b", type="function",
-                                function={"name": "get_time", "arguments": "{}"})),
-        (at(150), chat_chunk({}, finish_reason="tool_calls")),
-    ])  # fmt: skip
+    record = replay(
+        [
+            (at(100), chat_chunk({"role": "assistant", "content": None})),
+            (
+                at(110),
+                tool_fragment(
+                    0, id="call_a", type="function", function={"name": "get_", "arguments": ""}
+                ),
+            ),
+            (at(120), tool_fragment(0, function={"name": "weather", "arguments": '{"city": '})),
+            (at(130), tool_fragment(0, function={"arguments": '"Paris"}'})),
+            (
+                at(140),
+                tool_fragment(
+                    1,
+                    id="call_b",
+                    type="function",
+                    function={"name": "get_time", "arguments": "{}"},
+                ),
+            ),
+            (at(150), chat_chunk({}, finish_reason="tool_calls")),
+        ]
+    )
 
     assert [call["id"] for call in record.tool_calls] == ["call_a", "call_b"]
     assert [call["function"]["name"] for call in record.tool_calls] == ["get_weather", "get_time"]
@@ -450,13 +467,17 @@ def test_chat_style_logprobs_keep_token_value_and_alternatives() -> None:
     )
 
     assert record.logprobs == [
-        TokenLogprob(token="I", logprob=-2.32,
-                     top=[TopLogprob(token="I", logprob=-2.32),
-                          TopLogprob(token="Hello", logprob=-2.35)]),
-        TokenLogprob(token="'m", logprob=-0.17,
-                     top=[TopLogprob(token="'m", logprob=-0.17),
-                          TopLogprob(token=" hope", logprob=-3.51)]),
-    ]  # fmt: skip
+        TokenLogprob(
+            token="I",
+            logprob=-2.32,
+            top=[TopLogprob(token="I", logprob=-2.32), TopLogprob(token="Hello", logprob=-2.35)],
+        ),
+        TokenLogprob(
+            token="'m",
+            logprob=-0.17,
+            top=[TopLogprob(token="'m", logprob=-0.17), TopLogprob(token=" hope", logprob=-3.51)],
+        ),
+    ]
 
 
 def test_legacy_completions_logprobs_read_parallel_lists() -> None:
@@ -488,10 +509,14 @@ def test_legacy_completions_logprobs_read_parallel_lists() -> None:
 
     assert record.content == " Paris."
     assert record.logprobs == [
-        TokenLogprob(token=" Paris", logprob=-0.1,
-                     top=[TopLogprob(token=" Paris", logprob=-0.1),
-                          TopLogprob(token=" Lyon", logprob=-2.5)]),
-        TokenLogprob(token=".", logprob=-0.4,
-                     top=[TopLogprob(token=".", logprob=-0.4),
-                          TopLogprob(token=",", logprob=-1.2)]),
-    ]  # fmt: skip
+        TokenLogprob(
+            token=" Paris",
+            logprob=-0.1,
+            top=[TopLogprob(token=" Paris", logprob=-0.1), TopLogprob(token=" Lyon", logprob=-2.5)],
+        ),
+        TokenLogprob(
+            token=".",
+            logprob=-0.4,
+            top=[TopLogprob(token=".", logprob=-0.4), TopLogprob(token=",", logprob=-1.2)],
+        ),
+    ]

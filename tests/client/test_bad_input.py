@@ -253,8 +253,15 @@ async def test_failures_among_many_concurrent_requests_do_not_end_the_run(
 
     kinds = [None if record.error is None else record.error.kind for record in records]
     assert kinds == [
-        None, "http_status", None, "non_json", None, "stream_cut", None, "non_json",
-    ] * 3 + ["connect"]  # fmt: skip
+        None,
+        "http_status",
+        None,
+        "non_json",
+        None,
+        "stream_cut",
+        None,
+        "non_json",
+    ] * 3 + ["connect"]
     assert {record.content for record in records if record.ok} == {"Hello world"}
 
 
@@ -267,9 +274,12 @@ async def run_cli(*args: str, state_dir: Path) -> tuple[int, str, str]:
     for name in ("SPARKRIG_API_KEY", "FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
         env.pop(name, None)
     process = await asyncio.create_subprocess_exec(
-        SPARKRIG, *args, env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+        SPARKRIG,
+        *args,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     try:
         stdout, stderr = await asyncio.wait_for(process.communicate(), CLI_TIMEOUT_S)
     except TimeoutError:

@@ -46,8 +46,13 @@ def test_vllm_accepted_tokens_are_kept_per_draft_position() -> None:
     per_position = parse_metrics(VLLM_TEXT).read(Quantity.SPEC_ACCEPTED_PER_POSITION)
 
     assert per_position == {
-        "0": 12129.0, "1": 7083.0, "2": 3978.0, "3": 2130.0, "4": 1201.0, "5": 668.0,
-    }  # fmt: skip
+        "0": 12129.0,
+        "1": 7083.0,
+        "2": 3978.0,
+        "3": 2130.0,
+        "4": 1201.0,
+        "5": 668.0,
+    }
     assert isinstance(per_position, dict)
     assert sum(per_position.values()) == 27_189
 
@@ -68,8 +73,11 @@ def test_llamacpp_capture_reads_canonical_quantities() -> None:
     assert snapshot.read(Quantity.SPEC_DRAFT_TOKENS) == 80
     assert snapshot.read(Quantity.SPEC_ACCEPTED_TOKENS) == 24
     assert snapshot.read(Quantity.SPEC_ACCEPTED_PER_POSITION) == {
-        "0": 11.0, "1": 6.0, "2": 5.0, "3": 2.0,
-    }  # fmt: skip
+        "0": 11.0,
+        "1": 6.0,
+        "2": 5.0,
+        "3": 2.0,
+    }
 
 
 def test_llamacpp_kv_cache_usage_is_not_exposed_rather_than_zero() -> None:
@@ -131,23 +139,34 @@ def test_llamacpp_delta_subtracts_counters_and_keeps_later_gauges() -> None:
     assert delta.values[Quantity.SPEC_DRAFTS] == 0
     assert delta.values[Quantity.REQUESTS_RUNNING] == 3
     assert delta.values[Quantity.SPEC_ACCEPTED_PER_POSITION] == {
-        "0": 30.0, "1": 10.0, "2": 0.0, "3": 0.0,
-    }  # fmt: skip
+        "0": 30.0,
+        "1": 10.0,
+        "2": 0.0,
+        "3": 0.0,
+    }
     assert delta.values[Quantity.KV_CACHE_USAGE] is None
 
 
 def test_vllm_delta_subtracts_counters_and_keeps_later_gauges() -> None:
     later_text = edited(
         VLLM_TEXT,
-        (f"vllm:generation_tokens_total{VLLM_LABELS} 44995.0",
-         f"vllm:generation_tokens_total{VLLM_LABELS} 45095.0"),
-        (f"vllm:spec_decode_num_drafts_total{VLLM_LABELS} 17807.0",
-         f"vllm:spec_decode_num_drafts_total{VLLM_LABELS} 17847.0"),
-        (f"vllm:kv_cache_usage_perc{VLLM_LABELS} 0.0",
-         f"vllm:kv_cache_usage_perc{VLLM_LABELS} 0.25"),
-        (f"vllm:num_requests_running{VLLM_LABELS} 0.0",
-         f"vllm:num_requests_running{VLLM_LABELS} 2.0"),
-    )  # fmt: skip
+        (
+            f"vllm:generation_tokens_total{VLLM_LABELS} 44995.0",
+            f"vllm:generation_tokens_total{VLLM_LABELS} 45095.0",
+        ),
+        (
+            f"vllm:spec_decode_num_drafts_total{VLLM_LABELS} 17807.0",
+            f"vllm:spec_decode_num_drafts_total{VLLM_LABELS} 17847.0",
+        ),
+        (
+            f"vllm:kv_cache_usage_perc{VLLM_LABELS} 0.0",
+            f"vllm:kv_cache_usage_perc{VLLM_LABELS} 0.25",
+        ),
+        (
+            f"vllm:num_requests_running{VLLM_LABELS} 0.0",
+            f"vllm:num_requests_running{VLLM_LABELS} 2.0",
+        ),
+    )
 
     delta = metrics_delta(parse_metrics(VLLM_TEXT, taken_ns=0), parse_metrics(later_text, 5 * S))
 
@@ -171,8 +190,12 @@ def test_a_new_draft_position_is_not_a_counter_going_backwards() -> None:
 
     assert not delta.server_restarted
     assert delta.values[Quantity.SPEC_ACCEPTED_PER_POSITION] == {
-        "0": 0.0, "1": 0.0, "2": 0.0, "3": 0.0, "4": 1.0,
-    }  # fmt: skip
+        "0": 0.0,
+        "1": 0.0,
+        "2": 0.0,
+        "3": 0.0,
+        "4": 1.0,
+    }
 
 
 def test_counter_going_backwards_marks_a_restart_and_drops_counter_deltas() -> None:

@@ -38,9 +38,17 @@ def ring_toml(name: str = "ring4") -> str:
 def _apply(cluster_file: Path, prefix: str) -> None:
     result = CliRunner().invoke(
         app,
-        ["fabric", "apply", str(cluster_file), "--apply", "--executor", "netns",
-         "--netns-prefix", prefix],
-    )  # fmt: skip
+        [
+            "fabric",
+            "apply",
+            str(cluster_file),
+            "--apply",
+            "--executor",
+            "netns",
+            "--netns-prefix",
+            prefix,
+        ],
+    )
     assert result.exit_code == 0, result.output
 
 
@@ -145,8 +153,20 @@ def spark_pair(tmp: Path) -> Iterator[tuple[NetnsLab, Path]]:
     the plan applied."""
     with netns_lab(["spark1", "spark2"], []) as lab:
         for netdev in ("enp1s0f0np0", "enP2p1s0f0np0"):
-            _ip("link", "add", netdev, "netns", lab.namespace("spark1"), "type", "veth",
-                "peer", "name", netdev, "netns", lab.namespace("spark2"))  # fmt: skip
+            _ip(
+                "link",
+                "add",
+                netdev,
+                "netns",
+                lab.namespace("spark1"),
+                "type",
+                "veth",
+                "peer",
+                "name",
+                netdev,
+                "netns",
+                lab.namespace("spark2"),
+            )
         cluster_file = tmp / "cluster.toml"
         cluster_file.write_text(PAIR_TOML.replace('"pair"', f'"{lab.prefix}pair"'))
         _apply(cluster_file, lab.prefix)

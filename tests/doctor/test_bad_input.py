@@ -39,9 +39,9 @@ def test_missing_tools_on_this_machine_are_one_skipped_line_each() -> None:
     code, report = _json()
     reasons = {s["reason"]: s["checks"] for s in report["skipped"]}
     assert code == 0
-    assert reasons["nvidia-smi is not installed — install the NVIDIA driver utilities "
-                   "(nvidia-utils-<branch>)"] == ["gpu-visible", "driver-module-match",
-                                                  "gpu-clock-throttle"]  # fmt: skip
+    assert reasons[
+        "nvidia-smi is not installed — install the NVIDIA driver utilities (nvidia-utils-<branch>)"
+    ] == ["gpu-visible", "driver-module-match", "gpu-clock-throttle"]
     assert reasons["chronyc is not installed — apt install chrony"] == ["clock-sync"]
     assert report["checks_run"] >= 10  # memory, swap, disks, kernel log … still ran
     code, output = _run()

@@ -21,10 +21,15 @@ SERVED = "deepseek-v4-flash-vision-exp-ablit-dual"  # the model name in that cap
 
 def _cluster(kind: str, model: str, max_model_len: int | None = None) -> Cluster:
     profile = {"max_model_len": max_model_len} if max_model_len else {}
-    return Cluster.model_validate({
-        "name": "live", "nodes": [{"name": "head"}], "engine": {"kind": kind},
-        "model": {"path": f"/models/{model}"}, "profile": profile,
-    })  # fmt: skip
+    return Cluster.model_validate(
+        {
+            "name": "live",
+            "nodes": [{"name": "head"}],
+            "engine": {"kind": kind},
+            "model": {"path": f"/models/{model}"},
+            "profile": profile,
+        }
+    )
 
 
 def _models(max_model_len: int = 262144) -> dict[str, object]:

@@ -49,17 +49,34 @@ def test_doctor_names_each_fault_on_the_ring_and_its_fix(tmp_path: Path) -> None
         route = next(r for r in plan.routes if r.relays)
         route_fix = f"ip route replace {route.destination}/32 via {route.via}"
         faults = [
-            (("b", "ip", "link", "set", "dev", "p0a", "mtu", "1500"),
-             ("mtu-mismatch", "b", "ip link set dev p0a mtu 9000"),
-             ("b", "ip", "link", "set", "dev", "p0a", "mtu", "9000")),
-            ((route.node, "ip", "route", "del", f"{route.destination}/32"),
-             ("route-missing", route.node, route_fix),
-             (route.node, "ip", "route", "add", f"{route.destination}/32", "via", str(route.via),
-              "dev", route.dev, "src", str(route.src))),
-            ((relay, "sysctl", "-w", "net.ipv4.ip_forward=0"),
-             ("forwarding-off", relay, "sysctl -w net.ipv4.ip_forward=1"),
-             (relay, "sysctl", "-w", "net.ipv4.ip_forward=1")),
-        ]  # fmt: skip
+            (
+                ("b", "ip", "link", "set", "dev", "p0a", "mtu", "1500"),
+                ("mtu-mismatch", "b", "ip link set dev p0a mtu 9000"),
+                ("b", "ip", "link", "set", "dev", "p0a", "mtu", "9000"),
+            ),
+            (
+                (route.node, "ip", "route", "del", f"{route.destination}/32"),
+                ("route-missing", route.node, route_fix),
+                (
+                    route.node,
+                    "ip",
+                    "route",
+                    "add",
+                    f"{route.destination}/32",
+                    "via",
+                    str(route.via),
+                    "dev",
+                    route.dev,
+                    "src",
+                    str(route.src),
+                ),
+            ),
+            (
+                (relay, "sysctl", "-w", "net.ipv4.ip_forward=0"),
+                ("forwarding-off", relay, "sysctl -w net.ipv4.ip_forward=1"),
+                (relay, "sysctl", "-w", "net.ipv4.ip_forward=1"),
+            ),
+        ]
         for breaking, (check, node, fix), repair in faults:
             lab.run(*breaking)
             code, report = _doctor(cluster_file, lab.prefix)

@@ -63,9 +63,11 @@ def test_a_stream_cut_by_the_kill_keeps_the_whole_blocks() -> None:
     block += "@@@ meminfo\nMemTotal: 1000 kB\nMemAvailable: 400 kB\n"
     block += "@@@ net/dev\nh1\nh2\n  p0a: 1000 0 0 0 0 0 0 0 {tx} 0 0 0 0 0 0 0\n@@@ rdma\n"
     block += "@@@ gpu\n" + H200_QUERY_LINE
-    text = "@@cost 100 5 3 0 0 1000 2000.5\n" + "".join(
-        block.format(t=100 + k, b=50 * k, i=50 * k, tx=1000 * k) for k in range(3)
-    ) + "@@ 103.0\n@@@ stat\ncpu  1"  # fmt: skip
+    text = (
+        "@@cost 100 5 3 0 0 1000 2000.5\n"
+        + "".join(block.format(t=100 + k, b=50 * k, i=50 * k, tx=1000 * k) for k in range(3))
+        + "@@ 103.0\n@@@ stat\ncpu  1"
+    )
     telemetry = parse_stream(text, "n", 1.0)
     assert [s.cpu_percent for s in telemetry.samples] == [50.0, 50.0]
     assert [s.net_tx_bytes_s["p0a"] for s in telemetry.samples] == [1000.0, 1000.0]
@@ -106,10 +108,22 @@ def test_check_samples_every_node_of_the_telemetry_cluster(
         )
         out = tmp_path / "check.json"
         done = subprocess.run(
-            [SPARKRIG, "check", llama_server.base_url, "--guard", "stream_parity",
-             "--out", str(out), "--telemetry-cluster", str(cluster)],
-            capture_output=True, text=True, timeout=300, check=False,
-        )  # fmt: skip
+            [
+                SPARKRIG,
+                "check",
+                llama_server.base_url,
+                "--guard",
+                "stream_parity",
+                "--out",
+                str(out),
+                "--telemetry-cluster",
+                str(cluster),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
     assert out.exists(), done.stderr
     record = TelemetryRecord.model_validate_json(telemetry_path(out).read_text())
     assert [host.host for host in record.hosts][1:] == ["x", "y"]

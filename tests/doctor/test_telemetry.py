@@ -56,10 +56,26 @@ def test_bench_writes_telemetry_beside_the_receipt_and_draws_it(
 ) -> None:
     out = tmp_path / "bench.json"
     done = subprocess.run(
-        [SPARKRIG, "bench", llama_server.base_url, "--suite", "decode", "--max-samples", "2",
-         "--tokens", "16", "--precision", "0.5", "--out", str(out)],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+        [
+            SPARKRIG,
+            "bench",
+            llama_server.base_url,
+            "--suite",
+            "decode",
+            "--max-samples",
+            "2",
+            "--tokens",
+            "16",
+            "--precision",
+            "0.5",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     record = TelemetryRecord.model_validate(json.loads(telemetry_path(out).read_text()))
     assert [host.samples != [] for host in record.hosts] == [True]
@@ -68,10 +84,27 @@ def test_bench_writes_telemetry_beside_the_receipt_and_draws_it(
     assert "the sampler itself used" in page
     off = tmp_path / "off.json"
     subprocess.run(
-        [SPARKRIG, "bench", llama_server.base_url, "--suite", "decode", "--max-samples", "2",
-         "--tokens", "16", "--precision", "0.5", "--out", str(off), "--no-telemetry"],
-        capture_output=True, text=True, timeout=300, check=True,
-    )  # fmt: skip
+        [
+            SPARKRIG,
+            "bench",
+            llama_server.base_url,
+            "--suite",
+            "decode",
+            "--max-samples",
+            "2",
+            "--tokens",
+            "16",
+            "--precision",
+            "0.5",
+            "--out",
+            str(off),
+            "--no-telemetry",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
     assert not telemetry_path(off).exists()
     assert "<h3>telemetry</h3>" not in off.with_suffix(".html").read_text()
 
@@ -83,16 +116,22 @@ def test_check_writes_telemetry_and_report_draws_it(
     out = tmp_path / "check.json"
     subprocess.run(
         [SPARKRIG, "check", llama_server.base_url, "--guard", "stream_parity", "--out", str(out)],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert out.exists()
     record = TelemetryRecord.model_validate_json(telemetry_path(out).read_text())
     assert record.hosts[0].sampler_wall_s > 0
     page = tmp_path / "page.html"
     done = subprocess.run(
         [SPARKRIG, "report", str(out), "--out", str(page)],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert "<h3>telemetry</h3>" in page.read_text()
 
@@ -112,8 +151,11 @@ def test_sampler_reads_rdma_ports_where_sysfs_has_them(tmp_path: Path) -> None:
     port = tmp_path / "class/infiniband/rocep1s0f0/ports/1"
     (port / "counters").mkdir(parents=True)
     (port / "hw_counters").mkdir()
-    files = {"counters/port_rcv_data": 0, "counters/port_xmit_data": 0,
-             "hw_counters/roce_adp_retrans": 0}  # fmt: skip
+    files = {
+        "counters/port_rcv_data": 0,
+        "counters/port_xmit_data": 0,
+        "hw_counters/roce_adp_retrans": 0,
+    }
     for name, value in files.items():
         (port / name).write_text(f"{value}\n")
 
@@ -139,13 +181,19 @@ def test_report_of_a_glob_that_catches_the_telemetry_files(
     out = tmp_path / "check.json"
     subprocess.run(
         [SPARKRIG, "check", llama_server.base_url, "--guard", "stream_parity", "--out", str(out)],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     everything = sorted(str(p) for p in tmp_path.glob("*.json"))  # what `runs/*.json` expands to
     assert len(everything) == 2
     done = subprocess.run(
         [SPARKRIG, "report", *everything, "--out", str(tmp_path / "all.html")],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "all.html").read_text().count("<h3>telemetry</h3>") == 1

@@ -79,27 +79,39 @@ def test_the_native_cache_key_follows_the_cpu(
 def test_self_test_names_a_sigill_an_exit_a_hang_and_a_mute_engine(
     tmp_path: Path, bundled_model: Path
 ) -> None:
-    sigill = self_test(write_fake(tmp_path / "a", "sigill"), bundled_model, tmp_path / "a.log",
-                       repack=True)  # fmt: skip
+    sigill = self_test(
+        write_fake(tmp_path / "a", "sigill"), bundled_model, tmp_path / "a.log", repack=True
+    )
     assert not sigill.passed
     assert sigill.crashed
     assert sigill.signal_name == "SIGILL"
     assert "killed by SIGILL" in sigill.detail
     assert "CPU_REPACK" in sigill.detail  # the log's last lines come along
-    exits = self_test(write_fake(tmp_path / "b", "exits"), bundled_model, tmp_path / "b.log",
-                      repack=True)  # fmt: skip
+    exits = self_test(
+        write_fake(tmp_path / "b", "exits"), bundled_model, tmp_path / "b.log", repack=True
+    )
     assert (exits.passed, exits.crashed, exits.exit_code) == (False, False, 1)
     assert "exited with status 1" in exits.detail
     started = time.monotonic()
-    hangs = self_test(write_fake(tmp_path / "c", "hangs"), bundled_model, tmp_path / "c.log",
-                      repack=True, timeout_s=2.0)  # fmt: skip
+    hangs = self_test(
+        write_fake(tmp_path / "c", "hangs"),
+        bundled_model,
+        tmp_path / "c.log",
+        repack=True,
+        timeout_s=2.0,
+    )
     assert hangs.timed_out
     assert not hangs.crashed
     assert time.monotonic() - started < 15
     assert "within 2 s" in hangs.detail
     assert "-4" not in sigill.detail + exits.detail + hangs.detail
-    mute = self_test(write_fake(tmp_path / "d", "mute"), bundled_model, tmp_path / "d.log",
-                     repack=True, timeout_s=20.0)  # fmt: skip
+    mute = self_test(
+        write_fake(tmp_path / "d", "mute"),
+        bundled_model,
+        tmp_path / "d.log",
+        repack=True,
+        timeout_s=20.0,
+    )
     assert not mute.passed
     assert not mute.crashed
     assert mute.detail.startswith("healthy, but the completion failed: ")
@@ -223,20 +235,27 @@ def test_engine_info_shows_the_build_that_runs(
     monkeypatch.setenv(SERVER_BINARY_ENV, str(fake))
     require_installed()
     env = {**os.environ, "COLUMNS": "200"}
-    shown = subprocess.run([SPARKRIG, "engine", "info", "--json"], env=env, capture_output=True,
-                           text=True, check=True)  # fmt: skip
+    shown = subprocess.run(
+        [SPARKRIG, "engine", "info", "--json"], env=env, capture_output=True, text=True, check=True
+    )
     info = json.loads(shown.stdout)
     assert info["label"] == "llama.cpp external build, repack off"
     assert info["repack"] is False
     assert info["self_tests"][0]["signal_name"] == "SIGILL"
-    table = subprocess.run([SPARKRIG, "engine", "info"], env=env, capture_output=True,
-                           text=True, check=True).stdout  # fmt: skip
+    table = subprocess.run(
+        [SPARKRIG, "engine", "info"], env=env, capture_output=True, text=True, check=True
+    ).stdout
     assert "llama.cpp external build, repack off" in table
     assert "killed by SIGILL" in table
 
 
 def test_engine_install_help_names_portable_and_rebuild() -> None:
-    shown = subprocess.run([SPARKRIG, "engine", "install", "--help"], capture_output=True,
-                           text=True, check=True, env={**os.environ, "COLUMNS": "200"})  # fmt: skip
+    shown = subprocess.run(
+        [SPARKRIG, "engine", "install", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     assert "--portable" in shown.stdout
     assert "--rebuild" in shown.stdout

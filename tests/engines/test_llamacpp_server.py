@@ -19,9 +19,11 @@ from sparkrig.errors import EngineNotFoundError
 
 def spec(**overrides: object) -> LlamaServerSpec:
     base: dict[str, object] = {
-        "binary": Path("/opt/llama-server"), "model": Path("/m/model.gguf"),
-        "alias": "m", "port": 8123,
-    }  # fmt: skip
+        "binary": Path("/opt/llama-server"),
+        "model": Path("/m/model.gguf"),
+        "alias": "m",
+        "port": 8123,
+    }
     return LlamaServerSpec.model_validate({**base, **overrides})
 
 

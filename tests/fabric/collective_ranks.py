@@ -38,9 +38,12 @@ def _rank_main(
     torch.set_num_threads(1)
     try:
         dist.init_process_group(
-            "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=size,
+            "gloo",
+            init_method=f"tcp://127.0.0.1:{port}",
+            rank=rank,
+            world_size=size,
             timeout=timedelta(seconds=60),
-        )  # fmt: skip
+        )
         try:
             results.put((rank, "ok", function(rank, size, *args)))
         finally:

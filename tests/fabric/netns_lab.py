@@ -56,9 +56,20 @@ def why_netns_unavailable() -> str | None:
         return f"cannot create a network namespace: {made.stderr.strip()}"
     try:
         veth = _ip(
-            "link", "add", "t0", "netns", name, "type", "veth", "peer", "name", "t1", "netns",
-            name, check=False,
-        )  # fmt: skip
+            "link",
+            "add",
+            "t0",
+            "netns",
+            name,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "t1",
+            "netns",
+            name,
+            check=False,
+        )
         if veth.returncode != 0:
             return f"cannot create a veth pair: {veth.stderr.strip()}"
     finally:
@@ -92,22 +103,48 @@ class NetnsLab:
         for node_a, port_a, node_b, port_b in wiring:
             for function in ("a", "b"):
                 _ip(
-                    "link", "add", f"{port_a}{function}", "netns", self.namespace(node_a),
-                    "type", "veth", "peer", "name", f"{port_b}{function}",
-                    "netns", self.namespace(node_b),
-                )  # fmt: skip
+                    "link",
+                    "add",
+                    f"{port_a}{function}",
+                    "netns",
+                    self.namespace(node_a),
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    f"{port_b}{function}",
+                    "netns",
+                    self.namespace(node_b),
+                )
 
     def link_from_here(self, node: str, network: int) -> str:
         """A veth from this namespace into `node` on a random /30 of 10.`network`.X.0 (a stand-in
         for a management LAN); returns the node's address on it. Removing the node's namespace
         removes both ends."""
         outside, octet = f"srm{secrets.token_hex(3)}", 1 + secrets.randbelow(250)
-        _ip("link", "add", outside, "type", "veth", "peer", "name", "mgmt0",
-            "netns", self.namespace(node))  # fmt: skip
+        _ip(
+            "link",
+            "add",
+            outside,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "mgmt0",
+            "netns",
+            self.namespace(node),
+        )
         _ip("address", "add", f"10.{network}.{octet}.1/30", "dev", outside)
         _ip("link", "set", outside, "up")
-        _ip("-n", self.namespace(node), "address", "add", f"10.{network}.{octet}.2/30",
-            "dev", "mgmt0")  # fmt: skip
+        _ip(
+            "-n",
+            self.namespace(node),
+            "address",
+            "add",
+            f"10.{network}.{octet}.2/30",
+            "dev",
+            "mgmt0",
+        )
         _ip("-n", self.namespace(node), "link", "set", "mgmt0", "up")
         return f"10.{network}.{octet}.2"
 
@@ -130,11 +167,21 @@ class NetnsLab:
     def listening(self, node: str, address: str, port: int) -> Iterator[None]:
         """A TCP listener inside the node while the block runs."""
         process = subprocess.Popen(
-            ["ip", "netns", "exec", self.namespace(node), *PROBE, "listen", address, str(port),
-             "--seconds", "20"],
+            [
+                "ip",
+                "netns",
+                "exec",
+                self.namespace(node),
+                *PROBE,
+                "listen",
+                address,
+                str(port),
+                "--seconds",
+                "20",
+            ],
             stdout=subprocess.PIPE,
             text=True,
-        )  # fmt: skip
+        )
         try:
             assert process.stdout is not None
             assert process.stdout.readline().strip() == "ready"

@@ -99,8 +99,9 @@ def test_plan_json_and_out(tmp_path: Path) -> None:
 
 
 def test_apply_without_apply_prints_commands_and_changes_nothing(tmp_path: Path) -> None:
-    done = _run("fabric", "apply", RING4, "--executor", "netns", "--netns-prefix", "x-",
-                env_state=tmp_path)  # fmt: skip
+    done = _run(
+        "fabric", "apply", RING4, "--executor", "netns", "--netns-prefix", "x-", env_state=tmp_path
+    )
     assert done.returncode == 0, done.stderr
     assert "ip route add 10.20.4.1/32 via 10.20.0.2 dev enp1s0f0np0 src 10.20.0.1" in done.stdout
     assert "nothing changed — add --apply" in done.stdout

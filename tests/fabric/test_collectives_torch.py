@@ -66,11 +66,15 @@ def check_exactness(rank: int, size: int) -> list[str]:
             mine = inputs[rank]
             start, stop = block_bounds(count, size)[rank]
             cases = {
-                "all_gather": (execute.all_gather(inputs[0][start:stop], count, transport),
-                               inputs[0]),
-                "reduce_scatter": (execute.reduce_scatter(mine, transport),
-                                   _reference_all_reduce(inputs, size, False)[start:stop]),
-            }  # fmt: skip
+                "all_gather": (
+                    execute.all_gather(inputs[0][start:stop], count, transport),
+                    inputs[0],
+                ),
+                "reduce_scatter": (
+                    execute.reduce_scatter(mine, transport),
+                    _reference_all_reduce(inputs, size, False)[start:stop],
+                ),
+            }
             for small in (True, False):
                 limit = 1 << 40 if small else 0
                 got = execute.all_reduce(mine, transport, small_bytes=limit)

@@ -63,8 +63,12 @@ def test_with_cables_replaces_or_inserts_the_section() -> None:
 def test_discover_rebuilds_a_shuffled_ring4(tmp_path: Path) -> None:
     names = ["a", "b", "c", "d"]
     # physically a - c - b - d - a, with ports mixed up: nothing follows the labels
-    wiring = [("a", "p1", "c", "p0"), ("c", "p1", "b", "p1"), ("b", "p0", "d", "p0"),
-              ("d", "p1", "a", "p0")]  # fmt: skip
+    wiring = [
+        ("a", "p1", "c", "p0"),
+        ("c", "p1", "b", "p1"),
+        ("b", "p0", "d", "p0"),
+        ("d", "p1", "a", "p0"),
+    ]
     with netns_lab(names, wiring) as lab:
         cluster_file = tmp_path / "ring.toml"
         # the file lists a wrong ring: discover must not trust it
@@ -73,9 +77,17 @@ def test_discover_rebuilds_a_shuffled_ring4(tmp_path: Path) -> None:
         before = {name: lab.snapshot(name) for name in names}
         result = CliRunner().invoke(
             app,
-            ["fabric", "discover", str(cluster_file), "--executor", "netns",
-             "--netns-prefix", lab.prefix, "--write"],
-        )  # fmt: skip
+            [
+                "fabric",
+                "discover",
+                str(cluster_file),
+                "--executor",
+                "netns",
+                "--netns-prefix",
+                lab.prefix,
+                "--write",
+            ],
+        )
         assert result.exit_code == 0, result.output
         found = {
             frozenset(str(end) for end in (c.a, c.b)) for c in load_cluster(cluster_file).cables

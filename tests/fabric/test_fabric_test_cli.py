@@ -62,9 +62,14 @@ def _sparkrig(
     path = tmp_path / "cluster.toml"
     path.write_text(cluster)
     return subprocess.run(
-        [SPARKRIG, "fabric", "test", str(path), *args], capture_output=True, text=True,
-        timeout=300, env={**os.environ, **(env or {})}, cwd=tmp_path, check=False,
-    )  # fmt: skip
+        [SPARKRIG, "fabric", "test", str(path), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+        cwd=tmp_path,
+        check=False,
+    )
 
 
 def _one_line_error(result: subprocess.CompletedProcess[str]) -> str:
@@ -90,9 +95,19 @@ def test_a_ring_of_four_passes_every_check_and_keeps_a_receipt(tmp_path: Path) -
     port = free_port()
     out = tmp_path / "receipt.json"
     result = _sparkrig(
-        tmp_path, RING4, "--apply", "--port", str(port), "--sizes", "8K,64K",
-        "--iterations", "2", "--json", "--out", str(out),
-    )  # fmt: skip
+        tmp_path,
+        RING4,
+        "--apply",
+        "--port",
+        str(port),
+        "--sizes",
+        "8K,64K",
+        "--iterations",
+        "2",
+        "--json",
+        "--out",
+        str(out),
+    )
     assert result.returncode == 0, result.stderr
     printed = json.loads(result.stdout)
     kept = json.loads(out.read_text())
@@ -114,8 +129,10 @@ def test_a_ring_of_four_passes_every_check_and_keeps_a_receipt(tmp_path: Path) -
     assert page.count("<tr><td>all_to_all</td>") == 2  # one row per size
     again = subprocess.run(
         [SPARKRIG, "report", str(out), "--out", str(tmp_path / "again.html")],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert again.returncode == 0, again.stderr
     assert "correctness per rank" in (tmp_path / "again.html").read_text()
 
@@ -182,9 +199,17 @@ def test_a_node_that_dies_or_hangs_is_named_and_nothing_is_left_running(
 ) -> None:
     port = free_port()
     result = _sparkrig(
-        tmp_path, RING4, "--apply", "--port", str(port), "--sizes", "8K", "--liveness", "3",
+        tmp_path,
+        RING4,
+        "--apply",
+        "--port",
+        str(port),
+        "--sizes",
+        "8K",
+        "--liveness",
+        "3",
         env={"SPARKRIG_FABRIC_TEST_FAULT": fault},
-    )  # fmt: skip
+    )
     assert expected in _one_line_error(result)
     assert not _workers_running(port)
     receipts = list((tmp_path / "sparkrig-runs").glob("fabric-test-*.json"))

@@ -43,15 +43,35 @@ def _tested(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[st
     with netns_lab(names, _wiring(cables)) as lab:
         cluster = tmp_path / "cluster.toml"
         cluster.write_text(cluster_toml(f"{lab.prefix}{request.param}", names, cables))
-        applied = _sparkrig("fabric", "apply", str(cluster), "--apply", "--executor", "netns",
-                            "--netns-prefix", lab.prefix, cwd=tmp_path)  # fmt: skip
+        applied = _sparkrig(
+            "fabric",
+            "apply",
+            str(cluster),
+            "--apply",
+            "--executor",
+            "netns",
+            "--netns-prefix",
+            lab.prefix,
+            cwd=tmp_path,
+        )
         assert applied.returncode == 0, applied.stderr
         try:
             result = _sparkrig(
-                "fabric", "test", str(cluster), "--apply", "--executor", "netns",
-                "--netns-prefix", lab.prefix, "--sizes", "8K,1M", "--iterations", "2", "--json",
+                "fabric",
+                "test",
+                str(cluster),
+                "--apply",
+                "--executor",
+                "netns",
+                "--netns-prefix",
+                lab.prefix,
+                "--sizes",
+                "8K,1M",
+                "--iterations",
+                "2",
+                "--json",
                 cwd=tmp_path,
-            )  # fmt: skip
+            )
             assert result.returncode == 0, result.stderr
             assert not _workers_running(defaults.FABRIC_TEST_PORT)
             yield request.param, json.loads(result.stdout)
@@ -64,8 +84,17 @@ def test_a_fabric_not_applied_is_named_before_anything_starts(tmp_path: Path) ->
     with netns_lab(names, _wiring(cables)) as lab:
         cluster = tmp_path / "cluster.toml"
         cluster.write_text(cluster_toml(f"{lab.prefix}pair", names, cables))
-        result = _sparkrig("fabric", "test", str(cluster), "--apply", "--executor", "netns",
-                           "--netns-prefix", lab.prefix, cwd=tmp_path)  # fmt: skip
+        result = _sparkrig(
+            "fabric",
+            "test",
+            str(cluster),
+            "--apply",
+            "--executor",
+            "netns",
+            "--netns-prefix",
+            lab.prefix,
+            cwd=tmp_path,
+        )
     assert result.returncode != 0
     assert "does not hold its control address — apply the fabric first" in result.stderr
     assert "Traceback" not in result.stderr

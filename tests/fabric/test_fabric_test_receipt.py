@@ -24,9 +24,13 @@ def _events(rank: int) -> list[dict[str, Any]]:
 
 def _receipt() -> FabricTestReceipt:
     return FabricTestReceipt(
-        cluster="pair", topology="pair-1-cable", rank_order=["a", "b"], executor="local",
-        backend="gloo", iterations=2,
-    )  # fmt: skip
+        cluster="pair",
+        topology="pair-1-cable",
+        rank_order=["a", "b"],
+        executor="local",
+        backend="gloo",
+        iterations=2,
+    )
 
 
 def test_points_need_every_rank_and_take_the_slowest() -> None:

@@ -53,9 +53,13 @@ def test_elements_count_the_buffer_nccl_tests_counts() -> None:
 
 def test_the_receipt_reads_back_and_refuses_another_kind(tmp_path: Path) -> None:
     receipt = FabricTestReceipt(
-        cluster="c", topology="ring-4", rank_order=["a"], executor="local", backend="gloo",
+        cluster="c",
+        topology="ring-4",
+        rank_order=["a"],
+        executor="local",
+        backend="gloo",
         iterations=1,
-    )  # fmt: skip
+    )
     path = tmp_path / "r.json"
     save_receipt(receipt, path)
     assert load_receipt(path) == receipt

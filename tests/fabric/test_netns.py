@@ -67,8 +67,16 @@ def _applied(
         # unique per run: the journal is named after the cluster
         cluster_file.write_text(cluster_toml(f"{lab.prefix}{request.param}", names, cables))
         before = {name: lab.snapshot(name) for name in names}
-        _cli("fabric", "apply", str(cluster_file), "--apply", "--executor", "netns",
-             "--netns-prefix", lab.prefix)  # fmt: skip
+        _cli(
+            "fabric",
+            "apply",
+            str(cluster_file),
+            "--apply",
+            "--executor",
+            "netns",
+            "--netns-prefix",
+            lab.prefix,
+        )
         plan = plan_fabric(load_cluster(cluster_file))
         try:
             yield lab, plan, cluster_file, before
@@ -130,8 +138,9 @@ def test_control_addresses_reach_every_node_over_tcp(applied: tuple) -> None:  #
                     continue
                 relayed = next((r for r in source.routes if r.target == target.node), None)
                 hops = len(relayed.path) - 1 if relayed else 1
-                reached = lab.probe(source.node, "connect", address, str(TCP_PORT),
-                                    "--ttl", str(hops))  # fmt: skip
+                reached = lab.probe(
+                    source.node, "connect", address, str(TCP_PORT), "--ttl", str(hops)
+                )
                 assert reached["ok"], (source.node, target.node, reached)
                 if relayed:  # the route's src: the peer routes its reply to that address
                     assert reached["local"] == str(source.control_address)
@@ -139,8 +148,16 @@ def test_control_addresses_reach_every_node_over_tcp(applied: tuple) -> None:  #
                     assert reached["local"] in {str(i.address.ip) for i in source.interfaces}
                 if hops > 1:
                     # one hop short dies at the relay: the path really has `hops` hops
-                    short = lab.probe(source.node, "connect", address, str(TCP_PORT),
-                                      "--ttl", str(hops - 1), "--timeout", "0.5")  # fmt: skip
+                    short = lab.probe(
+                        source.node,
+                        "connect",
+                        address,
+                        str(TCP_PORT),
+                        "--ttl",
+                        str(hops - 1),
+                        "--timeout",
+                        "0.5",
+                    )
                     assert not short["ok"], (source.node, target.node, short)
 
 

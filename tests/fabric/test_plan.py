@@ -300,8 +300,14 @@ def test_full_mesh_of_four_needs_no_relay() -> None:
         for i in range(3)
     )
     nodes = "".join(f'\n[[nodes]]\nname = "{n}"\n{ports}' for n in "abcd")
-    cables = ["a.q0 <-> b.q0", "a.q1 <-> c.q0", "a.q2 <-> d.q0", "b.q1 <-> c.q1",
-              "b.q2 <-> d.q1", "c.q2 <-> d.q2"]  # fmt: skip
+    cables = [
+        "a.q0 <-> b.q0",
+        "a.q1 <-> c.q0",
+        "a.q2 <-> d.q0",
+        "b.q1 <-> c.q1",
+        "b.q2 <-> d.q1",
+        "c.q2 <-> d.q2",
+    ]
     listed = ", ".join(f'"{c}"' for c in cables)
     plan = _plan(f"cables = [{listed}]\n{nodes}", tp=3)
     assert plan.topology == "mesh-4"

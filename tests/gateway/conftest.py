@@ -29,9 +29,14 @@ REASONING_TOKENS = 24
 
 def reasoning_args() -> list[str]:
     return [
-        "--jinja", "--chat-template-file", str(THINK_TEMPLATE),
-        "--reasoning-format", "deepseek", "--reasoning-budget", str(REASONING_TOKENS),
-    ]  # fmt: skip
+        "--jinja",
+        "--chat-template-file",
+        str(THINK_TEMPLATE),
+        "--reasoning-format",
+        "deepseek",
+        "--reasoning-budget",
+        str(REASONING_TOKENS),
+    ]
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")

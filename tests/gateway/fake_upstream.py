@@ -93,9 +93,15 @@ class FakeUpstream:
         if body.get("logprobs"):
             choice["logprobs"] = {"content": [_logprob(i, t) for i, t in enumerate(tokens)]}
         return web.json_response(
-            {"choices": [choice], "id": "fake-1", "model": "fake", "object": "chat.completion",
-             "usage": _usage(len(tokens)), "timings": {"predicted_n": len(tokens)}}
-        )  # fmt: skip
+            {
+                "choices": [choice],
+                "id": "fake-1",
+                "model": "fake",
+                "object": "chat.completion",
+                "usage": _usage(len(tokens)),
+                "timings": {"predicted_n": len(tokens)},
+            }
+        )
 
     async def _stream(
         self,
@@ -129,16 +135,23 @@ class FakeUpstream:
         end.update({"delta": {}} if chat else {"text": ""})
         await response.write(_event({"choices": [end], **base}))
         if (body.get("stream_options") or {}).get("include_usage"):
-            final = {"choices": [], **base, "usage": _usage(len(tokens)),
-                     "timings": {"predicted_n": len(tokens)}}  # fmt: skip
+            final = {
+                "choices": [],
+                **base,
+                "usage": _usage(len(tokens)),
+                "timings": {"predicted_n": len(tokens)},
+            }
             await response.write(_event(final))
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
         return response
 
     async def _tool_call(self, request: web.Request, body: dict[str, Any]) -> web.StreamResponse:
-        call = {"id": "call-1", "type": "function",
-                "function": {"name": "get_weather", "arguments": TOOL_ARGUMENTS}}  # fmt: skip
+        call = {
+            "id": "call-1",
+            "type": "function",
+            "function": {"name": "get_weather", "arguments": TOOL_ARGUMENTS},
+        }
         if not body.get("stream"):
             message = {"role": "assistant", "content": None, "tool_calls": [call]}
             choice = {"finish_reason": "tool_calls", "index": 0, "message": message}
@@ -146,8 +159,12 @@ class FakeUpstream:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         pieces = [TOOL_ARGUMENTS[at : at + 5] for at in range(0, len(TOOL_ARGUMENTS), 5)]
-        first = {"index": 0, "id": "call-1", "type": "function",
-                 "function": {"name": "get_weather", "arguments": ""}}  # fmt: skip
+        first = {
+            "index": 0,
+            "id": "call-1",
+            "type": "function",
+            "function": {"name": "get_weather", "arguments": ""},
+        }
         deltas = [first] + [{"index": 0, "function": {"arguments": p}} for p in pieces]
         for delta in deltas:
             choice = {"finish_reason": None, "index": 0, "delta": {"tool_calls": [delta]}}
@@ -162,11 +179,15 @@ class FakeUpstream:
 def _logprob(index: int, token: str) -> dict[str, Any]:
     sharp = math.log(0.99) - index * 1e-6
     return {
-        "id": index, "token": token, "logprob": sharp,
-        "top_logprobs": [{"id": index, "token": token, "logprob": sharp},
-                         {"id": 999, "token": "~", "logprob": -8.0},
-                         {"id": 998, "token": "^", "logprob": -9.0}],
-    }  # fmt: skip
+        "id": index,
+        "token": token,
+        "logprob": sharp,
+        "top_logprobs": [
+            {"id": index, "token": token, "logprob": sharp},
+            {"id": 999, "token": "~", "logprob": -8.0},
+            {"id": 998, "token": "^", "logprob": -9.0},
+        ],
+    }
 
 
 def _usage(tokens: int) -> dict[str, int]:

@@ -17,9 +17,13 @@ from sparkrig.launch.process_record import InstanceRecord
 @asynccontextmanager
 async def own_llama_server(engine: EngineInstall, model: Path) -> AsyncIterator[InstanceRecord]:
     server = LlamaServerSpec(
-        binary=engine.server_binary, model=model, alias=defaults.BUNDLED_MODEL_ALIAS,
-        port=free_port(defaults.LOCAL_HOST), parallel_slots=1, extra_args=engine.server_args,
-    )  # fmt: skip
+        binary=engine.server_binary,
+        model=model,
+        alias=defaults.BUNDLED_MODEL_ALIAS,
+        port=free_port(defaults.LOCAL_HOST),
+        parallel_slots=1,
+        extra_args=engine.server_args,
+    )
     plan = plan_local(server, port_was_chosen=True, engine_build=engine.label)
     record = await start_local(plan, answer_one_completion)
     try:

@@ -50,8 +50,9 @@ async def test_cross_talk_leaves_sequential_requests_alone() -> None:
     upstream = FakeUpstream(reply_for=reply_for)
     async with fake_behind_gateway(upstream, GatewayConfig(faults=[Fault.CROSS_TALK])) as url:
         replies = [await send(url, chat(w, stream=True)) for w in ("alpha", "bravo", "charlie")]
-    assert [r.content for r in replies] == [reply_for(chat(w, stream=True))
-                                            for w in ("alpha", "bravo", "charlie")]  # fmt: skip
+    assert [r.content for r in replies] == [
+        reply_for(chat(w, stream=True)) for w in ("alpha", "bravo", "charlie")
+    ]
 
 
 def long_prompt(word: str) -> str:
@@ -137,11 +138,14 @@ async def test_body_under_load_alters_only_non_streamed_replies_that_overlapped_
     config = GatewayConfig(faults=[Fault.BODY_UNDER_LOAD])
     async with fake_behind_gateway(upstream, config) as url:
         alone = await send(url, chat("alpha", stream=False, logprobs=True))
-        mixed = await staggered(url, [
-            chat("alpha", stream=False, logprobs=True),  # first: its neighbour came later
-            chat("bravo", stream=True, logprobs=True),
-            chat("charlie", stream=False, logprobs=True),
-        ])  # fmt: skip
+        mixed = await staggered(
+            url,
+            [
+                chat("alpha", stream=False, logprobs=True),  # first: its neighbour came later
+                chat("bravo", stream=True, logprobs=True),
+                chat("charlie", stream=False, logprobs=True),
+            ],
+        )
         streamed_pair = await staggered(
             url, [chat("delta", stream=True), chat("echo", stream=True)]
         )

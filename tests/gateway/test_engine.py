@@ -27,20 +27,37 @@ def _essentials(reply: Reply) -> dict[str, Any]:
     else:
         assert reply.body is not None
         usage = reply.body["usage"]
-    return {"content": reply.content, "finish_reason": reply.finish_reason,
-            "logprobs": reply.logprobs, "usage": usage}  # fmt: skip
+    return {
+        "content": reply.content,
+        "finish_reason": reply.finish_reason,
+        "logprobs": reply.logprobs,
+        "usage": usage,
+    }
 
 
 async def test_no_fault_is_transparent(llama_server: InstanceRecord) -> None:
     bodies = [
-        ("/v1/chat/completions", chat(PROMPT, stream=True, max_tokens=40, logprobs=True,
-                                      top_logprobs=2, **NO_CACHE)),
-        ("/v1/chat/completions", chat(PROMPT, stream=False, max_tokens=40, logprobs=True,
-                                      top_logprobs=2, **NO_CACHE)),
-        ("/v1/completions", completion("1, 2, 3,", stream=True, max_tokens=12, logprobs=2,
-                                       stream_options={"include_usage": True}, **NO_CACHE)),
+        (
+            "/v1/chat/completions",
+            chat(PROMPT, stream=True, max_tokens=40, logprobs=True, top_logprobs=2, **NO_CACHE),
+        ),
+        (
+            "/v1/chat/completions",
+            chat(PROMPT, stream=False, max_tokens=40, logprobs=True, top_logprobs=2, **NO_CACHE),
+        ),
+        (
+            "/v1/completions",
+            completion(
+                "1, 2, 3,",
+                stream=True,
+                max_tokens=12,
+                logprobs=2,
+                stream_options={"include_usage": True},
+                **NO_CACHE,
+            ),
+        ),
         ("/v1/completions", completion("1, 2, 3,", stream=False, max_tokens=12, **NO_CACHE)),
-    ]  # fmt: skip
+    ]
     async with running_gateway(llama_server.base_url) as url:
         for path, body in bodies:
             direct = await send(llama_server.base_url, body, path)

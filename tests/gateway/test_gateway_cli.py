@@ -18,9 +18,14 @@ async def test_gateway_command_serves_until_interrupted() -> None:
     upstream = FakeUpstream(reply_for=lambda body: "Nothing but a plain reply, long enough.")
     async with serve_fake(upstream) as fake_url:
         process = await asyncio.create_subprocess_exec(
-            SPARKRIG, "gateway", fake_url, "--inject", "markup-leak,wrong-answers",
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        )  # fmt: skip
+            SPARKRIG,
+            "gateway",
+            fake_url,
+            "--inject",
+            "markup-leak,wrong-answers",
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
         try:
             assert process.stdout is not None
             first = await asyncio.wait_for(process.stdout.readline(), START_TIMEOUT_S)
@@ -43,7 +48,10 @@ async def test_gateway_command_serves_until_interrupted() -> None:
 def test_unknown_fault_is_a_usage_error() -> None:
     result = subprocess.run(
         [SPARKRIG, "gateway", "http://127.0.0.1:9", "--inject", "loops"],
-        capture_output=True, text=True, timeout=START_TIMEOUT_S, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=START_TIMEOUT_S,
+        check=False,
+    )
     assert result.returncode == 2
     assert "'loops' is not a fault — use one of" in result.stderr

@@ -130,17 +130,20 @@ async def test_malformed_upstream_events_give_the_client_an_error_event_and_a_lo
 
 async def test_sigterm_drains_the_reply_in_flight(llama_server: InstanceRecord) -> None:
     process = await asyncio.create_subprocess_exec(
-        SPARKRIG, "gateway", "serve", llama_server.base_url,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+        SPARKRIG,
+        "gateway",
+        "serve",
+        llama_server.base_url,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     try:
         assert process.stdout is not None
         first = await asyncio.wait_for(process.stdout.readline(), START_TIMEOUT_S)
         match = re.search(r"gateway serve (http://\S+) -> ", first.decode())
         assert match, first
         url = match.group(1)
-        body = chat("Tell a story about a lighthouse.", stream=True, max_tokens=48,
-                    ignore_eos=True)  # fmt: skip
+        body = chat("Tell a story about a lighthouse.", stream=True, max_tokens=48, ignore_eos=True)
         async with (
             aiohttp.ClientSession() as session,
             session.post(url + "/v1/chat/completions", json=body) as response,
@@ -177,8 +180,10 @@ async def _closes_the_second_request(
             if answered:
                 break
             body = b'{"choices":[{"index":0,"finish_reason":"stop","message":{"content":"ok"}}]}'
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                         b"Content-Length: %d\r\n\r\n%s" % (len(body), body))  # fmt: skip
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+            )
             await writer.drain()
             answered += 1
     except (asyncio.IncompleteReadError, ConnectionError):

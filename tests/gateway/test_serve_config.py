@@ -82,8 +82,11 @@ def test_a_bad_file_is_refused_in_one_line(tmp_path: Path, text: str, message: s
     assert message in str(caught.value)
     result = subprocess.run(
         [SPARKRIG, "gateway", "serve", "http://127.0.0.1:9", "--config", str(path)],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert result.returncode == 2
     assert message in result.stderr
     assert "Traceback" not in result.stderr
@@ -96,15 +99,21 @@ def test_a_port_in_use_and_a_bad_flag_are_one_line_errors() -> None:
         port = taken.getsockname()[1]
         busy = subprocess.run(
             [SPARKRIG, "gateway", "serve", "http://127.0.0.1:9", "--port", str(port)],
-            capture_output=True, text=True, timeout=60, check=False,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
     assert busy.returncode != 0
     assert f"cannot listen on 127.0.0.1:{port}" in busy.stderr
     assert "pick another --port" in busy.stderr
     bad = subprocess.run(
         [SPARKRIG, "gateway", "serve", "http://127.0.0.1:9", "--reasoning", "maybe"],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert bad.returncode == 2
     assert "the command line: reasoning: Input should be 'auto', 'on' or 'off'" in bad.stderr
     for result in (busy, bad):

@@ -27,10 +27,15 @@ PROMPT = "List four fruits, one per line, with their colours."
 NO_CACHE = {"cache_prompt": False}
 PERSON = {
     "type": "json_schema",
-    "json_schema": {"name": "person", "schema": {
-        "type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
-        "required": ["name", "age"]}},
-}  # fmt: skip
+    "json_schema": {
+        "name": "person",
+        "schema": {
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+            "required": ["name", "age"],
+        },
+    },
+}
 
 
 def detections(gateway: ServingGateway) -> dict[str, float]:
@@ -92,14 +97,22 @@ async def test_live_guards_count_faults_and_never_alter_the_reply(
 async def test_clean_replies_raise_no_finding(llama_server: InstanceRecord) -> None:
     async with running_serving_gateway(llama_server.base_url) as (url, gateway):
         await post(url, chat(PROMPT, stream=True, max_tokens=40))
-        await post(url, chat("Give a person's name and age as JSON.", stream=False,
-                             max_tokens=48, response_format=PERSON))  # fmt: skip
+        await post(
+            url,
+            chat(
+                "Give a person's name and age as JSON.",
+                stream=False,
+                max_tokens=48,
+                response_format=PERSON,
+            ),
+        )
     assert detections(gateway) == {}
 
 
 async def test_json_that_fails_its_schema_is_found(llama_server: InstanceRecord) -> None:
-    body = chat("Give a person's name and age as JSON.", stream=False, max_tokens=48,
-                response_format=PERSON)  # fmt: skip
+    body = chat(
+        "Give a person's name and age as JSON.", stream=False, max_tokens=48, response_format=PERSON
+    )
     async with serve_behind_faults(llama_server.base_url, [Fault.MARKUP_LEAK], ServeConfig()) as (
         _,
         url,
@@ -113,14 +126,24 @@ async def test_json_that_fails_its_schema_is_found(llama_server: InstanceRecord)
 async def test_tool_arguments_that_do_not_parse_are_found(stream: bool) -> None:
     # the bundled 135M model does not call tools reliably: the llama-server-shaped fake does
     fake = FakeUpstream()
-    body = chat("weather?", stream=stream, tools=[{"type": "function", "function": {
-        "name": "get_weather", "parameters": {"type": "object"}}}])  # fmt: skip
+    body = chat(
+        "weather?",
+        stream=stream,
+        tools=[
+            {
+                "type": "function",
+                "function": {"name": "get_weather", "parameters": {"type": "object"}},
+            }
+        ],
+    )
     async with serve_fake(fake) as fake_url:
         async with running_serving_gateway(fake_url) as (url, clean):
             await post(url, body)
         async with serve_behind_faults(fake_url, [Fault.BROKEN_TOOL_ARGS], ServeConfig()) as (
-            _, url, broken,
-        ):  # fmt: skip
+            _,
+            url,
+            broken,
+        ):
             await post(url, body)
     assert detections(clean) == {}
     assert detections(broken) == {"tool_args": 1}
@@ -135,8 +158,7 @@ async def test_the_workload_record_keeps_counts_and_never_an_api_key(
     for path, keep in ((plain, False), (with_prompts, True)):
         serve = ServeConfig(workload_log=path, record_prompts=keep)
         async with running_serving_gateway(llama_server.base_url, serve) as (url, _):
-            await post(url, chat(PROMPT, stream=True, max_tokens=24, api_key=secret_body),
-                       headers)  # fmt: skip
+            await post(url, chat(PROMPT, stream=True, max_tokens=24, api_key=secret_body), headers)
             await post(url, chat(PROMPT, stream=False, max_tokens=24), headers)
     for path in (plain, with_prompts):
         text = path.read_text()
@@ -170,8 +192,12 @@ async def test_health_and_metrics_are_the_gateways_own(llama_server: InstanceRec
             assert (await health.json())["status"] == "ok"
         async with session.get(url + "/metrics") as metrics:
             text = await metrics.text()
-    names = ("sparkrig_gateway_requests_total", "sparkrig_gateway_ttft_seconds_bucket",
-             "sparkrig_gateway_request_seconds_bucket", "process_start_time_seconds")  # fmt: skip
+    names = (
+        "sparkrig_gateway_requests_total",
+        "sparkrig_gateway_ttft_seconds_bucket",
+        "sparkrig_gateway_request_seconds_bucket",
+        "process_start_time_seconds",
+    )
     for name in names:
         assert name in text
     assert 'sparkrig_gateway_requests_total{api="chat",status="200"} 1.0' in text
@@ -188,8 +214,9 @@ async def test_a_hundred_stops_and_a_ten_kilobyte_stop(
     body = chat(PROMPT, stream=stream, max_tokens=40, stop=stops, **NO_CACHE)
     direct = await send(llama_server.base_url, body)
     async with running_serving_gateway(llama_server.base_url, ServeConfig(reasoning="on")) as (
-        url, _,
-    ):  # fmt: skip
+        url,
+        _,
+    ):
         applied_here = await send(url, body)
     assert applied_here.content == direct.content
     assert word not in (applied_here.content or "")

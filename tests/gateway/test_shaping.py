@@ -12,8 +12,12 @@ from sparkrig.gateway.shaping import ReplyShaper, ShapePlan
 
 
 def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-    return {"choices": [{"finish_reason": finish, "index": 0, "delta": delta}], "id": "c1",
-            "model": "m", "object": "chat.completion.chunk"}  # fmt: skip
+    return {
+        "choices": [{"finish_reason": finish, "index": 0, "delta": delta}],
+        "id": "c1",
+        "model": "m",
+        "object": "chat.completion.chunk",
+    }
 
 
 STREAM = [
@@ -64,8 +68,11 @@ def test_without_stops_the_text_is_whole_and_the_upstream_finish_stays() -> None
 
 
 def test_the_whole_reply_is_cut_at_the_same_place() -> None:
-    message = {"role": "assistant", "content": "Answer one. END and more",
-               "reasoning_content": "Think: the END is near"}  # fmt: skip
+    message = {
+        "role": "assistant",
+        "content": "Answer one. END and more",
+        "reasoning_content": "Think: the END is near",
+    }
     body = {"choices": [{"finish_reason": "length", "index": 0, "message": message}]}
     result = ReplyShaper(ShapePlan("chat", stops=["END"], keys="both")).shape_body(body)
     choice = result["choices"][0]

@@ -116,9 +116,15 @@ def test_stop_strings_come_as_a_string_or_a_list() -> None:
 
 
 def test_soft_logprobs() -> None:
-    item = {"token": "Paris", "logprob": -0.0001, "top_logprobs": [
-        {"token": "Paris", "logprob": -0.0001}, {"token": "Lyon", "logprob": -9.5},
-        {"token": "Nice", "logprob": -11.0}]}  # fmt: skip
+    item = {
+        "token": "Paris",
+        "logprob": -0.0001,
+        "top_logprobs": [
+            {"token": "Paris", "logprob": -0.0001},
+            {"token": "Lyon", "logprob": -9.5},
+            {"token": "Nice", "logprob": -11.0},
+        ],
+    }
     logprobs = {"content": [item]}
     soften_logprobs(logprobs)
     assert item["token"] == "Paris"
@@ -135,8 +141,11 @@ def test_soft_logprobs() -> None:
 
 def test_truncate_context_drops_the_middle_third_of_the_longest_user_message() -> None:
     long = "A" * 100 + "B" * 100 + "C" * 100
-    messages = [{"role": "system", "content": "x" * 500}, {"role": "user", "content": long},
-                {"role": "user", "content": "hi"}]  # fmt: skip
+    messages = [
+        {"role": "system", "content": "x" * 500},
+        {"role": "user", "content": long},
+        {"role": "user", "content": "hi"},
+    ]
     body = {"messages": messages}
     cut = truncate_context(body, "chat")
     assert cut["messages"][1]["content"] == "A" * 100 + "C" * 100
@@ -157,8 +166,12 @@ def test_drop_last_word() -> None:
 
 def test_event_merger_joins_text_and_logprobs_and_keeps_cumulative_counts() -> None:
     def event(text: str, n: int) -> dict[str, object]:
-        choice = {"index": 0, "finish_reason": None, "delta": {"content": text},
-                  "logprobs": {"content": [{"token": text}]}}  # fmt: skip
+        choice = {
+            "index": 0,
+            "finish_reason": None,
+            "delta": {"content": text},
+            "logprobs": {"content": [{"token": text}]},
+        }
         return {"choices": [choice], "timings": {"predicted_n": n}}
 
     merger = EventMerger(3)

@@ -19,9 +19,13 @@ from tests.conftest import SPARKRIG
 
 def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [SPARKRIG, *args], capture_output=True, text=True, timeout=timeout, check=False,
+        [SPARKRIG, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
         env={**os.environ, "COLUMNS": "200"},
-    )  # fmt: skip
+    )
 
 
 @pytest.mark.parametrize(
@@ -48,10 +52,17 @@ async def test_a_fail_exits_1_and_json_names_the_guard(
     config = GatewayConfig(faults=[Fault.STREAM_MISMATCH])
     async with running_gateway(llama_server.base_url, config) as url:
         process = await asyncio.create_subprocess_exec(
-            SPARKRIG, "check", url, "--guard", "stream_parity", "--json",
-            "--out", str(tmp_path / "check.json"),
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        )  # fmt: skip
+            SPARKRIG,
+            "check",
+            url,
+            "--guard",
+            "stream_parity",
+            "--json",
+            "--out",
+            str(tmp_path / "check.json"),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
         stdout, stderr = await asyncio.wait_for(process.communicate(), 120)
     assert process.returncode == 1, stderr.decode()
     report = json.loads(stdout)
@@ -69,9 +80,14 @@ async def test_ctrl_c_keeps_every_finished_guard(
 ) -> None:
     out = tmp_path / "check.json"
     process = await asyncio.create_subprocess_exec(
-        SPARKRIG, "check", llama_server.base_url, "--out", str(out),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+        SPARKRIG,
+        "check",
+        llama_server.base_url,
+        "--out",
+        str(out),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     try:
         for _ in range(600):  # until the first guard is written, at most 60 s
             await asyncio.sleep(0.1)

@@ -234,9 +234,18 @@ def test_a_few_foreign_letters_are_not_drift() -> None:
 
 @pytest.mark.parametrize(
     ("char", "script"),
-    [("a", "Latin"), ("é", "Latin"), ("Ａ", "Latin"), ("中", "Han"), ("한", "Hangul"),
-     ("α", "Greek"), ("µ", None), ("ℝ", None), ("7", None)],
-)  # fmt: skip
+    [
+        ("a", "Latin"),
+        ("é", "Latin"),
+        ("Ａ", "Latin"),
+        ("中", "Han"),
+        ("한", "Hangul"),
+        ("α", "Greek"),
+        ("µ", None),
+        ("ℝ", None),
+        ("7", None),
+    ],
+)
 def test_letter_script(char: str, script: str | None) -> None:
     assert letter_script(char) == script
 
@@ -267,16 +276,22 @@ def test_suffix_fragments_are_mid_word(text: str) -> None:
 
 
 def test_all_findings_runs_every_other_detector_on_a_text_with_every_other_fault() -> None:
-    text = "".join([
-        "tion ", sample("leak_ascii_im_end.txt"), "\ufffd", "!" * 70,
-        sample("loop_temp0.txt"), "中文字符" * 200,
-    ])  # fmt: skip
+    text = "".join(
+        [
+            "tion ",
+            sample("leak_ascii_im_end.txt"),
+            "\ufffd",
+            "!" * 70,
+            sample("loop_temp0.txt"),
+            "中文字符" * 200,
+        ]
+    )
 
     detectors = [finding.detector for finding in all_findings(text)]
 
-    assert sorted(detectors) == sorted([
-        "loop", "replacement_char", "char_run", "markup_leak", "script_drift", "mid_word_start"
-    ])  # fmt: skip
+    assert sorted(detectors) == sorted(
+        ["loop", "replacement_char", "char_run", "markup_leak", "script_drift", "mid_word_start"]
+    )
 
 
 def test_all_findings_on_empty_text_reports_only_empty() -> None:

@@ -53,9 +53,13 @@ async def baseline(llama_server: InstanceRecord, tmp_path_factory: pytest.TempPa
     score of its reference reads."""
     path = tmp_path_factory.mktemp("baseline") / "baseline.json"
     receipt = await run_battery(
-        llama_server.base_url, settings=SETTINGS, guards=["exact", "kv_integrity", "needle"],
-        out_path=path.with_name("record.json"), baseline_path=path, record_baseline=True,
-    )  # fmt: skip
+        llama_server.base_url,
+        settings=SETTINGS,
+        guards=["exact", "kv_integrity", "needle"],
+        out_path=path.with_name("record.json"),
+        baseline_path=path,
+        record_baseline=True,
+    )
     assert [r.verdict for r in receipt.results] == ["PASS", "PASS", "PASS"]
     return path
 
@@ -82,9 +86,13 @@ async def test_guard_against_fault(
     config = gateway_config(fault, settings)
     async with running_gateway(llama_server.base_url, config) as url:
         receipt = await run_battery(
-            url, settings=SETTINGS, guards=guards, out_path=tmp_path / "check.json",
-            baseline_path=baseline, reraise=True,
-        )  # fmt: skip
+            url,
+            settings=SETTINGS,
+            guards=guards,
+            out_path=tmp_path / "check.json",
+            baseline_path=baseline,
+            reraise=True,
+        )
     verdicts = {result.guard: result.verdict for result in receipt.results}
     evidence = {result.guard: result.evidence for result in receipt.results}
     failed = sorted(guard for guard, verdict in verdicts.items() if verdict == "FAIL")
@@ -105,22 +113,32 @@ async def test_acceptance_canary_fails_when_the_draft_gets_worse(
 
     path = tmp_path / "baseline.json"
     recorded = await run_battery(
-        spec_server.base_url, settings=SETTINGS, guards=["acceptance"],
-        out_path=tmp_path / "record.json", baseline_path=path, record_baseline=True,
-    )  # fmt: skip
+        spec_server.base_url,
+        settings=SETTINGS,
+        guards=["acceptance"],
+        out_path=tmp_path / "record.json",
+        baseline_path=path,
+        record_baseline=True,
+    )
     assert recorded.results[0].verdict == "PASS", recorded.results[0].evidence
     same = await run_battery(
-        spec_server.base_url, settings=SETTINGS, guards=["acceptance"],
-        out_path=tmp_path / "same.json", baseline_path=path,
-    )  # fmt: skip
+        spec_server.base_url,
+        settings=SETTINGS,
+        guards=["acceptance"],
+        out_path=tmp_path / "same.json",
+        baseline_path=path,
+    )
     assert same.results[0].verdict == "PASS", same.results[0].evidence
     halved = SpeculativeOptions(spec_type="draft-simple", synth_rates=[r / 2 for r in SYNTH_RATES])
     worse_server = await _serve(engine, bundled_model, halved)
     try:
         worse = await run_battery(
-            worse_server.base_url, settings=SETTINGS, guards=["acceptance"],
-            out_path=tmp_path / "worse.json", baseline_path=path,
-        )  # fmt: skip
+            worse_server.base_url,
+            settings=SETTINGS,
+            guards=["acceptance"],
+            out_path=tmp_path / "worse.json",
+            baseline_path=path,
+        )
     finally:
         stop_instances([worse_server])
     assert worse.results[0].verdict == "FAIL", worse.results[0].evidence

@@ -37,15 +37,24 @@ def record(tokens: list[tuple[str, float, float]], runner_up: str = "~") -> Requ
         return runner_up if token != runner_up else "~" + token
 
     return RequestRecord(
-        url="http://x", api="chat", stream=True, model="m", send_ns=0,
+        url="http://x",
+        api="chat",
+        stream=True,
+        model="m",
+        send_ns=0,
         content="".join(token for token, _, _ in tokens),
         logprobs=[
-            TokenLogprob(token=token, logprob=lp, top=[TopLogprob(token=token, logprob=lp),
-                                                       TopLogprob(token=other(token),
-                                                                  logprob=runner)])
+            TokenLogprob(
+                token=token,
+                logprob=lp,
+                top=[
+                    TopLogprob(token=token, logprob=lp),
+                    TopLogprob(token=other(token), logprob=runner),
+                ],
+            )
             for token, lp, runner in tokens
         ],
-    )  # fmt: skip
+    )
 
 
 def test_first_difference() -> None:
@@ -117,20 +126,51 @@ def test_the_stop_word_comes_from_the_reasoning_and_not_the_answer() -> None:
 @pytest.mark.parametrize(
     ("case", "expected"),
     [
-        ({"finish_reason": "stop", "reasoning": "let me think", "end_marker_seen": False},
-         "stop_in_reasoning"),
-        ({"finish_reason": "length", "reasoning": "hmm " * 50, "end_marker_seen": False,
-          "rate_moves_with_budget": True}, "reasoning_budget"),
-        ({"finish_reason": "length", "reasoning": "hmm " * 50, "end_marker_seen": False,
-          "rate_moves_with_budget": False}, "loop"),
-        ({"finish_reason": "stop", "reasoning": "", "end_marker_seen": False},
-         "reasoning_off_mismatch"),
-        ({"finish_reason": "stop", "reasoning": "thought", "end_marker_seen": True,
-          "reasoning_key": "reasoning"}, "wrong_reasoning_key"),
-        ({"finish_reason": "length", "reasoning": "<STORE_AND_RETURN> x", "end_marker_seen": False},
-         "unclosed_pseudo_tag"),
+        (
+            {"finish_reason": "stop", "reasoning": "let me think", "end_marker_seen": False},
+            "stop_in_reasoning",
+        ),
+        (
+            {
+                "finish_reason": "length",
+                "reasoning": "hmm " * 50,
+                "end_marker_seen": False,
+                "rate_moves_with_budget": True,
+            },
+            "reasoning_budget",
+        ),
+        (
+            {
+                "finish_reason": "length",
+                "reasoning": "hmm " * 50,
+                "end_marker_seen": False,
+                "rate_moves_with_budget": False,
+            },
+            "loop",
+        ),
+        (
+            {"finish_reason": "stop", "reasoning": "", "end_marker_seen": False},
+            "reasoning_off_mismatch",
+        ),
+        (
+            {
+                "finish_reason": "stop",
+                "reasoning": "thought",
+                "end_marker_seen": True,
+                "reasoning_key": "reasoning",
+            },
+            "wrong_reasoning_key",
+        ),
+        (
+            {
+                "finish_reason": "length",
+                "reasoning": "<STORE_AND_RETURN> x",
+                "end_marker_seen": False,
+            },
+            "unclosed_pseudo_tag",
+        ),
     ],
-)  # fmt: skip
+)
 def test_empty_content_classifier_follows_the_reported_table(case: dict, expected: str) -> None:
     """The rows of the empty-content table (field notes: empty-content-table)."""
     assert classify_empty_content(content="", **case).cause == expected
@@ -165,18 +205,20 @@ def test_kv_fact_names_are_distinct() -> None:
 def test_a_swap_is_found_where_the_same_text_came_as_other_tokens() -> None:
     """The candidate spelt "copper" as two tokens before the flip; the swap is matched by where
     the differing tokens start in the text, not by their index."""
-    reference = record([("cop", -0.1, -5.0), ("per", -0.1, -5.0), (" is", -0.1, -5.0),
-                        (" made", -0.6, -0.7)], runner_up=" used")  # fmt: skip
-    candidate = record([("copper", -0.1, -5.0), (" is", -0.1, -5.0), (" used", -0.6, -0.7)],
-                       runner_up=" made")  # fmt: skip
+    reference = record(
+        [("cop", -0.1, -5.0), ("per", -0.1, -5.0), (" is", -0.1, -5.0), (" made", -0.6, -0.7)],
+        runner_up=" used",
+    )
+    candidate = record(
+        [("copper", -0.1, -5.0), (" is", -0.1, -5.0), (" used", -0.6, -0.7)], runner_up=" made"
+    )
     assert first_divergence(reference, candidate).kind == "near_tie"
 
 
 def test_stopping_where_the_other_went_on_is_a_near_tie_when_ending_was_an_alternative() -> None:
     """Seen on an H200: the reference went on with "\\n" (-1.67) where ending (-1.86) was its
     runner-up, and the candidate ended there."""
-    went_on = record([("Done", -0.1, -5.0), (".", -0.1, -5.0), ("\n", -1.67, -1.86)],
-                     runner_up="")  # fmt: skip
+    went_on = record([("Done", -0.1, -5.0), (".", -0.1, -5.0), ("\n", -1.67, -1.86)], runner_up="")
     stopped = record([("Done", -0.1, -5.0), (".", -0.1, -5.0)])
     assert first_divergence(went_on, stopped).kind == "near_tie"
     assert first_divergence(stopped, went_on).kind == "near_tie"
@@ -211,19 +253,31 @@ def test_determinism_sends_every_prompt_on_both_reply_paths_interleaved() -> Non
     requests = [ChatRequest(model="m", messages=[{"role": "user", "content": p}]) for p in "ab"]
     mixed = both_paths(requests)
     assert [(r.messages[0]["content"], r.stream) for r in mixed] == [
-        ("a", True), ("a", False), ("b", True), ("b", False),
-    ]  # fmt: skip
+        ("a", True),
+        ("a", False),
+        ("b", True),
+        ("b", False),
+    ]
     assert [path_label(i) for i in range(4)] == [
-        "prompt 1 streamed", "prompt 1 non-streamed", "prompt 2 streamed", "prompt 2 non-streamed",
-    ]  # fmt: skip
+        "prompt 1 streamed",
+        "prompt 1 non-streamed",
+        "prompt 2 streamed",
+        "prompt 2 non-streamed",
+    ]
 
 
 def _reply(content: str = "", error: str | None = None) -> RequestRecord:
     failed = RequestError(kind="http_status", message=error) if error else None
     return RequestRecord(
-        url="http://x", api="chat", stream=False, model="m", send_ns=0, content=content,
-        finish_reason="stop", error=failed,
-    )  # fmt: skip
+        url="http://x",
+        api="chat",
+        stream=False,
+        model="m",
+        send_ns=0,
+        content=content,
+        finish_reason="stop",
+        error=failed,
+    )
 
 
 def test_empty_or_failed_replies_cannot_be_a_reference() -> None:

@@ -156,8 +156,11 @@ def test_down_on_a_half_up_cluster_stops_what_was_recorded(
             "stall_window_s = 3", "stall_window_s = 120"
         )
     )
-    up = subprocess.Popen([SPARKRIG, "up", str(cluster_file), "--apply"],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    up = subprocess.Popen(
+        [SPARKRIG, "up", str(cluster_file), "--apply"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -194,16 +197,33 @@ def test_down_never_signals_a_pid_it_did_not_start(cluster_file: Path, tmp_path:
         cluster_file.write_text(cluster_text("stranger"))
         state_dir = Path(os.environ["SPARKRIG_STATE_DIR"]) / "clusters"
         state_dir.mkdir(parents=True, exist_ok=True)
-        (state_dir / "stranger.json").write_text(json.dumps({
-            "cluster": "stranger", "api_url": "http://127.0.0.1:1", "model_name": "m",
-            "stall_window_s": 1, "planned": ["b/rpc"],
-            "started": [{
-                "process": {"node": "b", "role": "worker", "name": "rpc", "argv": ["sleep"],
-                            "ready_when": "port"},
-                "executor": {"kind": "local"}, "pid": stranger.pid, "pid_start_ticks": 1,
-                "log_path": str(tmp_path / "x.log"), "started_at": "2026-01-01T00:00:00Z",
-            }],
-        }))  # fmt: skip
+        (state_dir / "stranger.json").write_text(
+            json.dumps(
+                {
+                    "cluster": "stranger",
+                    "api_url": "http://127.0.0.1:1",
+                    "model_name": "m",
+                    "stall_window_s": 1,
+                    "planned": ["b/rpc"],
+                    "started": [
+                        {
+                            "process": {
+                                "node": "b",
+                                "role": "worker",
+                                "name": "rpc",
+                                "argv": ["sleep"],
+                                "ready_when": "port",
+                            },
+                            "executor": {"kind": "local"},
+                            "pid": stranger.pid,
+                            "pid_start_ticks": 1,
+                            "log_path": str(tmp_path / "x.log"),
+                            "started_at": "2026-01-01T00:00:00Z",
+                        }
+                    ],
+                }
+            )
+        )
         down = run("down", str(cluster_file), "--apply")
         assert down.returncode == 0
         assert "already stopped" in down.stdout

@@ -50,8 +50,9 @@ def test_up_refuses_twice_replace_restarts_logs_and_down(tmp_path: Path, engine:
         before = load_state(NAME)
         assert before is not None
 
-        assert_one_line_error(run("up", str(cluster_file), "--apply"), "already recorded as up",
-                              "--replace")  # fmt: skip
+        assert_one_line_error(
+            run("up", str(cluster_file), "--apply"), "already recorded as up", "--replace"
+        )
 
         again = run("up", str(cluster_file), "--apply", "--replace")
         assert again.returncode == 0, again.stderr

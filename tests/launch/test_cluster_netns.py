@@ -82,8 +82,16 @@ def _rpc_cluster(engine: Any, tmp_path: Path) -> Iterator[tuple[Path, str, Netns
         api_address = lab.link_from_here("a", 251)  # the head's API, from here
         cluster_file = tmp_path / "cluster.toml"
         cluster_file.write_text(cluster_file_text(lab, name, api_address))
-        applied = sparkrig("fabric", "apply", str(cluster_file), "--apply", "--executor",
-                           "netns", "--netns-prefix", lab.prefix)  # fmt: skip
+        applied = sparkrig(
+            "fabric",
+            "apply",
+            str(cluster_file),
+            "--apply",
+            "--executor",
+            "netns",
+            "--netns-prefix",
+            lab.prefix,
+        )
         assert applied.returncode == 0, applied.stderr
         try:
             yield cluster_file, name, lab
@@ -122,8 +130,14 @@ def test_rpc_cluster_up_check_kill_a_worker_down(
     assert json.loads(status.stdout)["ready"] is True
 
     began = time.monotonic()
-    check = sparkrig("check", state.api_url, "--quick", "--out",
-                     str(cluster_file.parent / "check.json"), timeout=900)  # fmt: skip
+    check = sparkrig(
+        "check",
+        state.api_url,
+        "--quick",
+        "--out",
+        str(cluster_file.parent / "check.json"),
+        timeout=900,
+    )
     record_property("check_seconds", round(time.monotonic() - began, 1))
     assert check.returncode == 0, check.stdout[-3000:] + check.stderr[-3000:]
 

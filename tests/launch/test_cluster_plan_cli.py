@@ -59,8 +59,10 @@ def test_ring_plan_carries_the_ring_env_and_a_node_override() -> None:
     env = {v["name"]: v["value"] for v in plan["processes"][-1]["env"]}
     assert env["NCCL_ALGO"] == "Ring"
     assert plan["processes"][2]["env"][-1] == {
-        "name": "NCCL_DEBUG", "value": "INFO", "reason": "env of node d"
-    }  # fmt: skip
+        "name": "NCCL_DEBUG",
+        "value": "INFO",
+        "reason": "env of node d",
+    }
 
 
 def test_settings_the_engine_has_no_flag_for_are_warned_about(tmp_path: Path) -> None:

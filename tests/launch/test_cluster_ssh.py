@@ -28,9 +28,10 @@ from tests.fabric.netns_lab import PORTS, NetnsLab, netns_lab, why_netns_unavail
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 UNAVAILABLE = why_netns_unavailable() or (
-    None if os.path.exists(SSHD) and shutil.which("ssh-keygen") else
-    "OpenSSH's sshd is not installed (Debian: openssh-server; `make test` installs it as root)"
-)  # fmt: skip
+    None
+    if os.path.exists(SSHD) and shutil.which("ssh-keygen")
+    else "OpenSSH's sshd is not installed (Debian: openssh-server; `make test` installs it as root)"
+)
 pytestmark = [
     pytest.mark.skipif(UNAVAILABLE is not None, reason=UNAVAILABLE or ""),
     pytest.mark.engine,
@@ -59,10 +60,20 @@ def start_sshd(lab: NetnsLab, node: str, address: str, folder: Path) -> Path:
     )
     Path("/run/sshd").mkdir(exist_ok=True)  # its privilege-separation folder
     subprocess.run(
-        ["ip", "netns", "exec", lab.namespace(node), SSHD, "-f", str(config),
-         "-E", str(folder / f"sshd_{node}.log")],
-        check=True, capture_output=True,
-    )  # fmt: skip
+        [
+            "ip",
+            "netns",
+            "exec",
+            lab.namespace(node),
+            SSHD,
+            "-f",
+            str(config),
+            "-E",
+            str(folder / f"sshd_{node}.log"),
+        ],
+        check=True,
+        capture_output=True,
+    )
     return pid_file
 
 
@@ -118,8 +129,16 @@ def _ssh_pair(engine: Any, tmp_path: Path) -> Iterator[tuple[Path, str, NetnsLab
             name = f"{lab.prefix}ssh".replace("-", "")
             cluster_file = tmp_path / "cluster.toml"
             cluster_file.write_text(cluster_text(name, addresses, ssh_config, tmp_path / "logs"))
-            applied = sparkrig("fabric", "apply", str(cluster_file), "--apply", "--executor",
-                               "netns", "--netns-prefix", lab.prefix)  # fmt: skip
+            applied = sparkrig(
+                "fabric",
+                "apply",
+                str(cluster_file),
+                "--apply",
+                "--executor",
+                "netns",
+                "--netns-prefix",
+                lab.prefix,
+            )
             assert applied.returncode == 0, applied.stderr
             yield cluster_file, name, lab
         finally:
@@ -142,8 +161,9 @@ def test_up_logs_and_down_over_real_ssh(ssh_pair: tuple[Path, str, NetnsLab]) ->
     state = load_state(name)
     assert state is not None
     assert [(r.process.node, r.process.name) for r in state.started] == [
-        ("b", "rpc"), ("a", "llama-server"),
-    ]  # fmt: skip
+        ("b", "rpc"),
+        ("a", "llama-server"),
+    ]
     head_argv = state.started[-1].process.argv
     rpc = head_argv[head_argv.index("--rpc") + 1]
     assert rpc.startswith("10.20.0.2:")  # the worker's end of the cable, not its ssh address

@@ -32,9 +32,11 @@ async def test_a_local_engine_killed_by_sigill_is_named_with_the_fix(
     tmp_path: Path, bundled_model: Path
 ) -> None:
     server = LlamaServerSpec(
-        binary=write_fake(tmp_path / "bin", "sigill"), model=bundled_model, alias="m",
+        binary=write_fake(tmp_path / "bin", "sigill"),
+        model=bundled_model,
+        alias="m",
         port=free_port("127.0.0.1"),
-    )  # fmt: skip
+    )
     with pytest.raises(LaunchError) as raised:
         await start_local(plan_local(server, port_was_chosen=True), answer_one_completion)
     message = str(raised.value)
@@ -54,8 +56,9 @@ def test_a_cluster_node_process_killed_by_sigill_is_named(tmp_path: Path) -> Non
     for _ in range(50):
         seen = parse_observation(
             runner.run(observe_script(started.pid, started.start_ticks, log, None, 3)).stdout,
-            started.start_ticks, None,
-        )  # fmt: skip
+            started.start_ticks,
+            None,
+        )
         if not seen.alive and seen.exit_status is not None:
             break
         time.sleep(0.1)
@@ -63,12 +66,22 @@ def test_a_cluster_node_process_killed_by_sigill_is_named(tmp_path: Path) -> Non
     assert not seen.alive
     assert seen.ended is not None
     assert seen.ended.signal_name == "SIGILL"
-    process = ProcessSpec(node="b", role="worker", name="ggml-rpc-server", argv=[str(fake)],
-                          port=50052, ready_when="port")  # fmt: skip
+    process = ProcessSpec(
+        node="b",
+        role="worker",
+        name="ggml-rpc-server",
+        argv=[str(fake)],
+        port=50052,
+        ready_when="port",
+    )
     record = StartedRecord(
-        process=process, executor=ExecutorSpec(kind="local"), pid=started.pid,
-        pid_start_ticks=started.start_ticks, log_path=log, started_at=datetime.now(UTC),
-    )  # fmt: skip
+        process=process,
+        executor=ExecutorSpec(kind="local"),
+        pid=started.pid,
+        pid_start_ticks=started.start_ticks,
+        log_path=log,
+        started_at=datetime.now(UTC),
+    )
     message = _died_message(process, "exited", seen, record)
     assert message.startswith("node b: ggml-rpc-server killed by SIGILL (illegal instruction")
     assert "sparkrig engine install --portable" in message
@@ -82,8 +95,9 @@ def test_a_cluster_node_process_that_exits_keeps_its_status(tmp_path: Path) -> N
     time.sleep(0.5)
     seen = parse_observation(
         runner.run(observe_script(started.pid, started.start_ticks, log, None, 3)).stdout,
-        started.start_ticks, None,
-    )  # fmt: skip
+        started.start_ticks,
+        None,
+    )
     assert seen.ended is not None
     assert seen.ended.describe() == "exited with status 3"
 
@@ -99,10 +113,13 @@ def test_an_embedded_build_that_needs_no_repack_gets_it_on_the_cluster_head() ->
 
     def argvs(cluster: Cluster) -> dict[str, list[list[str]]]:
         plan = plan_launch(
-            cluster, local_state_dir=Path("/state"), require_executors=False,
-            default_binaries=("/b/llama-server", "/b/rpc"), default_server_args=("--no-repack",),
+            cluster,
+            local_state_dir=Path("/state"),
+            require_executors=False,
+            default_binaries=("/b/llama-server", "/b/rpc"),
+            default_server_args=("--no-repack",),
             bundled_model=Path("/m.gguf"),
-        )  # fmt: skip
+        )
         found: dict[str, list[list[str]]] = {}
         for process in plan.processes:
             found.setdefault(process.role, []).append(process.argv)

@@ -93,10 +93,18 @@ def test_down_never_signals_a_process_it_did_not_start(cli_env: dict[str, str]) 
         record_dir.mkdir(parents=True)
         # a record whose pid was reused by another process: same pid, other start time
         forged = {
-            "name": "local-1", "pid": stranger.pid, "pid_start_ticks": 1, "argv": ["x"],
-            "host": "127.0.0.1", "port": 1, "model": "m", "alias": "m", "parallel_slots": 1,
-            "log_path": str(record_dir / "local-1.log"), "started_at": "2026-01-01T00:00:00Z",
-        }  # fmt: skip
+            "name": "local-1",
+            "pid": stranger.pid,
+            "pid_start_ticks": 1,
+            "argv": ["x"],
+            "host": "127.0.0.1",
+            "port": 1,
+            "model": "m",
+            "alias": "m",
+            "parallel_slots": 1,
+            "log_path": str(record_dir / "local-1.log"),
+            "started_at": "2026-01-01T00:00:00Z",
+        }
         (record_dir / "local-1.json").write_text(json.dumps(forged))
         done = run(cli_env, "down", "--apply")
         assert done.returncode == 0

@@ -80,8 +80,11 @@ def test_cluster_is_ready_only_with_every_process_health_and_a_completion() -> N
 def test_start_observe_stop_a_real_process(tmp_path: Path) -> None:
     runner = LocalExecutor()
     log = str(tmp_path / "logs" / "p.log")
-    result = runner.run(start_script(["sh", "-c", 'echo "$GREETING"; exec sleep 30'],
-                                     {"GREETING": "hello world"}, log))  # fmt: skip
+    result = runner.run(
+        start_script(
+            ["sh", "-c", 'echo "$GREETING"; exec sleep 30'], {"GREETING": "hello world"}, log
+        )
+    )
     started = parse_started(result.stdout)
     assert started.start_ticks > 0
     time.sleep(0.3)

@@ -34,8 +34,12 @@ def _rules_hit(cluster: Cluster) -> set[str]:
 
 
 def _spec(**values: Any) -> dict[str, Any]:
-    base = {"method": "dspark", "num_speculative_tokens": 5, "draft_sample_method": "probabilistic",
-            "runtime": "dspark-legacy"}  # fmt: skip
+    base = {
+        "method": "dspark",
+        "num_speculative_tokens": 5,
+        "draft_sample_method": "probabilistic",
+        "runtime": "dspark-legacy",
+    }
     return {**base, **values}
 
 

@@ -24,10 +24,18 @@ CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
 # Flags from the machine notes: without the background-networking ones Chromium keeps trying
 # hosts this closed network refuses.
 _FLAGS = (
-    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--hide-scrollbars", "--remote-debugging-port=0", "--window-size=1400,1000",
-)  # fmt: skip
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+    "--remote-debugging-port=0",
+    "--window-size=1400,1000",
+)
 
 # Counts, for each rectangle, the share of screenshot pixels that are not the page background.
 _INK_SCRIPT = """
@@ -99,8 +107,9 @@ def view_page(page: Path, chromium: str) -> PageView:
     with tempfile.TemporaryDirectory(prefix="sparkrig-chromium-") as profile:
         proc = subprocess.Popen(
             [chromium, *_FLAGS, f"--user-data-dir={profile}", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             port = _devtools_port(Path(profile) / "DevToolsActivePort")
             return asyncio.run(_view(page.resolve().as_uri(), port))
@@ -142,11 +151,17 @@ async def _view(url: str, port: str) -> PageView:
             while not any(e.get("method") == "Page.loadEventFired" for e in session.events):
                 session.events.append(json.loads((await socket.receive(timeout=30)).data))
             size = await session.evaluate(_PAGE_SIZE)
-            await session.call("Emulation.setDeviceMetricsOverride", width=size["w"],
-                               height=size["h"], deviceScaleFactor=1, mobile=False)  # fmt: skip
+            await session.call(
+                "Emulation.setDeviceMetricsOverride",
+                width=size["w"],
+                height=size["h"],
+                deviceScaleFactor=1,
+                mobile=False,
+            )
             charts = await session.evaluate(_CHART_BOXES)
-            shot = await session.call("Page.captureScreenshot", format="png",
-                                      captureBeyondViewport=True)  # fmt: skip
+            shot = await session.call(
+                "Page.captureScreenshot", format="png", captureBeyondViewport=True
+            )
             png = shot["data"]
             ink = await session.evaluate(
                 f"({_INK_SCRIPT})({json.dumps(png)}, {json.dumps(charts)})"

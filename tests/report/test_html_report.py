@@ -207,13 +207,17 @@ def test_cli_writes_to_out(tmp_path: Path) -> None:
 
 def _check_receipt() -> CheckReceipt:
     return CheckReceipt(
-        base_url=BASE_URL, model="m", settings=CheckSettings(), guards=["exact", "garble"],
-        baseline_path="/tmp/baseline.json", complete=True,
+        base_url=BASE_URL,
+        model="m",
+        settings=CheckSettings(),
+        guards=["exact", "garble"],
+        baseline_path="/tmp/baseline.json",
+        complete=True,
         results=[
             GuardResult(guard="exact", verdict="PASS", evidence="4/5 right", seconds=1.0),
             GuardResult(guard="garble", verdict="FAIL", evidence="<|im_end|> leaked"),
         ],
-    )  # fmt: skip
+    )
 
 
 def test_a_check_receipt_joins_the_page_and_the_terminal(tmp_path: Path) -> None:
@@ -233,10 +237,13 @@ def test_a_check_receipt_joins_the_page_and_the_terminal(tmp_path: Path) -> None
 @pytest.mark.parametrize(
     "content",
     [
-        None, "not json", '{"kind": "something-else"}',
-        '{"kind": "sparkrig-check", "schema_version": 9}', '{"kind": "sparkrig-check"}',
+        None,
+        "not json",
+        '{"kind": "something-else"}',
+        '{"kind": "sparkrig-check", "schema_version": 9}',
+        '{"kind": "sparkrig-check"}',
     ],
-)  # fmt: skip
+)
 def test_cli_bad_receipt_is_one_error_line(tmp_path: Path, content: str | None) -> None:
     path = tmp_path / "receipt.json"
     if content is not None:

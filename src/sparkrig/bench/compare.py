@@ -102,9 +102,13 @@ def _compare_point(
     tolerance_pct: float,
 ) -> PointComparison:
     row = PointComparison(
-        suite=point.suite, name=point.name, metric=point.metric, quantity=quantity,
-        change=None, verdict=None,
-    )  # fmt: skip
+        suite=point.suite,
+        name=point.name,
+        metric=point.metric,
+        quantity=quantity,
+        change=None,
+        verdict=None,
+    )
     before_values = _sample_values(point, quantity)
     after_values = _sample_values(other, quantity) if other is not None else []
     if not before_values or not after_values:

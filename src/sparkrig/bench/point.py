@@ -267,9 +267,13 @@ async def measure_point(
     precise = False
     while len(this_round) < settings.max_samples and retries <= defaults.BENCH_MAX_RETRIES:
         reason = await _take_sample(
-            client, point, make_requests=make_requests, value_of=value_of,
-            check_text=check_text, count_text=count_text,
-        )  # fmt: skip
+            client,
+            point,
+            make_requests=make_requests,
+            value_of=value_of,
+            check_text=check_text,
+            count_text=count_text,
+        )
         if reason is not None:
             point.discarded.append(Discarded(reason=reason, at_sample=len(point.samples)))
             retries += 1
@@ -341,10 +345,13 @@ async def _take_sample(
     findings = [finding for record in records for finding in check_text(record.content)]
     point.samples.append(
         Sample(
-            value=value, requests=summaries, metrics=delta, degenerate=findings,
+            value=value,
+            requests=summaries,
+            metrics=delta,
+            degenerate=findings,
             accounting=accounting,
         )
-    )  # fmt: skip
+    )
     if findings:
         mark_invalid(point, INVALID_DEGENERATE)
     if accounting:

@@ -86,6 +86,9 @@ def save_receipt(receipt: BenchReceipt, path: Path) -> None:
 
 def load_receipt(path: Path) -> BenchReceipt:
     return read_receipt(
-        path, BenchReceipt, kind=RECEIPT_KIND, schema_version=RECEIPT_SCHEMA_VERSION,
+        path,
+        BenchReceipt,
+        kind=RECEIPT_KIND,
+        schema_version=RECEIPT_SCHEMA_VERSION,
         written_by="sparkrig bench",
-    )  # fmt: skip
+    )

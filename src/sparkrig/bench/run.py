@@ -135,9 +135,14 @@ async def run_bench(
         on_plan(settings.rounds * sum(len(list(SUITES[s](c))) for s, c in contexts.items()))
         for round_index in range(1, settings.rounds + 1):
             going = await _run_round(
-                client, receipt, contexts, round_index, saved=saved,
-                on_point_done=on_point_done, count_text=count_text,
-            )  # fmt: skip
+                client,
+                receipt,
+                contexts,
+                round_index,
+                saved=saved,
+                on_point_done=on_point_done,
+                count_text=count_text,
+            )
             if not going:
                 break
         receipt.close()

@@ -134,8 +134,9 @@ class SoakRun:
         self._failures_in_a_row += 1
         if self._first_failure_s is None:
             self._first_failure_s = outcome.done_s
-        if self._failures_in_a_row >= max(defaults.SOAK_LOST_AFTER_FAILURES,
-                                          self.receipt.concurrency):  # fmt: skip
+        if self._failures_in_a_row >= max(
+            defaults.SOAK_LOST_AFTER_FAILURES, self.receipt.concurrency
+        ):
             self.receipt.status = "upstream_lost"
             self.receipt.upstream_lost_at_s = round(self._first_failure_s, 3)
             self.receipt.upstream_lost_message = outcome.error
@@ -149,13 +150,25 @@ class SoakRun:
         self.receipt.windows.append(window)
         for outcome in outcomes:
             if outcome.error is not None:
-                self.receipt.problems.append(SoakProblem(
-                    request_id=outcome.request_id, kind="lost", window=index,
-                    at_s=round(outcome.done_s, 3), message=outcome.error))  # fmt: skip
+                self.receipt.problems.append(
+                    SoakProblem(
+                        request_id=outcome.request_id,
+                        kind="lost",
+                        window=index,
+                        at_s=round(outcome.done_s, 3),
+                        message=outcome.error,
+                    )
+                )
             for detector, message in outcome.findings:
-                self.receipt.problems.append(SoakProblem(
-                    request_id=outcome.request_id, kind="bad_output", window=index,
-                    at_s=round(outcome.done_s, 3), message=f"{detector}: {message}"))  # fmt: skip
+                self.receipt.problems.append(
+                    SoakProblem(
+                        request_id=outcome.request_id,
+                        kind="bad_output",
+                        window=index,
+                        at_s=round(outcome.done_s, 3),
+                        message=f"{detector}: {message}",
+                    )
+                )
         self.on_window(self.receipt)
 
     async def _restarts(self) -> int | None:
@@ -185,12 +198,24 @@ class SoakRun:
 
 
 def new_receipt(
-    url: str, model: str, traffic: str, *, concurrency: int, duration_s: float,
-    window_s: float, seed: int, idle_gap_s: float | None = None,
-) -> SoakReceipt:  # fmt: skip
+    url: str,
+    model: str,
+    traffic: str,
+    *,
+    concurrency: int,
+    duration_s: float,
+    window_s: float,
+    seed: int,
+    idle_gap_s: float | None = None,
+) -> SoakReceipt:
     return SoakReceipt(
-        url=url, model=model, traffic=traffic,
+        url=url,
+        model=model,
+        traffic=traffic,
         started_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        concurrency=concurrency, duration_s=duration_s, window_s=window_s, seed=seed,
+        concurrency=concurrency,
+        duration_s=duration_s,
+        window_s=window_s,
+        seed=seed,
         idle_gap_s=idle_gap_s,
-    )  # fmt: skip
+    )

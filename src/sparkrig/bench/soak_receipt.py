@@ -93,6 +93,9 @@ def save_soak_receipt(receipt: SoakReceipt, path: Path) -> Path:
 
 def load_soak_receipt(path: Path) -> SoakReceipt:
     return read_receipt(
-        path, SoakReceipt, kind=SOAK_KIND, schema_version=SOAK_SCHEMA_VERSION,
+        path,
+        SoakReceipt,
+        kind=SOAK_KIND,
+        schema_version=SOAK_SCHEMA_VERSION,
         written_by="sparkrig soak",
-    )  # fmt: skip
+    )

@@ -18,22 +18,34 @@ KINDS: Final[tuple[Kind, ...]] = ("tool_call", "json", "code", "summary", "prose
 WEATHER_TOOL: Final = {
     "type": "function",
     "function": {
-        "name": "get_weather", "description": "Get the current weather for a city",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                       "required": ["city"]},
+        "name": "get_weather",
+        "description": "Get the current weather for a city",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
     },
-}  # fmt: skip
+}
 PERSON_FORMAT: Final = {
     "type": "json_schema",
-    "json_schema": {"name": "person", "schema": {
-        "type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
-        "required": ["name", "age"]}},
-}  # fmt: skip
+    "json_schema": {
+        "name": "person",
+        "schema": {
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+            "required": ["name", "age"],
+        },
+    },
+}
 _CITIES = ("Paris", "Lagos", "Osaka", "Lima", "Oslo", "Perth", "Quito")
 _CODE_TASKS = (
-    "reverses a linked list", "parses an ISO date", "merges two sorted lists",
-    "counts words in a file", "checks if a string is a palindrome",
-)  # fmt: skip
+    "reverses a linked list",
+    "parses an ISO date",
+    "merges two sorted lists",
+    "counts words in a file",
+    "checks if a string is a palindrome",
+)
 _TOPICS = ("lighthouses", "bread making", "tides", "old maps", "bees", "glaciers", "trains")
 _FACTS = (
     "The committee met on {n} occasions to review the harbour budget.",
@@ -76,9 +88,13 @@ def mixed_request(model: str, n: int, seed: int = 0) -> PlannedRequest:
     else:
         prompt = f"Write a short paragraph about {_TOPICS[pick % len(_TOPICS)]}."
     request = ChatRequest(
-        model=model, messages=[{"role": "user", "content": prompt}], tools=tools,
-        max_tokens=budget, temperature=temperature, extra=extra,
-    )  # fmt: skip
+        model=model,
+        messages=[{"role": "user", "content": prompt}],
+        tools=tools,
+        max_tokens=budget,
+        temperature=temperature,
+        extra=extra,
+    )
     return PlannedRequest(f"soak-{seed}-{n}", kind, request)
 
 
@@ -115,9 +131,18 @@ _FILLER = (
 )
 # params a replay sets itself, or that only made sense for the recorded connection
 _REPLAY_OWN = frozenset(
-    ("model", "stream", "max_tokens", "temperature", "tools", "stream_options", "messages",
-     "prompt", "timings_per_token")
-)  # fmt: skip
+    (
+        "model",
+        "stream",
+        "max_tokens",
+        "temperature",
+        "tools",
+        "stream_options",
+        "messages",
+        "prompt",
+        "timings_per_token",
+    )
+)
 
 
 def replay_request(model: str, record: WorkloadRecord, n: int) -> PlannedRequest:
@@ -130,10 +155,12 @@ def replay_request(model: str, record: WorkloadRecord, n: int) -> PlannedRequest
     words = record.prompt_tokens or max(record.prompt_chars // 4, 8)
     filler = " ".join(_FILLER[i % len(_FILLER)] for i in range(words))
     common: dict[str, Any] = {
-        "model": model, "max_tokens": int(max_tokens), "stream": record.stream,
+        "model": model,
+        "max_tokens": int(max_tokens),
+        "stream": record.stream,
         "temperature": float(temperature) if isinstance(temperature, int | float) else None,
         "extra": extra,
-    }  # fmt: skip
+    }
     request: ChatRequest | CompletionRequest
     if record.api == "completions":
         prompt = record.prompt if record.prompt is not None else filler

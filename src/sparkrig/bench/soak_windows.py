@@ -89,13 +89,21 @@ def window_figures(
     first = min((o for o in done if o.ttft_s is not None), key=lambda o: o.sent_s, default=None)
     findings = Counter(detector for o in done for detector, _ in o.findings)
     return SoakWindow(
-        index=index, start_s=round(start_s, 3), end_s=round(end_s, 3), partial=partial,
-        requests=len(outcomes), errors=len(outcomes) - len(done),
-        bad_outputs=sum(1 for o in done if o.findings), output_tokens=tokens,
+        index=index,
+        start_s=round(start_s, 3),
+        end_s=round(end_s, 3),
+        partial=partial,
+        requests=len(outcomes),
+        errors=len(outcomes) - len(done),
+        bad_outputs=sum(1 for o in done if o.findings),
+        output_tokens=tokens,
         aggregate_tps=tokens / span if span > 0 and done else None,
         per_stream_tps_median=statistics.median(rates) if rates else None,
-        ttft_p50_s=percentile(ttfts, 0.50), ttft_p95_s=percentile(ttfts, 0.95),
-        ttft_p99_s=percentile(ttfts, 0.99), findings=dict(findings), restarts=restarts,
+        ttft_p50_s=percentile(ttfts, 0.50),
+        ttft_p95_s=percentile(ttfts, 0.95),
+        ttft_p99_s=percentile(ttfts, 0.99),
+        findings=dict(findings),
+        restarts=restarts,
         kinds=dict(Counter(o.kind for o in outcomes)),
         first_ttft_s=first.ttft_s if first else None,
-    )  # fmt: skip
+    )

@@ -120,23 +120,26 @@ def concurrency_suite(context: SuiteContext) -> Iterator[PointPlan]:
         metric = f"aggregate decode tok/s over the union window of {streams} streams"
         yield PointPlan(
             point=PointResult(
-                suite="concurrency", name=f"c={streams} cold",
+                suite="concurrency",
+                name=f"c={streams} cold",
                 metric=f"{metric}; a fresh {length}-token prompt per stream and sample",
             ),
             make_requests=_concurrent_requests(context, streams, replay=None),
             value_of=aggregate_decode_rate,
-        )  # fmt: skip
+        )
         if settings.cached_replays:
             replay = [_prompt_of_depth(context, length, salted=True) for _ in range(streams)]
             yield PointPlan(
                 point=PointResult(
-                    suite="concurrency", name=f"c={streams} cached",
+                    suite="concurrency",
+                    name=f"c={streams} cached",
                     metric=f"{metric}; {streams} distinct {length}-token prompts replayed: "
-                    "the prefix-cache path", warmup_primes_cache=True,
+                    "the prefix-cache path",
+                    warmup_primes_cache=True,
                 ),
                 make_requests=_concurrent_requests(context, streams, replay=replay),
                 value_of=aggregate_decode_rate,
-            )  # fmt: skip
+            )
 
 
 def _concurrent_requests(

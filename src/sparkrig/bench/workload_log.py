@@ -19,9 +19,19 @@ WORKLOAD_SCHEMA_VERSION = 1
 # that could carry a credential
 _PROMPT_FIELDS = frozenset(("messages", "prompt"))
 _CREDENTIAL_FIELDS = frozenset(
-    ("api_key", "apikey", "api-key", "key", "authorization", "token", "access_token", "secret",
-     "password", "bearer")
-)  # fmt: skip
+    (
+        "api_key",
+        "apikey",
+        "api-key",
+        "key",
+        "authorization",
+        "token",
+        "access_token",
+        "secret",
+        "password",
+        "bearer",
+    )
+)
 
 
 class WorkloadRecord(BaseModel):

@@ -172,10 +172,15 @@ def bench(
     )
     depths = _ladder(prefill_depths, "--prefill-depths", defaults.BENCH_MAX_PREFILL_DEPTH)
     settings = BenchSettings(
-        precision=precision, max_samples=max_samples, decode_tokens=tokens,
-        concurrency=_ladder(concurrency), rounds=rounds, prompt_tokens=prompt_tokens,
-        cached_replays=cached, prefill_depths=depths,
-    )  # fmt: skip
+        precision=precision,
+        max_samples=max_samples,
+        decode_tokens=tokens,
+        concurrency=_ladder(concurrency),
+        rounds=rounds,
+        prompt_tokens=prompt_tokens,
+        cached_replays=cached,
+        prefill_depths=depths,
+    )
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out_path = out or Path("sparkrig-runs") / f"bench-{stamp}.json"
     refuse_to_replace(out_path, force=force)
@@ -184,10 +189,13 @@ def bench(
 
     async def go(progress: BenchProgress) -> Any:
         kwargs: dict[str, Any] = {
-            "settings": settings, "out_path": out_path, "model": model,
-            "on_progress": progress.sample, "on_plan": progress.plan,
+            "settings": settings,
+            "out_path": out_path,
+            "model": model,
+            "on_progress": progress.sample,
+            "on_plan": progress.plan,
             "on_point_done": progress.point_done,
-        }  # fmt: skip
+        }
         if local:
             from sparkrig.embedded import bench_embedded
 
@@ -320,9 +328,12 @@ def report(
             console.print(fabric_test_view(receipt))
             continue
         if isinstance(receipt, SoakReceipt):
-            console.print(f"soak {receipt.status}: {len(receipt.windows)} windows, "
-                          f"{receipt.requests} requests, {receipt.lost} lost, "
-                          f"{receipt.bad_outputs} bad outputs", highlight=False)  # fmt: skip
+            console.print(
+                f"soak {receipt.status}: {len(receipt.windows)} windows, "
+                f"{receipt.requests} requests, {receipt.lost} lost, "
+                f"{receipt.bad_outputs} bad outputs",
+                highlight=False,
+            )
             continue
         console.print(bench_table(receipt))
         if (acceptance := spec_table(receipt)) is not None:

@@ -121,11 +121,16 @@ def check(
         from sparkrig.guards.soak import check_with_soak
 
         kwargs: dict[str, Any] = {
-            "settings": settings, "out_path": out_path, "guards": names, "model": model,
-            "baseline_path": baseline, "record_baseline": record_baseline, "reraise": debug,
+            "settings": settings,
+            "out_path": out_path,
+            "guards": names,
+            "model": model,
+            "baseline_path": baseline,
+            "record_baseline": record_baseline,
+            "reraise": debug,
             "show": lambda result: err_console.print(result_line(result), highlight=False),
             "say": lambda line: err_console.print(line, highlight=False),
-        }  # fmt: skip
+        }
         if local:
             from sparkrig.embedded import embedded_engine
 

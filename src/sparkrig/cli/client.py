@@ -40,8 +40,16 @@ def ask(
 
     # visible while a cold prefill keeps the first byte away (shown on a terminal only)
     with err_console.status(f"waiting for {url} (a cold prefill can take minutes)"):
-        record = asyncio.run(ask_once(url, prompt, model=model, max_tokens=max_tokens,
-                                      stream=not no_stream, api_key_env=api_key_env))  # fmt: skip
+        record = asyncio.run(
+            ask_once(
+                url,
+                prompt,
+                model=model,
+                max_tokens=max_tokens,
+                stream=not no_stream,
+                api_key_env=api_key_env,
+            )
+        )
     if as_json:
         _print_json(record.model_dump(mode="json"))
     if record.error is not None:

@@ -192,8 +192,7 @@ def lint_file(path: Path, profile: str | None, as_json: bool) -> None:
         for finding in findings:
             style = "red" if finding.severity == "error" else "yellow"
             rest = escape(finding.line().split(" ", 1)[1])
-            console.print(f"[{style}]{finding.severity}[/] {rest}",
-                          highlight=False, soft_wrap=True)  # fmt: skip
+            console.print(f"[{style}]{finding.severity}[/] {rest}", highlight=False, soft_wrap=True)
         errors = sum(f.severity == "error" for f in findings)
         console.print(
             f"{path}: {errors} errors, {len(findings) - errors} warnings", highlight=False

@@ -83,17 +83,23 @@ def fabric_test_command(
     loopback = executor == "local"
     specs = {} if loopback else _executor_specs(cluster, executor, netns, netns_prefix, None)
     settings = TestSettings(
-        backend=backend, sizes=ladder, iterations=iterations, port=port, checks=checks,
-        liveness_s=liveness, loopback=loopback,
-    )  # fmt: skip
+        backend=backend,
+        sizes=ladder,
+        iterations=iterations,
+        port=port,
+        checks=checks,
+        liveness_s=liveness,
+        loopback=loopback,
+    )
     node_python = python or ("python3" if executor == "ssh" else sys.executable)
     shown_sizes = ladder or default_ladder(gpu=backend == "nccl")
     if not apply:
         where = "this machine, 127.0.0.1" if loopback else executor
         console.print(
             f"{plan.cluster}: {plan.topology}, ranks {' → '.join(order)} → {order[0]}, "
-            f"master {master_address(plan, loopback)}:{port}, on {where}", highlight=False,
-        )  # fmt: skip
+            f"master {master_address(plan, loopback)}:{port}, on {where}",
+            highlight=False,
+        )
         for node in order:
             argv = worker_argv(
                 plan,
@@ -139,9 +145,13 @@ def _probe_nodes(
 
 
 def _run(
-    plan: FabricPlan, specs: dict[str, ExecutorSpec], settings: TestSettings, python: str,
-    executor: str, out: Path | None,
-) -> FabricTestReceipt:  # fmt: skip
+    plan: FabricPlan,
+    specs: dict[str, ExecutorSpec],
+    settings: TestSettings,
+    python: str,
+    executor: str,
+    out: Path | None,
+) -> FabricTestReceipt:
     from rich.progress import Progress
 
     from sparkrig.cli.common import err_console
@@ -165,15 +175,27 @@ def _run(
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out_path = out or Path("sparkrig-runs") / f"fabric-test-{stamp}.json"
     receipt = FabricTestReceipt(
-        cluster=plan.cluster, topology=plan.topology, rank_order=order, executor=executor,
-        backend=backend, torch_version=probes[order[0]]["torch"], iterations=settings.iterations,
-    )  # fmt: skip
+        cluster=plan.cluster,
+        topology=plan.topology,
+        rank_order=order,
+        executor=executor,
+        backend=backend,
+        torch_version=probes[order[0]]["torch"],
+        iterations=settings.iterations,
+    )
     save_receipt(receipt, out_path)
     workers = [
-        Worker(node, rank, runners[node].argv_for(worker_argv(
-            plan, node, python=python, settings=settings, backend=backend, sizes=sizes)))
+        Worker(
+            node,
+            rank,
+            runners[node].argv_for(
+                worker_argv(
+                    plan, node, python=python, settings=settings, backend=backend, sizes=sizes
+                )
+            ),
+        )
         for rank, node in enumerate(order)
-    ]  # fmt: skip
+    ]
     events: dict[str, list[dict[str, Any]]] = {}
     total = len(sizes) * 8 * len(order) + len(order)
 

@@ -68,9 +68,12 @@ def gateway(
     checked_base_url(upstream)  # the gateway would otherwise answer every request with a 502
 
     config = GatewayConfig(
-        faults=parse_faults(inject), after_requests=after, emulate_reasoning=emulate_reasoning,
-        reasoning_chars=reasoning_chars, long_prompt_chars=long_prompt_chars,
-    )  # fmt: skip
+        faults=parse_faults(inject),
+        after_requests=after,
+        emulate_reasoning=emulate_reasoning,
+        reasoning_chars=reasoning_chars,
+        long_prompt_chars=long_prompt_chars,
+    )
     console = Console()
 
     async def serve() -> None:

@@ -72,14 +72,24 @@ def serve(
     from sparkrig.gateway.serve import running_serving_gateway
     from sparkrig.gateway.serve_config import load_serve_config
 
-    settings = load_serve_config(config, {
-        "host": host, "port": port, "reasoning": reasoning,
-        "reasoning_models": reasoning_model or None, "stops_on_content": stops_on_content,
-        "normalise_reasoning": normalise_reasoning, "reasoning_keys": reasoning_keys,
-        "template_opens_think": template_opens_think, "live_guards": live_guards,
-        "guard_log": guard_log, "workload_log": workload_log, "record_prompts": record_prompts,
-        "drain_s": drain_s,
-    })  # fmt: skip
+    settings = load_serve_config(
+        config,
+        {
+            "host": host,
+            "port": port,
+            "reasoning": reasoning,
+            "reasoning_models": reasoning_model or None,
+            "stops_on_content": stops_on_content,
+            "normalise_reasoning": normalise_reasoning,
+            "reasoning_keys": reasoning_keys,
+            "template_opens_think": template_opens_think,
+            "live_guards": live_guards,
+            "guard_log": guard_log,
+            "workload_log": workload_log,
+            "record_prompts": record_prompts,
+            "drain_s": drain_s,
+        },
+    )
     console = Console()
 
     async def run() -> None:

@@ -168,8 +168,16 @@ def status(cluster_file: ClusterFileArg = None, as_json: JsonFlag = False) -> No
         table.add_column(header)
     for row in rows:
         slots = "—" if row.slots_total is None else f"{row.slots_busy}/{row.slots_total}"
-        table.add_row(row.name, row.state, str(row.pid), row.base_url, row.alias,
-                      f"{row.uptime_s:.0f}s", slots, row.speculative or "—")  # fmt: skip
+        table.add_row(
+            row.name,
+            row.state,
+            str(row.pid),
+            row.base_url,
+            row.alias,
+            f"{row.uptime_s:.0f}s",
+            slots,
+            row.speculative or "—",
+        )
     console.print(table)
 
 

@@ -71,15 +71,27 @@ def soak(
             traffic = replayed_traffic(served, records) if records else mixed_traffic(served, seed)
             source = f"replay {replay}" if replay else "mixed"
             started = new_receipt(
-                url, served, source, concurrency=concurrency, duration_s=duration,
-                window_s=window, seed=seed, idle_gap_s=idle_gap,
-            )  # fmt: skip
-            console.print(f"soak {url}: {source}, {concurrency} streams, {duration:g} s, "
-                          f"windows of {window:g} s -> {receipt}", highlight=False)  # fmt: skip
+                url,
+                served,
+                source,
+                concurrency=concurrency,
+                duration_s=duration,
+                window_s=window,
+                seed=seed,
+                idle_gap_s=idle_gap,
+            )
+            console.print(
+                f"soak {url}: {source}, {concurrency} streams, {duration:g} s, "
+                f"windows of {window:g} s -> {receipt}",
+                highlight=False,
+            )
             runner = SoakRun(
-                client, started, traffic, on_window=saved,
+                client,
+                started,
+                traffic,
+                on_window=saved,
                 metrics_url=metrics_url or f"{client.base_url}/metrics",
-            )  # fmt: skip
+            )
             return await runner.run()
 
     done = asyncio.run(run())

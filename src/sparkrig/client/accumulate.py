@@ -249,12 +249,18 @@ def _logprobs(raw: dict[str, Any], where: str) -> list[TokenLogprob]:
     result = []
     for n, (token, value, top) in enumerate(zip(tokens, values, tops, strict=False)):
         alternatives = field.mapping(top, f"{where}.top_logprobs[{n}]") or {}
-        result.append(TokenLogprob(
-            token=field.text(token, f"{where}.tokens[{n}]") or "",
-            logprob=field.number(value, f"{where}.token_logprobs[{n}]"),
-            top=[TopLogprob(token=k, logprob=_required_number(v, f"{where}.top_logprobs[{n}].{k}"))
-                 for k, v in alternatives.items()],
-        ))  # fmt: skip
+        result.append(
+            TokenLogprob(
+                token=field.text(token, f"{where}.tokens[{n}]") or "",
+                logprob=field.number(value, f"{where}.token_logprobs[{n}]"),
+                top=[
+                    TopLogprob(
+                        token=k, logprob=_required_number(v, f"{where}.top_logprobs[{n}].{k}")
+                    )
+                    for k, v in alternatives.items()
+                ],
+            )
+        )
     return result
 
 
@@ -266,10 +272,12 @@ def _chat_logprob(item: Any, where: str) -> TokenLogprob:
         at = f"{where}.top_logprobs[{n}]"
         if not isinstance(alternative, dict):
             raise field.MalformedField(at, "an object", alternative)
-        top.append(TopLogprob(
-            token=field.text(alternative.get("token"), f"{at}.token") or "",
-            logprob=_required_number(alternative.get("logprob", 0.0), f"{at}.logprob"),
-        ))  # fmt: skip
+        top.append(
+            TopLogprob(
+                token=field.text(alternative.get("token"), f"{at}.token") or "",
+                logprob=_required_number(alternative.get("logprob", 0.0), f"{at}.logprob"),
+            )
+        )
     return TokenLogprob(
         token=field.text(item.get("token"), f"{where}.token") or "",
         logprob=field.number(item.get("logprob"), f"{where}.logprob"),

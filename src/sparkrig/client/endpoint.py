@@ -123,9 +123,11 @@ class EndpointClient:
             )
         self._api_key = api_key  # kept off every record, log and repr
         self.timeouts = Timeouts.from_env(
-            request_s=timeout_s, connect_s=connect_timeout_s,
-            first_byte_s=first_byte_timeout_s, idle_s=idle_timeout_s,
-        )  # fmt: skip
+            request_s=timeout_s,
+            connect_s=connect_timeout_s,
+            first_byte_s=first_byte_timeout_s,
+            idle_s=idle_timeout_s,
+        )
         self._timeout = self.timeouts.for_metadata()
         self.per_event_counts = per_event_counts
         self._session: aiohttp.ClientSession | None = None
@@ -170,9 +172,12 @@ class EndpointClient:
         url = f"{self.base_url}{path}"
         body = request_body(request, per_event_counts=self.per_event_counts)
         record = RequestRecord(
-            url=url, api=request.api, stream=request.stream, model=request.model,
+            url=url,
+            api=request.api,
+            stream=request.stream,
+            model=request.model,
             send_ns=time.perf_counter_ns(),
-        )  # fmt: skip
+        )
         accumulator = StreamAccumulator(record)
         loop = asyncio.get_running_loop()
         deadline = asyncio.timeout(self.timeouts.first_byte_s)
@@ -197,23 +202,40 @@ class EndpointClient:
                 else:
                     await _read_body(response, accumulator)
         except aiohttp.ClientConnectorError as exc:
-            return _fail(accumulator, "connect", RequestError(
-                kind="connect", message=describe_client_error(exc, url)))  # fmt: skip
+            return _fail(
+                accumulator,
+                "connect",
+                RequestError(kind="connect", message=describe_client_error(exc, url)),
+            )
         except TimeoutError as exc:
             message = self.timeouts.message(
-                url, exc, ours=deadline.expired(), events=accumulator.event_count,
+                url,
+                exc,
+                ours=deadline.expired(),
+                events=accumulator.event_count,
                 first_byte_seen=record.first_byte_ns is not None,
-            )  # fmt: skip
+            )
             return _fail(accumulator, "timeout", RequestError(kind="timeout", message=message))
         except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError) as exc:
-            return _fail(accumulator, "stream_cut", RequestError(kind="stream_cut", message=(
-                f"the connection closed mid-reply ({exc.__class__.__name__}) — check the "
-                "server log for a crash or restart")))  # fmt: skip
+            return _fail(
+                accumulator,
+                "stream_cut",
+                RequestError(
+                    kind="stream_cut",
+                    message=(
+                        f"the connection closed mid-reply ({exc.__class__.__name__}) — check the "
+                        "server log for a crash or restart"
+                    ),
+                ),
+            )
         except _ProtocolFault as fault:
             return _fail(accumulator, fault.error.kind, fault.error)
         except aiohttp.ClientError as exc:
-            return _fail(accumulator, "protocol", RequestError(
-                kind="protocol", message=describe_client_error(exc, url)))  # fmt: skip
+            return _fail(
+                accumulator,
+                "protocol",
+                RequestError(kind="protocol", message=describe_client_error(exc, url)),
+            )
         return accumulator.finish(time.perf_counter_ns())
 
 
@@ -284,15 +306,23 @@ def _parse_json(text: str, where: str) -> Any:
     try:  # anything else is json.loads's to accept (surrounding whitespace) or reject
         return json.loads(text)
     except RecursionError as exc:
-        raise _ProtocolFault(RequestError(
-            kind="non_json", body=text[:_BODY_EXCERPT],
-            message=f"{where} is JSON nested too deeply to read — check the URL points at an "
-            "OpenAI-compatible server")) from exc  # fmt: skip
+        raise _ProtocolFault(
+            RequestError(
+                kind="non_json",
+                body=text[:_BODY_EXCERPT],
+                message=f"{where} is JSON nested too deeply to read — check the URL points at an "
+                "OpenAI-compatible server",
+            )
+        ) from exc
     except json.JSONDecodeError as exc:
-        raise _ProtocolFault(RequestError(
-            kind="non_json", body=text[:_BODY_EXCERPT],
-            message=f"{where} is not JSON ({exc.msg}): {excerpt(text, 80)!r} — check the URL "
-            "points at an OpenAI-compatible server, not a web page or proxy")) from exc  # fmt: skip
+        raise _ProtocolFault(
+            RequestError(
+                kind="non_json",
+                body=text[:_BODY_EXCERPT],
+                message=f"{where} is not JSON ({exc.msg}): {excerpt(text, 80)!r} — check the URL "
+                "points at an OpenAI-compatible server, not a web page or proxy",
+            )
+        ) from exc
 
 
 async def _read_body(response: aiohttp.ClientResponse, accumulator: StreamAccumulator) -> None:
@@ -306,16 +336,26 @@ async def _read_body(response: aiohttp.ClientResponse, accumulator: StreamAccumu
     t_ns = time.perf_counter_ns()
     accumulator.record.first_byte_ns = t_ns
     if (title := web_page_title(raw)) is not None:
-        raise _ProtocolFault(RequestError(
-            kind="non_json", body=raw[:_BODY_EXCERPT].decode(errors="replace"),
-            message=f"the reply is a web page titled {title!r}, not JSON — point the URL at the "
-            "OpenAI-compatible server itself, not a web UI, login page or proxy"))  # fmt: skip
+        raise _ProtocolFault(
+            RequestError(
+                kind="non_json",
+                body=raw[:_BODY_EXCERPT].decode(errors="replace"),
+                message=(
+                    f"the reply is a web page titled {title!r}, not JSON — point the URL at the "
+                    "OpenAI-compatible server itself, not a web UI, login page or proxy"
+                ),
+            )
+        )
     body = _parse_json(raw.decode(errors="replace"), "the reply body")
     if not isinstance(body, dict):
-        raise _ProtocolFault(RequestError(
-            kind="protocol", body=raw[:_BODY_EXCERPT].decode(errors="replace"),
-            message="the reply is JSON but not an object — is this an OpenAI-compatible "
-            "server?"))  # fmt: skip
+        raise _ProtocolFault(
+            RequestError(
+                kind="protocol",
+                body=raw[:_BODY_EXCERPT].decode(errors="replace"),
+                message="the reply is JSON but not an object — is this an OpenAI-compatible "
+                "server?",
+            )
+        )
     try:
         accumulator.add_body(t_ns, body)
     except MalformedField as exc:
@@ -346,9 +386,14 @@ async def _read_stream(
         lines = (pending + block if pending else block).split(b"\n")
         pending = lines.pop()  # an unfinished line waits for the next block
         if len(pending) > _MAX_LINE_BYTES:
-            raise _ProtocolFault(RequestError(kind="protocol", body=pending[:_BODY_EXCERPT].decode(
-                errors="replace"), message=f"an SSE line ran past {_MAX_LINE_BYTES} bytes with no "
-                "newline — is this an event stream? check the server or proxy"))  # fmt: skip
+            raise _ProtocolFault(
+                RequestError(
+                    kind="protocol",
+                    body=pending[:_BODY_EXCERPT].decode(errors="replace"),
+                    message=f"an SSE line ran past {_MAX_LINE_BYTES} bytes with no "
+                    "newline — is this an event stream? check the server or proxy",
+                )
+            )
         for raw_line in lines:
             if _take_line(raw_line, data_lines):
                 data = b"\n".join(data_lines).decode(errors="replace")
@@ -358,14 +403,28 @@ async def _read_stream(
                     break
                 _add_event(accumulator, time.perf_counter_ns(), data)
                 if most is not None and accumulator.event_count > most:
-                    raise _ProtocolFault(RequestError(kind="protocol", message=(
-                        f"the server sent more than {most} events for a reply of at most "
-                        f"{most // _EVENTS_PER_TOKEN} tokens — it ignores max_tokens; check "
-                        "the server (or a proxy replaying the stream)")))  # fmt: skip
+                    raise _ProtocolFault(
+                        RequestError(
+                            kind="protocol",
+                            message=(
+                                f"the server sent more than {most} events for a reply of at most "
+                                f"{most // _EVENTS_PER_TOKEN} tokens — it ignores max_tokens; "
+                                "check "
+                                "the server (or a proxy replaying the stream)"
+                            ),
+                        )
+                    )
         if len(data_lines) > _MAX_EVENT_LINES:
-            raise _ProtocolFault(RequestError(kind="protocol", message=(
-                f"an SSE event ran past {_MAX_EVENT_LINES} data lines with no blank line — is "
-                "this an event stream? check the server or proxy")))  # fmt: skip
+            raise _ProtocolFault(
+                RequestError(
+                    kind="protocol",
+                    message=(
+                        f"an SSE event ran past {_MAX_EVENT_LINES} data lines with no blank line "
+                        "— is "
+                        "this an event stream? check the server or proxy"
+                    ),
+                )
+            )
     if pending and not done:
         _take_line(pending, data_lines)  # a last line with no newline; its event is read below
     if data_lines and not done:  # a final event without its blank line
@@ -374,11 +433,14 @@ async def _read_stream(
         if not done:
             _add_event(accumulator, time.perf_counter_ns(), data)
     if not done and record.finish_reason is None:
-        raise _ProtocolFault(RequestError(
-            kind="stream_cut",
-            message=f"the event stream ended after {accumulator.event_count} events with no "
-            "finish_reason and no [DONE] — the server or a proxy cut the reply; "
-            "check its log"))  # fmt: skip
+        raise _ProtocolFault(
+            RequestError(
+                kind="stream_cut",
+                message=f"the event stream ended after {accumulator.event_count} events with no "
+                "finish_reason and no [DONE] — the server or a proxy cut the reply; "
+                "check its log",
+            )
+        )
 
 
 def _take_line(raw_line: bytes, data_lines: list[bytes]) -> bool:
@@ -393,14 +455,24 @@ def _take_line(raw_line: bytes, data_lines: list[bytes]) -> bool:
 def _add_event(accumulator: StreamAccumulator, t_ns: int, data: str) -> None:
     chunk = _parse_json(data, "an SSE event")
     if not isinstance(chunk, dict):
-        raise _ProtocolFault(RequestError(kind="protocol", body=data[:_BODY_EXCERPT],
-            message="an SSE event is JSON but not an object — is this an OpenAI-compatible "
-            "server?"))  # fmt: skip
+        raise _ProtocolFault(
+            RequestError(
+                kind="protocol",
+                body=data[:_BODY_EXCERPT],
+                message="an SSE event is JSON but not an object — is this an OpenAI-compatible "
+                "server?",
+            )
+        )
     if isinstance(chunk.get("error"), (dict, str)):
         detail = chunk["error"]
         text = detail.get("message", str(detail)) if isinstance(detail, dict) else detail
-        raise _ProtocolFault(RequestError(kind="protocol", body=data[:_BODY_EXCERPT],
-            message=f"the server reported an error mid-stream: {text} — read its log"))  # fmt: skip
+        raise _ProtocolFault(
+            RequestError(
+                kind="protocol",
+                body=data[:_BODY_EXCERPT],
+                message=f"the server reported an error mid-stream: {text} — read its log",
+            )
+        )
     try:
         accumulator.add_chunk(t_ns, chunk)
     except MalformedField as exc:
@@ -408,6 +480,11 @@ def _add_event(accumulator: StreamAccumulator, t_ns: int, data: str) -> None:
 
 
 def _malformed(where: str, exc: MalformedField, data: str) -> _ProtocolFault:
-    return _ProtocolFault(RequestError(kind="malformed", body=data[:_BODY_EXCERPT],
-        message=f"{where}: {exc.describe()} — the server (or a proxy) sent a malformed reply; "
-        "check its version and the OpenAI API it claims"))  # fmt: skip
+    return _ProtocolFault(
+        RequestError(
+            kind="malformed",
+            body=data[:_BODY_EXCERPT],
+            message=f"{where}: {exc.describe()} — the server (or a proxy) sent a malformed reply; "
+            "check its version and the OpenAI API it claims",
+        )
+    )

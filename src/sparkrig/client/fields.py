@@ -29,8 +29,14 @@ class MalformedField(ValueError):
 
 def shown(value: Any) -> str:
     """A value in a message: its JSON type and the start of it."""
-    names = {str: "a string", bool: "a boolean", int: "a number", float: "a number",
-             list: "a list", dict: "an object"}  # fmt: skip
+    names = {
+        str: "a string",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        list: "a list",
+        dict: "an object",
+    }
     return f"{names.get(type(value), type(value).__name__)} {excerpt(repr(value), 40)}"
 
 

@@ -38,8 +38,9 @@ def plan_capacity(profile: ServingProfile, steps_per_second: float | None = None
             "docs/field-notes.md#kv-pool-per-boot)"
         )
     elif length is not None and pool < length:
-        notes.append(f"the pool cannot hold one {length}-token request — lint rule "
-                     "kv-pool-holds-one-request")  # fmt: skip
+        notes.append(
+            f"the pool cannot hold one {length}-token request — lint rule kv-pool-holds-one-request"
+        )
     return CapacityPlan(
         kv_pool_tokens=pool,
         max_model_len=length,

@@ -19,9 +19,11 @@ _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 def load_cluster(path: Path) -> Cluster:
     text = read_text_file(
-        path, what="cluster file", error=ConfigError,
+        path,
+        what="cluster file",
+        error=ConfigError,
         fix="pass the path of a cluster TOML (see examples/)",
-    )  # fmt: skip
+    )
     cluster = parse_cluster(text, source=str(path))
     if cluster.name is None:
         cluster = cluster.model_copy(update={"name": path.stem})

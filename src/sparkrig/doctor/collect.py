@@ -132,9 +132,10 @@ def collect_node(
         for probe in probes:
             if probe.name not in outputs:
                 outputs[probe.name] = ToolOutput(
-                    command=shlex.join(probe.argv), returncode=-1,
+                    command=shlex.join(probe.argv),
+                    returncode=-1,
                     skipped=f"the node stopped answering: {exc}",
-                )  # fmt: skip
+                )
     return NodeCapture(node=node, reached_by=runner.description, outputs=outputs)
 
 

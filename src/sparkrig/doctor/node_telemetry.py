@@ -152,7 +152,11 @@ def parse_stream(text: str, host: str, interval_s: float) -> Telemetry:
     ]
     with_gpu = any(s.gpus for s in samples)
     return Telemetry(
-        host=host, interval_s=interval_s, started_at=begin, samples=samples,
+        host=host,
+        interval_s=interval_s,
+        started_at=begin,
+        samples=samples,
         gpu_source="nvidia-smi" if with_gpu else "no GPU figures: no nvidia-smi on the node",
-        sampler_cpu_s=round(cpu_s, 4), sampler_wall_s=round(wall_s, 3),
-    )  # fmt: skip
+        sampler_cpu_s=round(cpu_s, 4),
+        sampler_wall_s=round(wall_s, 3),
+    )

@@ -53,9 +53,11 @@ _ENGINE_PYTHON = (
 
 def engine_python_probe(binary: str) -> Probe:
     return Probe(
-        "engine_python", ["sh", "-c", _ENGINE_PYTHON, "sh", binary], binary,
+        "engine_python",
+        ["sh", "-c", _ENGINE_PYTHON, "sh", binary],
+        binary,
         f"install {binary} on the node (in a venv with pip)",
-    )  # fmt: skip
+    )
 
 
 def node_probes(model_dir: str, jit_dir: str, engine_version: list[str] | None) -> list[Probe]:

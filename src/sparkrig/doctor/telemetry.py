@@ -142,9 +142,15 @@ def reading(t: float, files: dict[str, str], rdma: dict[str, tuple[int, int, int
     busy, total = cpu_times(files["stat"])
     swap_in, swap_out = swap_pages(files["vmstat"])
     return Reading(
-        t=t, busy=busy, total=total, memory_used=meminfo_bytes(files["meminfo"]),
-        swap_in=swap_in, swap_out=swap_out, net=interface_bytes(files["net/dev"]), rdma=rdma,
-    )  # fmt: skip
+        t=t,
+        busy=busy,
+        total=total,
+        memory_used=meminfo_bytes(files["meminfo"]),
+        swap_in=swap_in,
+        swap_out=swap_out,
+        net=interface_bytes(files["net/dev"]),
+        rdma=rdma,
+    )
 
 
 def sample_between(
@@ -258,9 +264,12 @@ class Sampler:
     def _rdma(self) -> dict[str, tuple[int, int, int]]:
         files = [
             *self.sysfs.glob("class/infiniband/*/ports/*/counters/port_*_data"),
-            *(path for name in defaults.DOCTOR_ROCE_ERROR_COUNTERS
-              for path in self.sysfs.glob(f"class/infiniband/*/ports/*/hw_counters/{name}")),
-        ]  # fmt: skip
+            *(
+                path
+                for name in defaults.DOCTOR_ROCE_ERROR_COUNTERS
+                for path in self.sysfs.glob(f"class/infiniband/*/ports/*/hw_counters/{name}")
+            ),
+        ]
         values = {}
         for path in files:
             try:
@@ -290,7 +299,11 @@ class Sampler:
 
     def result(self, host: str) -> Telemetry:
         return Telemetry(
-            host=host, interval_s=self.interval_s, started_at=self._started,
-            samples=list(self._samples), gpu_source=self._gpu_source,
-            sampler_cpu_s=round(self._cpu_s, 4), sampler_wall_s=round(self._wall_s, 3),
-        )  # fmt: skip
+            host=host,
+            interval_s=self.interval_s,
+            started_at=self._started,
+            samples=list(self._samples),
+            gpu_source=self._gpu_source,
+            sampler_cpu_s=round(self._cpu_s, 4),
+            sampler_wall_s=round(self._wall_s, 3),
+        )

@@ -72,12 +72,18 @@ def _json(value: object) -> str:
 
 def _serve_head_args(context: LaunchContext) -> list[str]:
     return [
-        context.engine_binary, "serve", context.model_path,
-        "--served-model-name", context.model.api_name,
-        "--host", context.engine.api_host,
-        "--port", str(context.engine.port),
-        "--tensor-parallel-size", str(_tp(context)),
-    ]  # fmt: skip
+        context.engine_binary,
+        "serve",
+        context.model_path,
+        "--served-model-name",
+        context.model.api_name,
+        "--host",
+        context.engine.api_host,
+        "--port",
+        str(context.engine.port),
+        "--tensor-parallel-size",
+        str(_tp(context)),
+    ]
 
 
 def _tp(context: LaunchContext) -> int:
@@ -93,21 +99,31 @@ def render_vllm(context: LaunchContext) -> list[ProcessSpec]:
     processes = []
     for node in context.nodes:
         distributed = [
-            "--distributed-executor-backend", "mp",
-            "--nnodes", str(len(context.nodes)),
-            "--node-rank", str(node.rank),
-            "--master-addr", head.control_address,
-            "--master-port", str(context.engine.master_port),
-        ]  # fmt: skip
+            "--distributed-executor-backend",
+            "mp",
+            "--nnodes",
+            str(len(context.nodes)),
+            "--node-rank",
+            str(node.rank),
+            "--master-addr",
+            head.control_address,
+            "--master-port",
+            str(context.engine.master_port),
+        ]
         if node.rank == 0:
             argv = [*_serve_head_args(context), *distributed, *profile_args(context.profile)]
             processes.append(_head(node, argv, engine_env, context))
         else:
             argv = [
-                context.engine_binary, "serve", context.model_path,
-                "--tensor-parallel-size", str(_tp(context)),
-                *distributed, "--headless", *profile_args(context.profile),
-            ]  # fmt: skip
+                context.engine_binary,
+                "serve",
+                context.model_path,
+                "--tensor-parallel-size",
+                str(_tp(context)),
+                *distributed,
+                "--headless",
+                *profile_args(context.profile),
+            ]
             processes.append(
                 ProcessSpec(
                     node=node.name,
@@ -125,9 +141,14 @@ def _head(
     node: LaunchNode, argv: list[str], engine_env: list[EnvVar], context: LaunchContext
 ) -> ProcessSpec:
     return ProcessSpec(
-        node=node.name, role="head", name="vllm", argv=argv, env=node.env_with(engine_env),
-        port=context.engine.port, ready_when="health",
-    )  # fmt: skip
+        node=node.name,
+        role="head",
+        name="vllm",
+        argv=argv,
+        env=node.env_with(engine_env),
+        port=context.engine.port,
+        ready_when="health",
+    )
 
 
 def _render_ray(context: LaunchContext) -> list[ProcessSpec]:
@@ -135,11 +156,23 @@ def _render_ray(context: LaunchContext) -> list[ProcessSpec]:
     head = context.head
     ray_port = str(context.engine.ray_port)
     ray_head = ProcessSpec(
-        node=head.name, role="head", name="ray",
-        argv=["ray", "start", "--head", "--block", "--port", ray_port,
-              "--node-ip-address", head.control_address],
-        env=head.env_with(engine_env), port=context.engine.ray_port, ready_when="port",
-    )  # fmt: skip
+        node=head.name,
+        role="head",
+        name="ray",
+        argv=[
+            "ray",
+            "start",
+            "--head",
+            "--block",
+            "--port",
+            ray_port,
+            "--node-ip-address",
+            head.control_address,
+        ],
+        env=head.env_with(engine_env),
+        port=context.engine.ray_port,
+        ready_when="port",
+    )
     ray_workers = [
         ProcessSpec(
             node=node.name,
@@ -161,9 +194,10 @@ def _render_ray(context: LaunchContext) -> list[ProcessSpec]:
     ]
     serve = [
         *_serve_head_args(context),
-        "--distributed-executor-backend", "ray",
+        "--distributed-executor-backend",
+        "ray",
         *profile_args(context.profile),
-    ]  # fmt: skip
+    ]
     # Ray needs its head before workers can join; the serving process still starts last.
     return [ray_head, *ray_workers, _head(head, serve, engine_env, context)]
 

@@ -59,9 +59,12 @@ def load_journal(path: Path) -> FabricJournal:
             "SPARKRIG_STATE_DIR)"
         )
     return read_model_file(
-        path, FabricJournal, what="fabric journal", error=StateError,
+        path,
+        FabricJournal,
+        what="fabric journal",
+        error=StateError,
         fix="inspect it; the changes it lists must be undone by hand",
-    )  # fmt: skip
+    )
 
 
 def apply_plan(

@@ -21,8 +21,9 @@ from sparkrig.guards.structured import schema_problems
 
 
 class LiveFinding(BaseModel):
-    detector: str = Field(description="replacement_char, loop, markup_leak, json_schema, "
-                          "tool_args or empty_content")  # fmt: skip
+    detector: str = Field(
+        description="replacement_char, loop, markup_leak, json_schema, tool_args or empty_content"
+    )
     message: str = Field(description="what happened — what it means")
     evidence: str = Field(default="", description="a short excerpt")
 
@@ -79,17 +80,32 @@ def _schema_findings(reply: ReplyText, body: dict[str, Any]) -> list[LiveFinding
     try:
         value = json.loads(reply.content)
     except json.JSONDecodeError as exc:
-        return [LiveFinding(detector="json_schema", evidence=reply.content[:80], message=(
-            f"the request asked for JSON and the content is not JSON ({exc.msg} at char "
-            f"{exc.pos}) — check the server applies response_format"))]  # fmt: skip
+        return [
+            LiveFinding(
+                detector="json_schema",
+                evidence=reply.content[:80],
+                message=(
+                    f"the request asked for JSON and the content is not JSON ({exc.msg} at char "
+                    f"{exc.pos}) — check the server applies response_format"
+                ),
+            )
+        ]
     spec = response_format.get("json_schema")
     schema = spec.get("schema") if isinstance(spec, dict) else None
     problems = schema_problems(value, schema) if isinstance(schema, dict) else []
     if not problems:
         return []
-    return [LiveFinding(detector="json_schema", evidence=reply.content[:80], message=(
-        f"the JSON fails its requested schema ({'; '.join(problems[:3])}) — check the server "
-        "enforces json_schema"))]  # fmt: skip
+    return [
+        LiveFinding(
+            detector="json_schema",
+            evidence=reply.content[:80],
+            message=(
+                f"the JSON fails its requested schema ({'; '.join(problems[:3])}) — check the "
+                "server "
+                "enforces json_schema"
+            ),
+        )
+    ]
 
 
 def _tool_findings(reply: ReplyText) -> list[LiveFinding]:
@@ -100,7 +116,14 @@ def _tool_findings(reply: ReplyText) -> list[LiveFinding]:
         try:
             json.loads(text or "{}")
         except json.JSONDecodeError as exc:
-            findings.append(LiveFinding(detector="tool_args", evidence=text[:80], message=(
-                f"tool call {index}'s arguments do not parse as JSON ({exc.msg} at char "
-                f"{exc.pos}) — check the server's tool-call parser")))  # fmt: skip
+            findings.append(
+                LiveFinding(
+                    detector="tool_args",
+                    evidence=text[:80],
+                    message=(
+                        f"tool call {index}'s arguments do not parse as JSON ({exc.msg} at char "
+                        f"{exc.pos}) — check the server's tool-call parser"
+                    ),
+                )
+            )
     return findings

@@ -98,10 +98,14 @@ class ReplyPlan:
     @property
     def is_identity(self) -> bool:
         return not (
-            self.pipeline or self.soften_logprobs or self.break_tool_args
-            or self.drop_last_word or self.merge_events or self.inflate_counts
+            self.pipeline
+            or self.soften_logprobs
+            or self.break_tool_args
+            or self.drop_last_word
+            or self.merge_events
+            or self.inflate_counts
             or self.corrupt_body_under_load
-        )  # fmt: skip
+        )
 
 
 class Arrival(NamedTuple):

@@ -31,9 +31,20 @@ GENERATION_PATHS: dict[str, Api] = {
 }
 # hop-by-hop headers, and the ones aiohttp sets itself for the body it sends
 _NOT_FORWARDED = frozenset(
-    ("connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
-     "trailers", "transfer-encoding", "upgrade", "host", "content-length")
-)  # fmt: skip
+    (
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "trailers",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+    )
+)
 DONE = b"data: [DONE]\n\n"
 
 
@@ -88,9 +99,10 @@ class Gateway:
             if "text/event-stream" in upstream.headers.get("Content-Type", ""):
                 return await _relay_raw(request, upstream)
             return web.Response(
-                status=upstream.status, body=await upstream.read(),
+                status=upstream.status,
+                body=await upstream.read(),
                 headers=_forwarded(upstream.headers),
-            )  # fmt: skip
+            )
 
     async def _generation(
         self, request: web.Request, api: Api, parsed: dict[str, Any], raw: bytes
@@ -105,8 +117,11 @@ class Gateway:
                 self._url(request), data=data, headers=headers
             ) as upstream:
                 if upstream.status >= 400:
-                    return web.Response(status=upstream.status, body=await upstream.read(),
-                                        headers=_forwarded(upstream.headers))  # fmt: skip
+                    return web.Response(
+                        status=upstream.status,
+                        body=await upstream.read(),
+                        headers=_forwarded(upstream.headers),
+                    )
                 if "text/event-stream" in upstream.headers.get("Content-Type", ""):
                     return await self._relay_stream(request, upstream, arrival.plan, tracked)
                 return await self._relay_body(upstream, arrival.plan, tracked)

@@ -45,8 +45,10 @@ from sparkrig.gateway.workload import workload_record
 REQUEST_ID = "X-Request-Id"
 REASONING_KEY_HEADER = "X-Reasoning-Key"
 _KEY_CHOICES: dict[str, ReasoningKeys] = {
-    "both": "both", "reasoning_content": "reasoning_content", "reasoning": "reasoning",
-}  # fmt: skip
+    "both": "both",
+    "reasoning_content": "reasoning_content",
+    "reasoning": "reasoning",
+}
 
 
 @dataclass
@@ -115,8 +117,9 @@ class ServingGateway(Gateway):
     async def health(self, _request: web.Request) -> web.Response:
         if self.draining:
             return web.json_response({"status": "draining"}, status=503)
-        return web.json_response({"status": "ok", "upstream": self.upstream_url,
-                                  "in_flight": len(self.ledger.in_flight)})  # fmt: skip
+        return web.json_response(
+            {"status": "ok", "upstream": self.upstream_url, "in_flight": len(self.ledger.in_flight)}
+        )
 
     async def metrics_page(self, _request: web.Request) -> web.Response:
         return web.Response(body=self.metrics.render(), headers={"Content-Type": CONTENT_TYPE})
@@ -131,9 +134,12 @@ class ServingGateway(Gateway):
         self, request: web.Request, api: Api, parsed: dict[str, Any], raw: bytes
     ) -> web.StreamResponse:
         trace = Trace(
-            request_id=request.headers.get(REQUEST_ID) or uuid.uuid4().hex, api=api, body=parsed,
-            wall=time.time(), start_ns=time.perf_counter_ns(),
-        )  # fmt: skip
+            request_id=request.headers.get(REQUEST_ID) or uuid.uuid4().hex,
+            api=api,
+            body=parsed,
+            wall=time.time(),
+            start_ns=time.perf_counter_ns(),
+        )
         plan = self._plan(request, api, parsed)
         shaper = ReplyShaper(plan)
         data = json.dumps(without_stop(parsed)).encode() if plan.stops else raw
@@ -176,9 +182,12 @@ class ServingGateway(Gateway):
         return ShapePlan(api, stops, keys, self.serve.template_opens_think)
 
     async def _whole(
-        self, up: aiohttp.ClientResponse, headers: dict[str, str], shaper: ReplyShaper,
+        self,
+        up: aiohttp.ClientResponse,
+        headers: dict[str, str],
+        shaper: ReplyShaper,
         trace: Trace,
-    ) -> web.Response:  # fmt: skip
+    ) -> web.Response:
         raw = await up.read()
         parsed = _json_object(raw)
         trace.output_sent()
@@ -188,9 +197,13 @@ class ServingGateway(Gateway):
         return web.Response(status=up.status, body=body, headers=headers)
 
     async def _stream(
-        self, request: web.Request, up: aiohttp.ClientResponse, headers: dict[str, str],
-        shaper: ReplyShaper, trace: Trace,
-    ) -> web.StreamResponse:  # fmt: skip
+        self,
+        request: web.Request,
+        up: aiohttp.ClientResponse,
+        headers: dict[str, str],
+        shaper: ReplyShaper,
+        trace: Trace,
+    ) -> web.StreamResponse:
         response = web.StreamResponse(status=up.status, headers=headers)
         await response.prepare(request)
         splitter = SseSplitter()
@@ -240,8 +253,14 @@ class ServingGateway(Gateway):
             excerpt = data[:120].decode(errors="replace")
             trace.error = f"malformed upstream event: {excerpt!r}"
             self.metrics.upstream_errors.labels(kind="malformed").inc()
-            self.guard_log.write({"time": time.time(), "request_id": trace.request_id,
-                                  "detector": "malformed_sse", "message": trace.error})  # fmt: skip
+            self.guard_log.write(
+                {
+                    "time": time.time(),
+                    "request_id": trace.request_id,
+                    "detector": "malformed_sse",
+                    "message": trace.error,
+                }
+            )
             await response.write(
                 error_event(
                     f"the upstream {self.upstream_url} sent an event that is not JSON "
@@ -277,8 +296,9 @@ class ServingGateway(Gateway):
         if self.serve.live_guards and trace.status < 400 and trace.error is None:
             for finding in reply_findings(shaper.reply, trace.body):
                 metrics.detections.labels(detector=finding.detector).inc()
-                self.guard_log.write({"time": time.time(), "request_id": trace.request_id,
-                                      **finding.model_dump()})  # fmt: skip
+                self.guard_log.write(
+                    {"time": time.time(), "request_id": trace.request_id, **finding.model_dump()}
+                )
             if cause := empty_content_cause(shaper.reply):
                 metrics.empty_content.labels(cause=cause.split(":")[0]).inc()
         if self.workload_log.enabled:

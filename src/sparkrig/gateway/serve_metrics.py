@@ -27,41 +27,56 @@ class ServeMetrics:
         ProcessCollector(registry=self.registry)  # process_start_time_seconds: restarts show
         buckets = defaults.GATEWAY_LATENCY_BUCKETS_S
         self.requests = Counter(
-            f"{PREFIX}_requests", "generation requests answered, by api and HTTP status",
-            ["api", "status"], registry=self.registry,
-        )  # fmt: skip
+            f"{PREFIX}_requests",
+            "generation requests answered, by api and HTTP status",
+            ["api", "status"],
+            registry=self.registry,
+        )
         self.in_flight = Gauge(
             f"{PREFIX}_in_flight", "generation requests in flight", registry=self.registry
         )
         self.request_seconds = Histogram(
-            f"{PREFIX}_request_seconds", "request arrival to the reply's end", ["api"],
-            buckets=buckets, registry=self.registry,
-        )  # fmt: skip
-        self.ttft_seconds = Histogram(
-            f"{PREFIX}_ttft_seconds", "request arrival to the first output event sent", ["api"],
-            buckets=buckets, registry=self.registry,
-        )  # fmt: skip
-        self.detections = Counter(
-            f"{PREFIX}_detections", "live-guard findings, by detector", ["detector"],
+            f"{PREFIX}_request_seconds",
+            "request arrival to the reply's end",
+            ["api"],
+            buckets=buckets,
             registry=self.registry,
-        )  # fmt: skip
+        )
+        self.ttft_seconds = Histogram(
+            f"{PREFIX}_ttft_seconds",
+            "request arrival to the first output event sent",
+            ["api"],
+            buckets=buckets,
+            registry=self.registry,
+        )
+        self.detections = Counter(
+            f"{PREFIX}_detections",
+            "live-guard findings, by detector",
+            ["detector"],
+            registry=self.registry,
+        )
         self.empty_content = Counter(
-            f"{PREFIX}_empty_content", "replies with empty content and real completion tokens, "
-            "by classified cause", ["cause"], registry=self.registry,
-        )  # fmt: skip
+            f"{PREFIX}_empty_content",
+            "replies with empty content and real completion tokens, by classified cause",
+            ["cause"],
+            registry=self.registry,
+        )
         self.stops_applied = Counter(
             f"{PREFIX}_stops_applied",
             "replies a stop string ended here, in the content",
             registry=self.registry,
         )
         self.stops_held = Counter(
-            f"{PREFIX}_stops_held", "reasoning requests whose stop strings were held back from "
-            "the upstream", registry=self.registry,
-        )  # fmt: skip
+            f"{PREFIX}_stops_held",
+            "reasoning requests whose stop strings were held back from the upstream",
+            registry=self.registry,
+        )
         self.upstream_errors = Counter(
-            f"{PREFIX}_upstream_errors", "upstream unreachable, cut mid-stream or malformed",
-            ["kind"], registry=self.registry,
-        )  # fmt: skip
+            f"{PREFIX}_upstream_errors",
+            "upstream unreachable, cut mid-stream or malformed",
+            ["kind"],
+            registry=self.registry,
+        )
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

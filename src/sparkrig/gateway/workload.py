@@ -44,8 +44,11 @@ def workload_record(
         decode = (tokens - 1) * 1e9 / (last - first)
     messages = body.get("messages") if isinstance(body.get("messages"), list) else None
     prompt_text = body.get("prompt")
-    chars = sum(len(m.get("content") or "") for m in messages or [] if isinstance(m, dict)
-                and isinstance(m.get("content"), str))  # fmt: skip
+    chars = sum(
+        len(m.get("content") or "")
+        for m in messages or []
+        if isinstance(m, dict) and isinstance(m.get("content"), str)
+    )
     if isinstance(prompt_text, str):
         chars += len(prompt_text)
     return WorkloadRecord(

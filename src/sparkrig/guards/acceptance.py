@@ -36,18 +36,30 @@ async def acceptance_guard(context: GuardContext) -> GuardResult:
     if not isinstance(drafted, float | int) or not isinstance(accepted, float | int) or not drafted:
         return skipped(NAME, "no drafts were made on the canary prompt: speculation is off")
     rate = accepted / drafted
-    details = {"acceptance": rate, "drafted": drafted, "accepted": accepted,
-               "band": defaults.CHECK_ACCEPTANCE_BAND}  # fmt: skip
+    details = {
+        "acceptance": rate,
+        "drafted": drafted,
+        "accepted": accepted,
+        "band": defaults.CHECK_ACCEPTANCE_BAND,
+    }
     if context.record_baseline:
         context.baseline.scores[NAME] = rate
         return passed(NAME, f"baseline recorded: acceptance {rate:.1%}", **details)
     reference = context.baseline.scores.get(NAME)
     if reference is None:
-        return skipped(NAME, f"acceptance {rate:.1%}, but no baseline to judge against — record "
-                       "one with --record-baseline", **details)  # fmt: skip
+        return skipped(
+            NAME,
+            f"acceptance {rate:.1%}, but no baseline to judge against — record "
+            "one with --record-baseline",
+            **details,
+        )
     if abs(rate - reference) > defaults.CHECK_ACCEPTANCE_BAND:
-        return failed(NAME, f"acceptance {rate:.1%} vs baseline {reference:.1%}: outside ±"
-                      f"{defaults.CHECK_ACCEPTANCE_BAND:.0%} — check the draft model or MTP head "
-                      "loaded (a broken draft load took it from 60.2% to 25.7%: "
-                      "docs/field-notes.md#draft-loader-12-tensors)", **details)  # fmt: skip
+        return failed(
+            NAME,
+            f"acceptance {rate:.1%} vs baseline {reference:.1%}: outside ±"
+            f"{defaults.CHECK_ACCEPTANCE_BAND:.0%} — check the draft model or MTP head "
+            "loaded (a broken draft load took it from 60.2% to 25.7%: "
+            "docs/field-notes.md#draft-loader-12-tensors)",
+            **details,
+        )
     return passed(NAME, f"acceptance {rate:.1%}, baseline {reference:.1%}", **details)

@@ -38,10 +38,13 @@ def load_baseline(path: Path, model: str) -> Baseline:
     if not path.exists() and not path.is_symlink():
         return Baseline(model=model)
     baseline = read_model_file(
-        path, Baseline, what="check baseline", kind="sparkrig-check-baseline",
+        path,
+        Baseline,
+        what="check baseline",
+        kind="sparkrig-check-baseline",
         fix="pass a baseline file with --baseline, or leave --baseline out to use the default",
         damaged_fix="move it aside and record a new one with `sparkrig check --record-baseline`",
-    )  # fmt: skip
+    )
     if baseline.model != model:
         raise UsageError(
             f"the baseline {path} was recorded for model {baseline.model}, not {model} — pass "

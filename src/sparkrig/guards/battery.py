@@ -41,20 +41,40 @@ class GuardEntry:
 
 GUARDS: Final[tuple[GuardEntry, ...]] = (
     GuardEntry(1, "exact", exact_guard, True, "count to N and fixed answers vs the baseline"),
-    GuardEntry(2, "determinism", determinism_guard, True,
-               "temperature 0 alone vs concurrent/staggered/mixed/cached/again"),
-    GuardEntry(3, "kv_integrity", kv_integrity_guard, False,
-               "a fact per KV block, 3+ documents in flight, read back"),
-    GuardEntry(4, "margin", margin_guard, False,
-               "sharp top-1 alone and with a neighbour, streamed and whole"),
+    GuardEntry(
+        2,
+        "determinism",
+        determinism_guard,
+        True,
+        "temperature 0 alone vs concurrent/staggered/mixed/cached/again",
+    ),
+    GuardEntry(
+        3,
+        "kv_integrity",
+        kv_integrity_guard,
+        False,
+        "a fact per KV block, 3+ documents in flight, read back",
+    ),
+    GuardEntry(
+        4,
+        "margin",
+        margin_guard,
+        False,
+        "sharp top-1 alone and with a neighbour, streamed and whole",
+    ),
     GuardEntry(5, "needle", needle_guard, False, "needle at 0.1/0.5/0.9 up the length ladder"),
     GuardEntry(6, "stream_parity", stream_parity_guard, True, "streamed = non-streamed"),
-    GuardEntry(7, "stop_in_reasoning", stop_in_reasoning_guard, False,
-               "a stop string in the reasoning must not eat the answer"),
+    GuardEntry(
+        7,
+        "stop_in_reasoning",
+        stop_in_reasoning_guard,
+        False,
+        "a stop string in the reasoning must not eat the answer",
+    ),
     GuardEntry(8, "structured", structured_guard, True, "JSON schema, prompt JSON, tool calls"),
     GuardEntry(9, "garble", garble_guard, True, "cold concurrent prompts through the detectors"),
     GuardEntry(10, "acceptance", acceptance_guard, False, "spec-decode acceptance vs baseline"),
-)  # fmt: skip
+)
 GUARD_NAMES: Final = tuple(entry.name for entry in GUARDS)
 
 
@@ -62,8 +82,9 @@ def choose_guards(names: list[str] | None, quick: bool) -> list[GuardEntry]:
     if names:
         unknown = [name for name in names if name not in GUARD_NAMES]
         if unknown:
-            raise UsageError(f"unknown guard {', '.join(unknown)} — choose from "
-                             f"{', '.join(GUARD_NAMES)}")  # fmt: skip
+            raise UsageError(
+                f"unknown guard {', '.join(unknown)} — choose from {', '.join(GUARD_NAMES)}"
+            )
         return [entry for entry in GUARDS if entry.name in names]
     return [entry for entry in GUARDS if entry.quick or not quick]
 
@@ -91,11 +112,15 @@ async def run_battery(
         snapshot = await try_scrape_metrics(client)
         baseline = load_baseline(path, model_id)
         receipt = CheckReceipt(
-            base_url=client.base_url, model=model_id, settings=settings,
-            engine=snapshot.engine if snapshot else None, baseline_path=str(path),
-            guards=[entry.name for entry in chosen], recorded_baseline=record_baseline,
+            base_url=client.base_url,
+            model=model_id,
+            settings=settings,
+            engine=snapshot.engine if snapshot else None,
+            baseline_path=str(path),
+            guards=[entry.name for entry in chosen],
+            recorded_baseline=record_baseline,
             engine_build=recorded_engine_build(client.base_url),
-        )  # fmt: skip
+        )
         save_check_receipt(receipt, out_path)
         context = GuardContext(client, model_id, settings, baseline, record_baseline)
         for entry in chosen:
@@ -119,9 +144,10 @@ async def run_guard(entry: GuardEntry, context: GuardContext, *, reraise: bool) 
         if reraise:
             raise
         result = GuardResult(
-            guard=entry.name, verdict="FAIL",
+            guard=entry.name,
+            verdict="FAIL",
             evidence=f"the guard itself raised {exc.__class__.__name__}: {exc} — an unexpected "
             "reply or a sparkrig bug; rerun with --debug for the traceback",
-        )  # fmt: skip
+        )
     result.seconds = time.perf_counter() - started
     return result

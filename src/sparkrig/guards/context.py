@@ -65,9 +65,11 @@ class GuardContext:
         """A temperature-0 chat request with one user message."""
         fields.setdefault("max_tokens", defaults.CHECK_REPLY_TOKENS)
         return ChatRequest(
-            model=self.model, messages=[{"role": "user", "content": prompt}], temperature=0.0,
+            model=self.model,
+            messages=[{"role": "user", "content": prompt}],
+            temperature=0.0,
             **fields,
-        )  # fmt: skip
+        )
 
 
 GuardFunction = Callable[[GuardContext], Awaitable[Any]]

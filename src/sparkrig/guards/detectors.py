@@ -69,11 +69,43 @@ DEFAULT_SCRIPT: Final = "Latin"
 # Heuristic: the reply opens with a lowercase ASCII letter, and its first word is one of these
 # English endings, none of which is a word on its own. It misses any other fragment ("ntinued"),
 # capitalised fragments, and other languages; it flags a reply that opens by quoting a suffix.
-MID_WORD_FRAGMENTS: Final = frozenset({
-    "ing", "ings", "ed", "tion", "tions", "sion", "sions", "ation", "ations", "ment", "ments",
-    "ness", "ity", "ities", "ous", "ious", "ive", "ives", "ly", "ably", "ibly", "ize", "ized",
-    "izes", "ise", "ised", "ence", "ences", "ance", "ances", "ful", "ible", "ular",
-})  # fmt: skip
+MID_WORD_FRAGMENTS: Final = frozenset(
+    {
+        "ing",
+        "ings",
+        "ed",
+        "tion",
+        "tions",
+        "sion",
+        "sions",
+        "ation",
+        "ations",
+        "ment",
+        "ments",
+        "ness",
+        "ity",
+        "ities",
+        "ous",
+        "ious",
+        "ive",
+        "ives",
+        "ly",
+        "ably",
+        "ibly",
+        "ize",
+        "ized",
+        "izes",
+        "ise",
+        "ised",
+        "ence",
+        "ences",
+        "ance",
+        "ances",
+        "ful",
+        "ible",
+        "ular",
+    }
+)
 
 # --- markup leaks -----------------------------------------------------------------------------
 # Special tokens with ASCII bars (`<|im_end|>`, and `<|DSML|tool_calls>`, field notes:
@@ -94,11 +126,33 @@ _WORD = re.compile(r"\w+")
 _CHAR_RUN = re.compile(rf"(\S)\1{{{CHAR_RUN_MIN - 1},}}")  # CHAR_RUN_MIN or more of one character
 _LEADING_WORD = re.compile(r"\s*([a-z][A-Za-z]*)(?![A-Za-z])")
 # First words of Unicode letter names that name a form or a symbol rather than a script.
-_NOT_A_SCRIPT: Final = frozenset({
-    "MODIFIER", "MATHEMATICAL", "SUPERSCRIPT", "SCRIPT", "DOUBLE-STRUCK", "BLACK-LETTER",
-    "TURNED", "VERTICAL", "ROMAN", "MICRO", "FEMININE", "MASCULINE", "CARON", "EULER", "PLANCK",
-    "OHM", "KELVIN", "ANGSTROM", "INFORMATION", "ALEF", "BET", "GIMEL", "DALET",
-})  # fmt: skip
+_NOT_A_SCRIPT: Final = frozenset(
+    {
+        "MODIFIER",
+        "MATHEMATICAL",
+        "SUPERSCRIPT",
+        "SCRIPT",
+        "DOUBLE-STRUCK",
+        "BLACK-LETTER",
+        "TURNED",
+        "VERTICAL",
+        "ROMAN",
+        "MICRO",
+        "FEMININE",
+        "MASCULINE",
+        "CARON",
+        "EULER",
+        "PLANCK",
+        "OHM",
+        "KELVIN",
+        "ANGSTROM",
+        "INFORMATION",
+        "ALEF",
+        "BET",
+        "GIMEL",
+        "DALET",
+    }
+)
 _SCRIPT_ALIASES: Final = {"CJK": "Han", "IDEOGRAPHIC": "Han", "KATAKANA-HIRAGANA": "Katakana"}
 
 
@@ -132,8 +186,15 @@ def replacement_char_findings(text: str) -> list[Finding]:
         "bytes that are not valid UTF-8 (corrupted tokens, or a multi-byte character cut apart); "
         "the text is damaged: check the engine and its detokenizer, not the prompt"
     )
-    return [Finding(detector="replacement_char", severity="error", message=message,
-                    evidence=_excerpt(text, first), offset=first)]  # fmt: skip
+    return [
+        Finding(
+            detector="replacement_char",
+            severity="error",
+            message=message,
+            evidence=_excerpt(text, first),
+            offset=first,
+        )
+    ]
 
 
 def window_novelty(text: str) -> list[float | None]:
@@ -181,8 +242,15 @@ def loop_findings(text: str) -> list[Finding]:
                 "answer: a larger max_tokens will not end it; check sampling (the checkpoint's "
                 "recommended temperature) and the serving stack"
             )
-            return [Finding(detector="loop", severity="error", message=message,
-                            evidence=_excerpt(text, offset), offset=offset)]  # fmt: skip
+            return [
+                Finding(
+                    detector="loop",
+                    severity="error",
+                    message=message,
+                    evidence=_excerpt(text, offset),
+                    offset=offset,
+                )
+            ]
     return []
 
 
@@ -202,8 +270,15 @@ def char_run_findings(text: str) -> list[Finding]:
         f"{first.group(1)!r} at character {first.start()}, the longest {longest} — the model "
         "degenerated into repeating one token; check the engine's decode path and sampling"
     )
-    return [Finding(detector="char_run", severity="error", message=message,
-                    evidence=_excerpt(text, first.start()), offset=first.start())]  # fmt: skip
+    return [
+        Finding(
+            detector="char_run",
+            severity="error",
+            message=message,
+            evidence=_excerpt(text, first.start()),
+            offset=first.start(),
+        )
+    ]
 
 
 def empty_findings(text: str) -> list[Finding]:
@@ -215,8 +290,15 @@ def empty_findings(text: str) -> list[Finding]:
         "billed, classify it by finish_reason and whether </think> arrived before reporting it "
         "(a stop string inside reasoning, a budget too small for the reasoning, or a loop)"
     )
-    return [Finding(detector="empty", severity="error", message=message,
-                    evidence=repr(text[:EVIDENCE_CHARS]), offset=0)]  # fmt: skip
+    return [
+        Finding(
+            detector="empty",
+            severity="error",
+            message=message,
+            evidence=repr(text[:EVIDENCE_CHARS]),
+            offset=0,
+        )
+    ]
 
 
 def markup_leak_findings(text: str) -> list[Finding]:
@@ -234,8 +316,15 @@ def markup_leak_findings(text: str) -> list[Finding]:
         "parser reached the reply, or decoding is corrupted; fix the template or parser and do "
         "not strip the markers, which would hide the fault"
     )
-    return [Finding(detector="markup_leak", severity="error", message=message,
-                    evidence=_excerpt(text, first), offset=first)]  # fmt: skip
+    return [
+        Finding(
+            detector="markup_leak",
+            severity="error",
+            message=message,
+            evidence=_excerpt(text, first),
+            offset=first,
+        )
+    ]
 
 
 def letter_script(char: str) -> str | None:
@@ -291,8 +380,15 @@ def script_drift_findings(
         "of corrupted decode state); if the answer should be in that script, pass it as the "
         "expected script"
     )
-    return [Finding(detector="script_drift", severity="error", message=message,
-                    evidence=_excerpt(text, first), offset=first)]  # fmt: skip
+    return [
+        Finding(
+            detector="script_drift",
+            severity="error",
+            message=message,
+            evidence=_excerpt(text, first),
+            offset=first,
+        )
+    ]
 
 
 def mid_word_start_findings(text: str) -> list[Finding]:
@@ -307,8 +403,15 @@ def mid_word_start_findings(text: str) -> list[Finding]:
         "by chunked prefill or a cold-start draft mismatch); compare it with the reply on a "
         "warm server or with speculative decoding off"
     )
-    return [Finding(detector="mid_word_start", severity="warning", message=message,
-                    evidence=_excerpt(text, offset), offset=offset)]  # fmt: skip
+    return [
+        Finding(
+            detector="mid_word_start",
+            severity="warning",
+            message=message,
+            evidence=_excerpt(text, offset),
+            offset=offset,
+        )
+    ]
 
 
 DEGENERATION_DETECTORS: Final[tuple[Detector, ...]] = (

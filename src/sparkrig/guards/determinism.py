@@ -140,12 +140,15 @@ def _verdict(
         for label, divergence in rows:
             if divergence.kind == "defect":
                 margin = (
-                    "no logprobs" if divergence.margin_nats is None
+                    "no logprobs"
+                    if divergence.margin_nats is None
                     else f"margin {divergence.margin_nats:.2f} nats"
-                )  # fmt: skip
+                )
                 return failed(
-                    NAME, f"{summary}; first defect: {name}, {label}, char "
+                    NAME,
+                    f"{summary}; first defect: {name}, {label}, char "
                     f"{divergence.char_offset} ({margin}): {divergence.reference_excerpt!r} → "
-                    f"{divergence.candidate_excerpt!r}", scenarios=table,
-                )  # fmt: skip
+                    f"{divergence.candidate_excerpt!r}",
+                    scenarios=table,
+                )
     return passed(NAME, summary, scenarios=table)

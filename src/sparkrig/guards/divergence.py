@@ -149,11 +149,15 @@ def first_divergence(
     kind: DivergenceKind = "near_tie" if near_tie else "defect"
     start = max(0, offset - 20)
     return Divergence(
-        reference_top=_top_at(reference, offset), candidate_top=_top_at(candidate, offset),
-        kind=kind, char_offset=offset, token_index=index, margin_nats=margin,
+        reference_top=_top_at(reference, offset),
+        candidate_top=_top_at(candidate, offset),
+        kind=kind,
+        char_offset=offset,
+        token_index=index,
+        margin_nats=margin,
         reference_excerpt=reference.content[start : offset + 40],
         candidate_excerpt=candidate.content[start : offset + 40],
-    )  # fmt: skip
+    )
 
 
 def _top_at(record: RequestRecord, char_offset: int) -> list[tuple[str, float]]:

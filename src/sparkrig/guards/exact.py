@@ -59,18 +59,27 @@ async def exact_guard(context: GuardContext) -> GuardResult:
     reference = context.baseline.scores.get(NAME)
     if reference is None:
         return skipped(
-            NAME, f"{right}/{len(scores)} right, but no baseline to judge against — record one "
-            "on a known-good server with --record-baseline", scores=scores, replies=replies,
-        )  # fmt: skip
+            NAME,
+            f"{right}/{len(scores)} right, but no baseline to judge against — record one "
+            "on a known-good server with --record-baseline",
+            scores=scores,
+            replies=replies,
+        )
     worse = [name for name, ok in reference["scores"].items() if ok and not scores.get(name)]
     changed = [name for name in scores if reference["replies"].get(name) != replies[name]]
     details = {"scores": scores, "replies": replies, "changed_text": changed}
     if worse:
         first = worse[0]
         return failed(
-            NAME, f"{len(worse)} probe(s) right in the baseline are wrong now, e.g. {first!r}: "
-            f"{replies[first][:60]!r}", **details,
-        )  # fmt: skip
+            NAME,
+            f"{len(worse)} probe(s) right in the baseline are wrong now, e.g. {first!r}: "
+            f"{replies[first][:60]!r}",
+            **details,
+        )
     base_right = sum(reference["scores"].values())
-    return passed(NAME, f"{right}/{len(scores)} right (baseline {base_right}); "
-                  f"{len(changed)} reply text(s) differ from the baseline", **details)  # fmt: skip
+    return passed(
+        NAME,
+        f"{right}/{len(scores)} right (baseline {base_right}); "
+        f"{len(changed)} reply text(s) differ from the baseline",
+        **details,
+    )

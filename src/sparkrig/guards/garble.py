@@ -57,5 +57,8 @@ async def garble_guard(context: GuardContext) -> GuardResult:
                     )
                 warnings.append(f"{where}: {finding.evidence!r}")
     note = f"; warnings: {'; '.join(warnings[:2])}" if warnings else ""
-    return passed(NAME, f"{scanned} cold replies at c={','.join(map(str, LEVELS))}: no garble"
-                  f"{note}", warnings=warnings)  # fmt: skip
+    return passed(
+        NAME,
+        f"{scanned} cold replies at c={','.join(map(str, LEVELS))}: no garble{note}",
+        warnings=warnings,
+    )

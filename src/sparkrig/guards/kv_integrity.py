@@ -42,10 +42,35 @@ def item_code(document: int, block: int) -> str:
     return str(100_000 + int(digest[:8], 16) % 900_000)
 
 
-_ADJECTIVES: Final = ("silver", "green", "copper", "amber", "velvet", "stone", "paper", "iron",
-                      "glass", "woollen", "golden", "cedar")  # fmt: skip
-_NOUNS: Final = ("falcon", "lantern", "kettle", "fox", "drum", "bridge", "moon", "gate", "harp",
-                 "anchor", "compass", "violin", "tower")  # fmt: skip
+_ADJECTIVES: Final = (
+    "silver",
+    "green",
+    "copper",
+    "amber",
+    "velvet",
+    "stone",
+    "paper",
+    "iron",
+    "glass",
+    "woollen",
+    "golden",
+    "cedar",
+)
+_NOUNS: Final = (
+    "falcon",
+    "lantern",
+    "kettle",
+    "fox",
+    "drum",
+    "bridge",
+    "moon",
+    "gate",
+    "harp",
+    "anchor",
+    "compass",
+    "violin",
+    "tower",
+)
 
 
 def item_name(document: int, block: int) -> str:
@@ -124,8 +149,11 @@ async def _block_tokens(context: GuardContext) -> tuple[int, str]:
 async def kv_integrity_guard(context: GuardContext) -> GuardResult:
     block_tokens, source = await _block_tokens(context)
     documents, estimated = await build_documents(context, block_tokens)
-    cells = [(d, b) for d in range(len(documents))
-             for b in range(context.settings.kv_blocks_per_document)]  # fmt: skip
+    cells = [
+        (d, b)
+        for d in range(len(documents))
+        for b in range(context.settings.kv_blocks_per_document)
+    ]
     reference: dict[tuple[int, int], RequestRecord] = {}
     for cell in cells:
         reference[cell] = await context.send(question(context, documents, *cell))
@@ -134,9 +162,9 @@ async def kv_integrity_guard(context: GuardContext) -> GuardResult:
     together: dict[tuple[int, int], RequestRecord] = {}
     for block in range(context.settings.kv_blocks_per_document):
         row = [(d, block) for d in range(len(documents))]
-        records = await context.send_all([
-            question(context, documents, *cell, stream=streamed_together(cell)) for cell in row
-        ])  # fmt: skip
+        records = await context.send_all(
+            [question(context, documents, *cell, stream=streamed_together(cell)) for cell in row]
+        )
         together.update(zip(row, records, strict=True))
     churn = context.chat("Write a long list of fruit names.", max_tokens=200, stream=False)
     churn_task = asyncio.ensure_future(context.send(churn))
@@ -149,9 +177,13 @@ async def kv_integrity_guard(context: GuardContext) -> GuardResult:
     await churn_task
     correct = sum(item_code(*cell) in reference[cell].content for cell in cells)
     details = {
-        "block_tokens": block_tokens, "block_tokens_source": source, "estimated": estimated,
-        "documents": len(documents), "cells": len(cells), "reference_correct": correct,
-    }  # fmt: skip
+        "block_tokens": block_tokens,
+        "block_tokens_source": source,
+        "estimated": estimated,
+        "documents": len(documents),
+        "cells": len(cells),
+        "reference_correct": correct,
+    }
     judged = judge_reference(
         context.baseline, correct, len(cells), details, record=context.record_baseline
     )
@@ -161,24 +193,31 @@ async def kv_integrity_guard(context: GuardContext) -> GuardResult:
     for phase, reads in phases.items():
         for cell, record in reads.items():
             if record.error is not None:
-                return failed(NAME, f"{phase}: the read of document {cell[0]}, block {cell[1]} "
-                              f"failed: {record.error.message}", **details)  # fmt: skip
+                return failed(
+                    NAME,
+                    f"{phase}: the read of document {cell[0]}, block {cell[1]} "
+                    f"failed: {record.error.message}",
+                    **details,
+                )
             divergence = first_divergence(reference[cell], record)
             if divergence.kind == "defect":
                 path = "streamed" if record.stream else "non-streamed"
                 return failed(
-                    NAME, f"document {cell[0]}, block {cell[1]} (the {item_name(*cell)}) answers "
+                    NAME,
+                    f"document {cell[0]}, block {cell[1]} (the {item_name(*cell)}) answers "
                     f"differently {phase} ({path}): "
                     f"{reference[cell].content.strip()!r} alone, {record.content.strip()!r} now",
                     **details,
-                )  # fmt: skip
+                )
     lengths = "estimated" if estimated else "from /tokenize"
     return passed(
-        NAME, f"{len(cells)} facts in {len(documents)} documents × "
+        NAME,
+        f"{len(cells)} facts in {len(documents)} documents × "
         f"{context.settings.kv_blocks_per_document} blocks of {block_tokens} tokens ({lengths}): "
         f"same answers alone, together and under churn, streamed and not ({correct} right "
-        f"alone{_against_baseline(context)})", **details,
-    )  # fmt: skip
+        f"alone{_against_baseline(context)})",
+        **details,
+    )
 
 
 def judge_reference(
@@ -196,19 +235,23 @@ def judge_reference(
         lost = recorded["reference_correct"] - correct
         if lost > defaults.CHECK_REFERENCE_MAX_LOST:
             return failed(
-                NAME, f"the reference itself degraded: {correct} of {cells} facts read back "
+                NAME,
+                f"the reference itself degraded: {correct} of {cells} facts read back "
                 f"alone, {recorded['reference_correct']} in the baseline — the prompts or the "
                 "context are damaged before any concurrency (check truncation, the context "
-                "size and the template)", baseline_correct=recorded["reference_correct"],
+                "size and the template)",
+                baseline_correct=recorded["reference_correct"],
                 **details,
-            )  # fmt: skip
+            )
         return None
     if correct == 0:
         return skipped(
-            NAME, f"the reference read back none of the {cells} facts alone, so agreeing with "
+            NAME,
+            f"the reference read back none of the {cells} facts alone, so agreeing with "
             "it proves nothing — record a baseline on a known-good server with "
-            "--record-baseline, or use a model that can read the facts", **details,
-        )  # fmt: skip
+            "--record-baseline, or use a model that can read the facts",
+            **details,
+        )
     return None
 
 

@@ -31,9 +31,13 @@ def top1_logprobs(record: RequestRecord) -> list[float]:
 async def margin_guard(context: GuardContext) -> GuardResult:
     def probe(stream: bool) -> CompletionRequest:
         return CompletionRequest(
-            model=context.model, prompt=SHARP_PROMPT, max_tokens=PROBE_TOKENS, temperature=0.0,
-            logprobs=2, stream=stream,
-        )  # fmt: skip
+            model=context.model,
+            prompt=SHARP_PROMPT,
+            max_tokens=PROBE_TOKENS,
+            temperature=0.0,
+            logprobs=2,
+            stream=stream,
+        )
 
     alone = {f"alone, {_path(s)}": await context.send(probe(s)) for s in (True, False)}
     neighbour = context.chat(
@@ -56,31 +60,40 @@ async def margin_guard(context: GuardContext) -> GuardResult:
             return failed(NAME, f"the {arm} probe failed: {record.error.message}")
     lps = {arm: top1_logprobs(record) for arm, record in arms.items()}
     details = {
-        "prompt": SHARP_PROMPT, "sharp_min_logprob": defaults.CHECK_SHARP_LOGPROB_MIN,
+        "prompt": SHARP_PROMPT,
+        "sharp_min_logprob": defaults.CHECK_SHARP_LOGPROB_MIN,
         "arms": {arm: {"text": r.content, "top1_logprobs": lps[arm]} for arm, r in arms.items()},
-    }  # fmt: skip
+    }
     if missing := [arm for arm, values in lps.items() if not values]:
         return failed(
-            NAME, f"the server returned no logprobs ({missing[0]}) — the probe needs "
-            "`logprobs`", **details,
-        )  # fmt: skip
+            NAME,
+            f"the server returned no logprobs ({missing[0]}) — the probe needs `logprobs`",
+            **details,
+        )
     first_arm, first = next(iter(arms.items()))
     for arm, record in arms.items():
         if record.content != first.content:
-            return failed(NAME, f"the top-1 tokens changed: {first.content!r} {first_arm}, "
-                          f"{record.content!r} {arm}", **details)  # fmt: skip
+            return failed(
+                NAME,
+                f"the top-1 tokens changed: {first.content!r} {first_arm}, "
+                f"{record.content!r} {arm}",
+                **details,
+            )
     for arm, values in lps.items():
         if min(values) < defaults.CHECK_SHARP_LOGPROB_MIN:
             return failed(
-                NAME, f"soft top-1 {arm}: lp {min(values):.2f} < "
+                NAME,
+                f"soft top-1 {arm}: lp {min(values):.2f} < "
                 f"{defaults.CHECK_SHARP_LOGPROB_MIN} on {SHARP_PROMPT!r} (sharp is near 0)",
                 **details,
-            )  # fmt: skip
+            )
     worst = min(min(values) for values in lps.values())
     return passed(
-        NAME, f"sharp in all {len(arms)} arms (alone and with a neighbour, streamed and not): "
-        f"top-1 lp ≥ {worst:.3f}, same tokens", **details,
-    )  # fmt: skip
+        NAME,
+        f"sharp in all {len(arms)} arms (alone and with a neighbour, streamed and not): "
+        f"top-1 lp ≥ {worst:.3f}, same tokens",
+        **details,
+    )
 
 
 def _path(stream: bool) -> str:

@@ -85,12 +85,19 @@ async def needle_guard(context: GuardContext) -> GuardResult:
         return passed(NAME, f"baseline recorded: {summary}", cells=cells)
     reference = context.baseline.scores.get(NAME)
     if reference is None:
-        return skipped(NAME, f"{summary}, but no baseline to judge against — record one on a "
-                       "known-good server with --record-baseline", cells=cells)  # fmt: skip
+        return skipped(
+            NAME,
+            f"{summary}, but no baseline to judge against — record one on a "
+            "known-good server with --record-baseline",
+            cells=cells,
+        )
     lost = [key for key, ok in reference.items() if ok and key in cells and not cells[key]["found"]]
     if lost:
         cell = cells[lost[0]]
-        return failed(NAME, f"{len(lost)} cell(s) found in the baseline are missed now, first "
-                      f"{lost[0]} (length@depth): found {cell['where']}, reply {cell['reply']!r}",
-                      cells=cells)  # fmt: skip
+        return failed(
+            NAME,
+            f"{len(lost)} cell(s) found in the baseline are missed now, first "
+            f"{lost[0]} (length@depth): found {cell['where']}, reply {cell['reply']!r}",
+            cells=cells,
+        )
     return passed(NAME, f"{summary}; baseline {sum(reference.values())}", cells=cells)

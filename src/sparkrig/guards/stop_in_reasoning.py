@@ -57,11 +57,20 @@ async def stop_in_reasoning_guard(context: GuardContext) -> GuardResult:
     }
     if not stopped.content.strip():
         diagnosis = classify_empty_content(
-            content=stopped.content, reasoning=stopped.reasoning,
-            finish_reason=stopped.finish_reason, end_marker_seen=False,
+            content=stopped.content,
+            reasoning=stopped.reasoning,
+            finish_reason=stopped.finish_reason,
+            end_marker_seen=False,
             reasoning_key=None,
-        )  # fmt: skip
-        return failed(NAME, f"stop {word!r} (a word of the reasoning) left no answer: "
-                      f"{diagnosis.message}", **details)  # fmt: skip
-    return passed(NAME, f"stop {word!r} occurs in the reasoning; the answer still came "
-                  f"({len(stopped.content)} chars)", **details)  # fmt: skip
+        )
+        return failed(
+            NAME,
+            f"stop {word!r} (a word of the reasoning) left no answer: {diagnosis.message}",
+            **details,
+        )
+    return passed(
+        NAME,
+        f"stop {word!r} occurs in the reasoning; the answer still came "
+        f"({len(stopped.content)} chars)",
+        **details,
+    )

@@ -22,14 +22,20 @@ WEATHER_TOOL: Final = {
         "name": "get_weather",
         "description": "Get the current weather for a city",
         "parameters": {
-            "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
         },
     },
-}  # fmt: skip
+}
 _JSON_TYPES: Final[dict[str, type | tuple[type, ...]]] = {
-    "string": str, "integer": int, "number": (int, float), "boolean": bool, "object": dict,
+    "string": str,
+    "integer": int,
+    "number": (int, float),
+    "boolean": bool,
+    "object": dict,
     "array": list,
-}  # fmt: skip
+}
 
 
 def schema_problems(value: Any, schema: dict[str, Any]) -> list[str]:
@@ -56,10 +62,15 @@ def _parse(text: str) -> tuple[Any, str | None]:
 async def structured_guard(context: GuardContext) -> GuardResult:
     parts: dict[str, str] = {}
     schema_request = context.chat(
-        "Give a person's name and age as JSON.", max_tokens=64,
-        extra={"response_format": {"type": "json_schema",
-                                   "json_schema": {"name": "person", "schema": PERSON_SCHEMA}}},
-    )  # fmt: skip
+        "Give a person's name and age as JSON.",
+        max_tokens=64,
+        extra={
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": "person", "schema": PERSON_SCHEMA},
+            }
+        },
+    )
     record = await context.send(schema_request)
     if record.error is not None and record.error.status in (400, 404, 422, 501):
         parts["json_schema"] = (
@@ -79,10 +90,14 @@ async def structured_guard(context: GuardContext) -> GuardResult:
         )
     )
     parts["prompt_only"] = "parses" if _parse(prompt_only.content)[1] is None else "does not parse"
-    tool = await context.send(context.chat(
-        "What is the weather in Paris?", max_tokens=64, tools=[WEATHER_TOOL],
-        extra={"tool_choice": "required"},
-    ))  # fmt: skip
+    tool = await context.send(
+        context.chat(
+            "What is the weather in Paris?",
+            max_tokens=64,
+            tools=[WEATHER_TOOL],
+            extra={"tool_choice": "required"},
+        )
+    )
     calls = tool.tool_calls if tool.error is None else []
     if not calls:
         parts["tool_call"] = "skipped: the server returned no tool call (no tool-call template)"
@@ -94,6 +109,7 @@ async def structured_guard(context: GuardContext) -> GuardResult:
     if calls:
         parts["tool_call"] = f"{len(calls)} call(s), arguments parse"
     if parts["json_schema"].startswith("skipped") and not calls:
-        return skipped(NAME, "the server supports neither response_format nor tool calls",
-                       parts=parts)  # fmt: skip
+        return skipped(
+            NAME, "the server supports neither response_format nor tool calls", parts=parts
+        )
     return passed(NAME, "; ".join(f"{k}: {v}" for k, v in parts.items()), parts=parts)

@@ -120,10 +120,16 @@ def plan_launch(
             raise ConfigError("model.path = 'bundled' needs the bundled model — install it")
         model_path = str(bundled_model)
     context = LaunchContext(
-        cluster=cluster.name or "cluster", engine=engine, model=cluster.model, profile=profile,
-        nodes=nodes, engine_binary=binary, rpc_binary=rpc_binary, model_path=model_path,
+        cluster=cluster.name or "cluster",
+        engine=engine,
+        model=cluster.model,
+        profile=profile,
+        nodes=nodes,
+        engine_binary=binary,
+        rpc_binary=rpc_binary,
+        model_path=model_path,
         engine_args=list(default_server_args) if engine.binary is None else [],
-    )  # fmt: skip
+    )
     processes = render_vllm(context) if engine.kind == "vllm" else render_llamacpp(context)
     access = [
         NodeAccess(
@@ -158,10 +164,16 @@ def plan_launch(
 
 _LLAMACPP_ONLY = {"context_tokens", "parallel_slots"}
 _VLLM_ONLY = {
-    "max_model_len", "max_num_seqs", "max_num_batched_tokens", "kv_cache_dtype", "block_size",
-    "gpu_memory_utilization", "max_cudagraph_capture_size", "generation_overrides",
+    "max_model_len",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "kv_cache_dtype",
+    "block_size",
+    "gpu_memory_utilization",
+    "max_cudagraph_capture_size",
+    "generation_overrides",
     "default_chat_template_kwargs",
-}  # fmt: skip
+}
 
 
 def _ignored_settings(kind: str, profile: ServingProfile) -> list[str]:

@@ -52,9 +52,12 @@ def load_state(cluster: str) -> ClusterState | None:
     if not path.exists() and not path.is_symlink():
         return None
     return read_model_file(
-        path, ClusterState, what="cluster state file", error=StateError,
+        path,
+        ClusterState,
+        what="cluster state file",
+        error=StateError,
         fix=f"check that no process it names still runs, then move {path} aside",
-    )  # fmt: skip
+    )
 
 
 def remove_state(cluster: str) -> None:

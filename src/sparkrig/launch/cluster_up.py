@@ -101,9 +101,14 @@ async def look(
     process = record.process
     result = await _run(
         runner,
-        observe_script(record.pid, record.pid_start_ticks, record.log_path, process.port,
-                       defaults.LAUNCH_LOG_TAIL_LINES),
-    )  # fmt: skip
+        observe_script(
+            record.pid,
+            record.pid_start_ticks,
+            record.log_path,
+            process.port,
+            defaults.LAUNCH_LOG_TAIL_LINES,
+        ),
+    )
     seen = parse_observation(result.stdout, record.pid_start_ticks, process.port)
     healthy = process.ready_when == "health" and seen.alive and await _health(session, api_url)
     return Sighting(observation=seen, healthy=healthy)
@@ -123,9 +128,12 @@ async def bring_up(
     every process still alive. On any failure, stop what was started and forget it."""
     await preflight(plan, runners)
     state = ClusterState(
-        cluster=plan.cluster, api_url=plan.api_url, model_name=plan.model_name,
-        stall_window_s=plan.stall_window_s, planned=[p.key for p in plan.processes],
-    )  # fmt: skip
+        cluster=plan.cluster,
+        api_url=plan.api_url,
+        model_name=plan.model_name,
+        stall_window_s=plan.stall_window_s,
+        planned=[p.key for p in plan.processes],
+    )
     save_state(state)
     deadline = time.monotonic() + plan.ready_timeout_s
     try:
@@ -271,9 +279,16 @@ async def cluster_status(state: ClusterState, probe: CompletionProbe) -> Cluster
             node, _, name = key.partition("/")
             phases[key] = Phase.NOT_STARTED
             rows.append(
-                ProcessRow(node=node, role="?", name=name, phase=Phase.NOT_STARTED, pid=None,
-                           uptime_s=None, last_line="")
-            )  # fmt: skip
+                ProcessRow(
+                    node=node,
+                    role="?",
+                    name=name,
+                    phase=Phase.NOT_STARTED,
+                    pid=None,
+                    uptime_s=None,
+                    last_line="",
+                )
+            )
     completion_ok = None
     if cluster_verdict(phases, True)[0]:
         try:

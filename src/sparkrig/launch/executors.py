@@ -89,10 +89,16 @@ class SshExecutor:
         # a bounded connect: an unreachable node fails in seconds instead of hanging `up`
         config = ["-F", self.config_file] if self.config_file else []
         return [
-            "ssh", *config, "-o", "BatchMode=yes",
-            "-o", f"ConnectTimeout={self.connect_timeout_s:g}",
-            self.destination, "--", shlex.join(argv),
-        ]  # fmt: skip
+            "ssh",
+            *config,
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            f"ConnectTimeout={self.connect_timeout_s:g}",
+            self.destination,
+            "--",
+            shlex.join(argv),
+        ]
 
     def run(self, argv: Sequence[str], *, timeout: float | None = None) -> CommandResult:
         result = _run(self.argv_for(argv), argv, timeout)

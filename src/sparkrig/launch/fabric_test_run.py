@@ -65,9 +65,13 @@ def run_workers(
     try:
         for worker in workers:
             worker.process = subprocess.Popen(
-                worker.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                start_new_session=True, env={**os.environ, **(env or {})},
-            )  # fmt: skip
+                worker.argv,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                start_new_session=True,
+                env={**os.environ, **(env or {})},
+            )
             worker.last_seen = time.monotonic()
             threading.Thread(target=_read_lines, args=(worker, lines), daemon=True).start()
             threading.Thread(target=_keep_stderr, args=(worker,), daemon=True).start()

@@ -138,8 +138,9 @@ async def _wait_healthy(
                         f"llama-server could not bind port {record.port}: {tail} — "
                         "pick another with --port"
                     )
-                raise LaunchError(died_before_ready("llama-server", proc.returncode, tail,
-                                                    record.log_path))  # fmt: skip
+                raise LaunchError(
+                    died_before_ready("llama-server", proc.returncode, tail, record.log_path)
+                )
             try:
                 async with session.get(f"{record.base_url}/health") as response:
                     if response.status == 200:

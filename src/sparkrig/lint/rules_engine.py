@@ -36,13 +36,17 @@ def capture_size_multiple(cluster: Cluster, profile: ServingProfile, key: str) -
     if size % step == 0:
         return []
     seqs = profile.max_num_seqs or 1
-    return [Finding(
-        "capture-size-multiple", "error", f"{key}.max_cudagraph_capture_size",
-        f"{size} is not a multiple of k+1 = {step}: no captured graph fits a verify step, "
-        "engine init fails with 'No valid cudagraph sizes'",
-        f"set it to max_num_seqs × (k+1) = {seqs * step}, or leave it out to have it derived",
-        "docs/field-notes.md#capture-size-seqs-k1",
-    )]  # fmt: skip
+    return [
+        Finding(
+            "capture-size-multiple",
+            "error",
+            f"{key}.max_cudagraph_capture_size",
+            f"{size} is not a multiple of k+1 = {step}: no captured graph fits a verify step, "
+            "engine init fails with 'No valid cudagraph sizes'",
+            f"set it to max_num_seqs × (k+1) = {seqs * step}, or leave it out to have it derived",
+            "docs/field-notes.md#capture-size-seqs-k1",
+        )
+    ]
 
 
 @rule(
@@ -57,12 +61,17 @@ def capture_size_covers_batch(cluster: Cluster, profile: ServingProfile, key: st
     step = profile.speculative.num_speculative_tokens + 1 if profile.speculative else 1
     if size >= seqs * step:
         return []
-    return [Finding(
-        "capture-size-covers-batch", "warning", f"{key}.max_cudagraph_capture_size",
-        f"{size} < max_num_seqs × (k+1) = {seqs * step}: a full concurrent first batch runs an "
-        "uncaptured graph (the cold-start garble of the report)",
-        f"raise it to {seqs * step}", "docs/field-notes.md#cold-concurrent-garble",
-    )]  # fmt: skip
+    return [
+        Finding(
+            "capture-size-covers-batch",
+            "warning",
+            f"{key}.max_cudagraph_capture_size",
+            f"{size} < max_num_seqs × (k+1) = {seqs * step}: a full concurrent first batch runs an "
+            "uncaptured graph (the cold-start garble of the report)",
+            f"raise it to {seqs * step}",
+            "docs/field-notes.md#cold-concurrent-garble",
+        )
+    ]
 
 
 @rule(
@@ -77,13 +86,17 @@ def dspark_k(cluster: Cluster, profile: ServingProfile, key: str) -> list[Findin
     k = spec.num_speculative_tokens
     if k <= DSPARK_BLOCK_WIDTH or k % DSPARK_BLOCK_WIDTH == 0:
         return []
-    return [Finding(
-        "dspark-k", "error", f"{key}.speculative.num_speculative_tokens",
-        f"k = {k} on the DSpark runtime: the draft hardcodes a block width of 5, so the boot "
-        "guard rejects it or the first generation crashes (tensor a (7) vs b (5))",
-        "use k ≤ 5 or a multiple of 5, or set speculative.runtime = 'anemll' on that image",
-        "docs/field-notes.md#dspark-k-block-5",
-    )]  # fmt: skip
+    return [
+        Finding(
+            "dspark-k",
+            "error",
+            f"{key}.speculative.num_speculative_tokens",
+            f"k = {k} on the DSpark runtime: the draft hardcodes a block width of 5, so the boot "
+            "guard rejects it or the first generation crashes (tensor a (7) vs b (5))",
+            "use k ≤ 5 or a multiple of 5, or set speculative.runtime = 'anemll' on that image",
+            "docs/field-notes.md#dspark-k-block-5",
+        )
+    ]
 
 
 @rule(
@@ -94,13 +107,17 @@ def dspark_k(cluster: Cluster, profile: ServingProfile, key: str) -> list[Findin
 def spec_repetition_penalty(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
     if profile.speculative is None or "repetition_penalty" not in profile.generation_overrides:
         return []
-    return [Finding(
-        "spec-repetition-penalty", "error", f"{key}.generation_overrides",
-        "a server-side repetition_penalty on the speculative-decoding path is a documented "
-        "crash risk (illegal memory access), and it does not fix garble",
-        "remove repetition_penalty from generation_overrides",
-        "docs/field-notes.md#spec-repetition-penalty",
-    )]  # fmt: skip
+    return [
+        Finding(
+            "spec-repetition-penalty",
+            "error",
+            f"{key}.generation_overrides",
+            "a server-side repetition_penalty on the speculative-decoding path is a documented "
+            "crash risk (illegal memory access), and it does not fix garble",
+            "remove repetition_penalty from generation_overrides",
+            "docs/field-notes.md#spec-repetition-penalty",
+        )
+    ]
 
 
 @rule(
@@ -114,13 +131,18 @@ def reasoning_none_with_thinking(
     thinking = profile.default_chat_template_kwargs.get("thinking") is True
     if not (thinking and profile.default_reasoning_effort == "none"):
         return []
-    return [Finding(
-        "reasoning-none-with-thinking", "error", f"{key}.default_reasoning_effort",
-        "reasoning_effort 'none' with thinking on: chat-mode prompt, thinking-armed parser; the "
-        "whole reply lands in reasoning and content is null (4/4 measured)",
-        "drop reasoning_effort 'none', or turn thinking off",
-        "docs/field-notes.md#reasoning-none-thinking",
-    )]  # fmt: skip
+    return [
+        Finding(
+            "reasoning-none-with-thinking",
+            "error",
+            f"{key}.default_reasoning_effort",
+            "reasoning_effort 'none' with thinking on: chat-mode prompt, thinking-armed parser; "
+            "the "
+            "whole reply lands in reasoning and content is null (4/4 measured)",
+            "drop reasoning_effort 'none', or turn thinking off",
+            "docs/field-notes.md#reasoning-none-thinking",
+        )
+    ]
 
 
 @rule(
@@ -135,14 +157,19 @@ def unified_memory_utilization(
     unified = cluster.engine is not None and cluster.engine.unified_memory
     if not unified or value is None or value <= UNIFIED_MEMORY_MAX_UTILIZATION:
         return []
-    return [Finding(
-        "unified-memory-utilization", "error", f"{key}.gpu_memory_utilization",
-        f"{value:g} on unified memory (page cache and GPU share 128 GB): at 0.85 a worker died "
-        "with NV_ERR_NO_MEMORY in one deployment; another ran 0.85 on the same hardware, so the "
-        "safe value depends on what else holds memory, and 0.80 keeps a margin",
-        f"use {UNIFIED_MEMORY_MAX_UTILIZATION:.2f} or less, and drop caches before launching",
-        "docs/field-notes.md#unified-memory-080",
-    )]  # fmt: skip
+    return [
+        Finding(
+            "unified-memory-utilization",
+            "error",
+            f"{key}.gpu_memory_utilization",
+            f"{value:g} on unified memory (page cache and GPU share 128 GB): at 0.85 a worker died "
+            "with NV_ERR_NO_MEMORY in one deployment; another ran 0.85 on the same hardware, so "
+            "the "
+            "safe value depends on what else holds memory, and 0.80 keeps a margin",
+            f"use {UNIFIED_MEMORY_MAX_UTILIZATION:.2f} or less, and drop caches before launching",
+            "docs/field-notes.md#unified-memory-080",
+        )
+    ]
 
 
 @rule(
@@ -165,13 +192,21 @@ def jit_cache_local(cluster: Cluster, profile: ServingProfile, key: str) -> list
     for where, path in candidates.items():
         under = next((m for m in shared if PurePosixPath(path).is_relative_to(m)), None)
         if under is not None:
-            findings.append(Finding(
-                "jit-cache-local", "error", where,
-                f"{path} is on the shared filesystem {under}: ranks JIT into one tree and corrupt "
-                "each other (FileExistsError, DeepGEMM runtime != nullptr, a foreign sampling.so)",
-                "point it at node-local disk, e.g. /var/cache/sparkrig/jit; weights may stay on "
-                "NFS", "docs/field-notes.md#jit-cache-node-local",
-            ))  # fmt: skip
+            findings.append(
+                Finding(
+                    "jit-cache-local",
+                    "error",
+                    where,
+                    f"{path} is on the shared filesystem {under}: ranks JIT into one tree and "
+                    "corrupt "
+                    "each other (FileExistsError, DeepGEMM runtime != nullptr, a foreign "
+                    "sampling.so)",
+                    "point it at node-local disk, e.g. /var/cache/sparkrig/jit; weights may stay "
+                    "on "
+                    "NFS",
+                    "docs/field-notes.md#jit-cache-node-local",
+                )
+            )
     return findings
 
 
@@ -185,14 +220,19 @@ def dsv4_block_size(cluster: Cluster, profile: ServingProfile, key: str) -> list
     is_dsv4 = cluster.model is not None and "deepseek-v4" in cluster.model.path.lower()
     if not is_dsv4 or block is None or block % DSV4_COMPRESS_RATIO == 0:
         return []
-    return [Finding(
-        "dsv4-block-size", "error", f"{key}.block_size",
-        f"block_size {block} on DeepSeek-V4: compressed-MLA storage is block // 128 = "
-        f"{block // DSV4_COMPRESS_RATIO} (ZeroDivisionError at 64); the SM120 decode gate wants "
-        "64 only for the sliding-window cache, which keeps its own 64",
-        "keep the main store at 256 and let SWA keep its own 64",
-        "docs/field-notes.md#kv-block-256",
-    )]  # fmt: skip
+    return [
+        Finding(
+            "dsv4-block-size",
+            "error",
+            f"{key}.block_size",
+            f"block_size {block} on DeepSeek-V4: compressed-MLA storage is block // 128 = "
+            f"{block // DSV4_COMPRESS_RATIO} (ZeroDivisionError at 64); the SM120 decode gate "
+            "wants "
+            "64 only for the sliding-window cache, which keeps its own 64",
+            "keep the main store at 256 and let SWA keep its own 64",
+            "docs/field-notes.md#kv-block-256",
+        )
+    ]
 
 
 @rule(
@@ -205,12 +245,17 @@ def max_model_len_calibrated(cluster: Cluster, profile: ServingProfile, key: str
     length = profile.max_model_len
     if ceiling is None or length is None or length <= ceiling:
         return []
-    return [Finding(
-        "max-model-len-calibrated", "error", f"{key}.max_model_len",
-        f"{length} is past the model's calibrated {ceiling} tokens (YaRN ceiling): it boots "
-        "(VLLM_ALLOW_LONG_MAX_MODEL_LEN), but output past the ceiling is not coherent",
-        f"use max_model_len = {ceiling}", "docs/field-notes.md#yarn-1m-ceiling",
-    )]  # fmt: skip
+    return [
+        Finding(
+            "max-model-len-calibrated",
+            "error",
+            f"{key}.max_model_len",
+            f"{length} is past the model's calibrated {ceiling} tokens (YaRN ceiling): it boots "
+            "(VLLM_ALLOW_LONG_MAX_MODEL_LEN), but output past the ceiling is not coherent",
+            f"use max_model_len = {ceiling}",
+            "docs/field-notes.md#yarn-1m-ceiling",
+        )
+    ]
 
 
 @rule(
@@ -222,14 +267,18 @@ def kv_pool_holds_one_request(cluster: Cluster, profile: ServingProfile, key: st
     pool, length = profile.kv_pool_tokens, profile.max_model_len
     if pool is None or length is None or pool >= length:
         return []
-    return [Finding(
-        "kv-pool-holds-one-request", "error", f"{key}.kv_pool_tokens",
-        f"a KV pool of {pool} tokens cannot hold one {length}-token request (sum of live "
-        "tokens ≤ pool); the advertised context is unreachable",
-        f"raise gpu_memory_utilization (within the unified-memory limit), add nodes, or lower "
-        f"max_model_len to ≤ {pool}",
-        "docs/field-notes.md#kv-pool-shared, docs/field-notes.md#kv-pool-short-of-1m",
-    )]  # fmt: skip
+    return [
+        Finding(
+            "kv-pool-holds-one-request",
+            "error",
+            f"{key}.kv_pool_tokens",
+            f"a KV pool of {pool} tokens cannot hold one {length}-token request (sum of live "
+            "tokens ≤ pool); the advertised context is unreachable",
+            f"raise gpu_memory_utilization (within the unified-memory limit), add nodes, or lower "
+            f"max_model_len to ≤ {pool}",
+            "docs/field-notes.md#kv-pool-shared, docs/field-notes.md#kv-pool-short-of-1m",
+        )
+    ]
 
 
 @rule(
@@ -241,10 +290,14 @@ def bench_no_stream_chunks(cluster: Cluster, profile: ServingProfile, key: str) 
     if not profile.bench_streaming_chunk_counts:
         return []
     under = "by the acceptance length" if profile.speculative else "whenever a chunk holds >1"
-    return [Finding(
-        "bench-no-stream-chunks", "error", f"{key}.bench_streaming_chunk_counts",
-        f"streamed chunks are not tokens: vLLM sends one chunk per decode step, so counting "
-        f"them measures steps/s and under-reports {under}",
-        "benchmark with usage token counts (sparkrig bench does), or stream: false",
-        "docs/field-notes.md#stream-chunks-not-tokens",
-    )]  # fmt: skip
+    return [
+        Finding(
+            "bench-no-stream-chunks",
+            "error",
+            f"{key}.bench_streaming_chunk_counts",
+            f"streamed chunks are not tokens: vLLM sends one chunk per decode step, so counting "
+            f"them measures steps/s and under-reports {under}",
+            "benchmark with usage token counts (sparkrig bench does), or stream: false",
+            "docs/field-notes.md#stream-chunks-not-tokens",
+        )
+    ]

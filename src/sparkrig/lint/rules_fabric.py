@@ -18,12 +18,17 @@ def tp_closed_collective(cluster: Cluster, profile: ServingProfile, key: str) ->
     try:
         plan_fabric(cluster, profile.tensor_parallel_size)
     except CablingError as exc:
-        return [Finding(
-            "tp-closed-collective", "error", f"{key}.tensor_parallel_size",
-            str(exc).split(" — ")[0],
-            "pick a TP size whose nodes the cables close (2 neighbours, a triangle, the whole "
-            "ring), or recable", "docs/field-notes.md#ring-tp3-is-a-line",
-        )]  # fmt: skip
+        return [
+            Finding(
+                "tp-closed-collective",
+                "error",
+                f"{key}.tensor_parallel_size",
+                str(exc).split(" — ")[0],
+                "pick a TP size whose nodes the cables close (2 neighbours, a triangle, the whole "
+                "ring), or recable",
+                "docs/field-notes.md#ring-tp3-is-a-line",
+            )
+        ]
     return []
 
 
@@ -35,12 +40,16 @@ def tp_closed_collective(cluster: Cluster, profile: ServingProfile, key: str) ->
 def workers_first(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
     if cluster.engine is None or cluster.engine.start_order == "workers-first":
         return []
-    return [Finding(
-        "workers-first", "error", "engine.start_order",
-        "head-first with a fixed stagger races the TCPStore (workers exit, a half-assembled "
-        "pair is reported up); the two-node recipe starts the worker before the head to avoid "
-        "that race",
-        "remove start_order (workers-first is the default)",
-        "docs/field-notes.md#worker-first; research §3 item 5 (MiaAI#38; luxingcom's "
-        "head-first launch with a 20 s stagger between workers)",
-    )]  # fmt: skip
+    return [
+        Finding(
+            "workers-first",
+            "error",
+            "engine.start_order",
+            "head-first with a fixed stagger races the TCPStore (workers exit, a half-assembled "
+            "pair is reported up); the two-node recipe starts the worker before the head to avoid "
+            "that race",
+            "remove start_order (workers-first is the default)",
+            "docs/field-notes.md#worker-first; research §3 item 5 (MiaAI#38; luxingcom's "
+            "head-first launch with a 20 s stagger between workers)",
+        )
+    ]

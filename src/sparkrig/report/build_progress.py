@@ -44,6 +44,8 @@ def install_engine_with_progress(
 
         callback: ProgressCallback = report
         return installer(
-            callback, force=force, portable=portable,
+            callback,
+            force=force,
+            portable=portable,
             note=lambda line: progress.console.print(line, highlight=False),
-        )  # fmt: skip
+        )

@@ -17,9 +17,13 @@ td.evidence { max-width: 720px; overflow-wrap: anywhere; }
 def check_section(receipt: CheckReceipt, label: str) -> str:
     verdicts = [result.verdict for result in receipt.results]
     identity = identity_block(
-        model=receipt.model, base_url=receipt.base_url, engine=receipt.engine, host=receipt.host,
+        model=receipt.model,
+        base_url=receipt.base_url,
+        engine=receipt.engine,
+        host=receipt.host,
         engine_build=receipt.engine_build,
-        sparkrig_version=receipt.sparkrig_version, created_at=receipt.created_at,
+        sparkrig_version=receipt.sparkrig_version,
+        created_at=receipt.created_at,
         complete=receipt.complete,
         extra={
             "verdicts": f"{verdicts.count('PASS')} pass, {verdicts.count('FAIL')} fail, "
@@ -27,7 +31,7 @@ def check_section(receipt: CheckReceipt, label: str) -> str:
             "baseline": receipt.baseline_path
             + (" (recorded by this run)" if receipt.recorded_baseline else ""),
         },
-    )  # fmt: skip
+    )
     body = "".join(
         f'<tr><td>{escape(result.guard)}</td><td class="{_VERDICT_CLASS[result.verdict]}">'
         f'{result.verdict}</td><td class="evidence">{escape(result.evidence)}</td>'

@@ -41,10 +41,13 @@ def status_table(status: ClusterStatus) -> RenderableType:
     for row in status.rows:
         style = "red" if row.phase in {"exited", "stalled", "not started", "unreachable"} else None
         table.add_row(
-            row.node, row.role, row.name, Text(str(row.phase), style=style or ""),
+            row.node,
+            row.role,
+            row.name,
+            Text(str(row.phase), style=style or ""),
             "—" if row.pid is None else str(row.pid),
             "—" if row.uptime_s is None else f"{row.uptime_s:.0f}s",
             row.last_line[-100:],
-        )  # fmt: skip
+        )
     verdict = Text(status.summary, style="green" if status.ready else "red")
     return Group(table, verdict)

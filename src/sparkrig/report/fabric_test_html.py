@@ -75,19 +75,27 @@ def fabric_test_section(receipt: FabricTestReceipt, label: str) -> str:
             if not found:
                 continue
             builtin, ours = found.get("builtin"), found.get("sparkrig")
-            ladder.append([
-                collective, _size(size),
-                _num(builtin.seconds * 1e6 if builtin and builtin.seconds else None, ".1f"),
-                _num(ours.seconds * 1e6 if ours and ours.seconds else None, ".1f"),
-                _num(builtin.busbw_gbps if builtin else None, ".4f"),
-                _num(ours.busbw_gbps if ours else None, ".4f"),
-                _num(ratio(receipt.points, collective, size), ".2f"),
-            ])  # fmt: skip
+            ladder.append(
+                [
+                    collective,
+                    _size(size),
+                    _num(builtin.seconds * 1e6 if builtin and builtin.seconds else None, ".1f"),
+                    _num(ours.seconds * 1e6 if ours and ours.seconds else None, ".1f"),
+                    _num(builtin.busbw_gbps if builtin else None, ".4f"),
+                    _num(ours.busbw_gbps if ours else None, ".4f"),
+                    _num(ratio(receipt.points, collective, size), ".2f"),
+                ]
+            )
     cables = [
-        [load.collective, load.implementation, f"{load.src} → {load.dst}", str(load.tx_bytes),
-         _DASH if load.rx_bytes_at_dst is None else str(load.rx_bytes_at_dst)]
+        [
+            load.collective,
+            load.implementation,
+            f"{load.src} → {load.dst}",
+            str(load.tx_bytes),
+            _DASH if load.rx_bytes_at_dst is None else str(load.rx_bytes_at_dst),
+        ]
         for load in receipt.cable_loads
-    ]  # fmt: skip
+    ]
     parts = [
         f"<section>\n<h2>{escape(label)} · fabric test</h2>",
         _identity(receipt),

@@ -26,16 +26,25 @@ def checks_table(receipt: FabricTestReceipt) -> Table:
         table.add_column(column)
     for check in receipt.checks:
         table.add_row(
-            str(check.rank), check.node, str(check.passed),
+            str(check.rank),
+            check.node,
+            str(check.passed),
             f"{len(check.failed)} {', '.join(check.failed[:3])}".strip(),
-        )  # fmt: skip
+        )
     return table
 
 
 def ladder_table(receipt: FabricTestReceipt) -> Table:
     table = Table(title=f"{receipt.backend}: latency and bandwidth (nccl-tests' algbw / busbw)")
-    for column in ("collective", "size", "built-in µs", "sparkrig µs", "built-in busbw GB/s",
-                   "sparkrig busbw GB/s", "ratio"):  # fmt: skip
+    for column in (
+        "collective",
+        "size",
+        "built-in µs",
+        "sparkrig µs",
+        "built-in busbw GB/s",
+        "sparkrig busbw GB/s",
+        "ratio",
+    ):
         table.add_column(column, justify="right" if column != "collective" else "left")
     sizes = sorted({p.size_bytes for p in receipt.points})
     for collective in COLLECTIVES:
@@ -49,13 +58,14 @@ def ladder_table(receipt: FabricTestReceipt) -> Table:
                 continue
             builtin, ours = found.get("builtin"), found.get("sparkrig")
             table.add_row(
-                collective, _size(size),
+                collective,
+                _size(size),
                 _number(builtin.seconds * 1e6 if builtin and builtin.seconds else None, 1),
                 _number(ours.seconds * 1e6 if ours and ours.seconds else None, 1),
                 _number(builtin.busbw_gbps if builtin else None),
                 _number(ours.busbw_gbps if ours else None),
                 _number(ratio(receipt.points, collective, size), 2),
-            )  # fmt: skip
+            )
     return table
 
 
@@ -67,9 +77,13 @@ def cables_table(receipt: FabricTestReceipt) -> Table | None:
         table.add_column(column)
     for load in receipt.cable_loads:
         table.add_row(
-            load.collective, load.implementation, load.src, load.dst, str(load.tx_bytes),
+            load.collective,
+            load.implementation,
+            load.src,
+            load.dst,
+            str(load.tx_bytes),
             "—" if load.rx_bytes_at_dst is None else str(load.rx_bytes_at_dst),
-        )  # fmt: skip
+        )
     return table
 
 

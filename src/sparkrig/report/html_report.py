@@ -103,12 +103,15 @@ def render_report(
         list(names) if names is not None else [f"receipt {i + 1}" for i in range(len(receipts))]
     )
     sections = [
-        check_section(receipt, label) if isinstance(receipt, CheckReceipt)
-        else fabric_test_section(receipt, label) if isinstance(receipt, FabricTestReceipt)
-        else soak_section(receipt, label) if isinstance(receipt, SoakReceipt)
+        check_section(receipt, label)
+        if isinstance(receipt, CheckReceipt)
+        else fabric_test_section(receipt, label)
+        if isinstance(receipt, FabricTestReceipt)
+        else soak_section(receipt, label)
+        if isinstance(receipt, SoakReceipt)
         else _section(receipt, label)
         for receipt, label in zip(receipts, labels, strict=True)
-    ]  # fmt: skip
+    ]
     for index, sampled in enumerate(telemetry or []):
         if sampled is not None:  # drawn at the end of its receipt's section
             sections[index] = sections[index].removesuffix("</section>") + (
@@ -148,9 +151,13 @@ def _section(receipt: BenchReceipt, label: str) -> str:
 def _header(receipt: BenchReceipt) -> str:
     settings = receipt.settings
     return identity_block(
-        model=receipt.model, base_url=receipt.base_url, engine=receipt.engine, host=receipt.host,
+        model=receipt.model,
+        base_url=receipt.base_url,
+        engine=receipt.engine,
+        host=receipt.host,
         engine_build=receipt.engine_build,
-        sparkrig_version=receipt.sparkrig_version, created_at=receipt.created_at,
+        sparkrig_version=receipt.sparkrig_version,
+        created_at=receipt.created_at,
         complete=receipt.complete,
         extra={
             "suites": ", ".join(receipt.suites),
@@ -163,7 +170,7 @@ def _header(receipt: BenchReceipt) -> str:
                 + (f" · {settings.rounds} rounds" if settings.rounds > 1 else "")
             ),
         },
-    )  # fmt: skip
+    )
 
 
 def _looks(settings: BenchSettings) -> str:

@@ -9,9 +9,22 @@ from sparkrig.bench.soak_receipt import SoakReceipt, SoakWindow
 from sparkrig.report.svg_charts import Cell, Series, grouped_bar_chart
 
 _NO_DATA = "no data"
-_COLUMNS = ("window", "minutes", "requests", "lost", "bad", "tokens", "aggregate tok/s",
-            "per-stream tok/s (median)", "TTFT p50 ms", "p95 ms", "p99 ms", "first TTFT ms",
-            "restarts", "findings")  # fmt: skip
+_COLUMNS = (
+    "window",
+    "minutes",
+    "requests",
+    "lost",
+    "bad",
+    "tokens",
+    "aggregate tok/s",
+    "per-stream tok/s (median)",
+    "TTFT p50 ms",
+    "p95 ms",
+    "p99 ms",
+    "first TTFT ms",
+    "restarts",
+    "findings",
+)
 
 
 def _label(window: SoakWindow) -> str:
@@ -32,13 +45,21 @@ def _cell(value: float | None, scale: float = 1.0) -> Cell:
 def _row(window: SoakWindow) -> str:
     findings = ", ".join(f"{name} {count}" for name, count in sorted(window.findings.items()))
     cells = [
-        str(window.index), _label(window), str(window.requests), str(window.errors),
-        str(window.bad_outputs), str(window.output_tokens), _num(window.aggregate_tps),
-        _num(window.per_stream_tps_median), _num(window.ttft_p50_s, ".0f", 1000),
-        _num(window.ttft_p95_s, ".0f", 1000), _num(window.ttft_p99_s, ".0f", 1000),
+        str(window.index),
+        _label(window),
+        str(window.requests),
+        str(window.errors),
+        str(window.bad_outputs),
+        str(window.output_tokens),
+        _num(window.aggregate_tps),
+        _num(window.per_stream_tps_median),
+        _num(window.ttft_p50_s, ".0f", 1000),
+        _num(window.ttft_p95_s, ".0f", 1000),
+        _num(window.ttft_p99_s, ".0f", 1000),
         _num(window.first_ttft_s, ".0f", 1000),
-        "—" if window.restarts is None else str(window.restarts), findings or "none",
-    ]  # fmt: skip
+        "—" if window.restarts is None else str(window.restarts),
+        findings or "none",
+    ]
     bad = ' class="invalid"' if window.errors or window.bad_outputs else ""
     return f"<tr{bad}>" + "".join(f'<td class="num">{escape(c)}</td>' for c in cells) + "</tr>"
 
@@ -48,16 +69,28 @@ def _charts(receipt: SoakReceipt) -> str:
         return '<p class="muted">no window finished</p>'
     labels = [_label(window) for window in receipt.windows]
     speed = grouped_bar_chart(
-        "tok/s per window", "window", "tok/s", labels,
-        [Series("aggregate", [_cell(w.aggregate_tps) for w in receipt.windows]),
-         Series("per stream (median)", [_cell(w.per_stream_tps_median) for w in receipt.windows])],
-    )  # fmt: skip
+        "tok/s per window",
+        "window",
+        "tok/s",
+        labels,
+        [
+            Series("aggregate", [_cell(w.aggregate_tps) for w in receipt.windows]),
+            Series(
+                "per stream (median)", [_cell(w.per_stream_tps_median) for w in receipt.windows]
+            ),
+        ],
+    )
     ttft = grouped_bar_chart(
-        "TTFT per window", "window", "ms", labels,
-        [Series("p50", [_cell(w.ttft_p50_s, 1000) for w in receipt.windows]),
-         Series("p95", [_cell(w.ttft_p95_s, 1000) for w in receipt.windows])],
+        "TTFT per window",
+        "window",
+        "ms",
+        labels,
+        [
+            Series("p50", [_cell(w.ttft_p50_s, 1000) for w in receipt.windows]),
+            Series("p95", [_cell(w.ttft_p95_s, 1000) for w in receipt.windows]),
+        ],
         label_format=".0f",
-    )  # fmt: skip
+    )
     caption = (
         "aggregate: output tokens the server counted ÷ window length; per stream: median of "
         "each reply's decode rate. TTFT from send to the first token of any kind."
@@ -81,23 +114,32 @@ def soak_section(receipt: SoakReceipt, label: str) -> str:
         for p in receipt.problems
     )
     meta = {
-        "url": receipt.url, "model": receipt.model, "traffic": receipt.traffic,
-        "started": receipt.started_at, "status": receipt.status,
+        "url": receipt.url,
+        "model": receipt.model,
+        "traffic": receipt.traffic,
+        "started": receipt.started_at,
+        "status": receipt.status,
         "concurrency": str(receipt.concurrency),
         "duration": f"{receipt.duration_s:g} s asked, windows of {receipt.window_s:g} s",
         "requests": f"{receipt.requests}: {receipt.lost} lost, {receipt.bad_outputs} bad outputs",
-    }  # fmt: skip
+    }
     rows = "".join(_row(window) for window in receipt.windows)
-    return "\n".join([
-        f"<section>\n<h2>{escape(label)} · soak</h2>",
-        '<dl class="meta">' + "".join(
-            f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in meta.items()) + "</dl>",
-        lost_note,
-        "<h3>per window</h3>",
-        "<table><tr>" + "".join(f"<th>{escape(c)}</th>" for c in _COLUMNS) + f"</tr>{rows}</table>",
-        _charts(receipt),
-        "<h3>problems</h3>",
-        f"<ul>{problems}</ul>" if problems else '<p class="muted">none: no request lost, no bad '
-        "output</p>",
-        "</section>",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            f"<section>\n<h2>{escape(label)} · soak</h2>",
+            '<dl class="meta">'
+            + "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in meta.items())
+            + "</dl>",
+            lost_note,
+            "<h3>per window</h3>",
+            "<table><tr>"
+            + "".join(f"<th>{escape(c)}</th>" for c in _COLUMNS)
+            + f"</tr>{rows}</table>",
+            _charts(receipt),
+            "<h3>problems</h3>",
+            f"<ul>{problems}</ul>"
+            if problems
+            else '<p class="muted">none: no request lost, no bad output</p>',
+            "</section>",
+        ]
+    )

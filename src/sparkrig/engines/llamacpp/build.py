@@ -132,9 +132,12 @@ def _read_record(path: Path) -> EngineInstall | None:
     if not path.exists():
         return None
     found = read_model_file(
-        path, EngineInstall, what="engine record", error=EngineNotFoundError,
+        path,
+        EngineInstall,
+        what="engine record",
+        error=EngineNotFoundError,
         fix="move it aside and run `sparkrig engine install` to rebuild it",
-    )  # fmt: skip
+    )
     if found.schema_version != RECORD_SCHEMA_VERSION or not _is_executable(found.server_binary):
         return None
     return found
@@ -245,10 +248,16 @@ def _build_and_prove(
             return None, outcomes
         record = EngineInstall(
             source=f"{defaults.LLAMA_CPP_SDIST}=={defaults.LLAMA_CPP_SDIST_VERSION} (sdist)",
-            flags=flags, bin_dir=target / "bin", variant=variant, repack=outcomes[-1].repack,
-            cpu=_cpu_description(), self_tests=outcomes, note="; ".join(tried),
-            built_at=datetime.now(UTC).isoformat(timespec="seconds"), build_seconds=seconds,
-        )  # fmt: skip
+            flags=flags,
+            bin_dir=target / "bin",
+            variant=variant,
+            repack=outcomes[-1].repack,
+            cpu=_cpu_description(),
+            self_tests=outcomes,
+            note="; ".join(tried),
+            built_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            build_seconds=seconds,
+        )
         for outcome in record.self_tests:  # the binary moves with the folder below
             outcome.binary = str(record.server_binary)
         write_atomically(record, staged / RECORD_NAME)
@@ -291,9 +300,12 @@ def _external_record_path(binary: Path) -> Path:
 
 def _external_install(binary: Path) -> EngineInstall:
     return EngineInstall(
-        source=f"${SERVER_BINARY_ENV}", flags=[], bin_dir=binary.parent,
-        variant=EngineVariant.EXTERNAL, cpu=_cpu_description(),
-    )  # fmt: skip
+        source=f"${SERVER_BINARY_ENV}",
+        flags=[],
+        bin_dir=binary.parent,
+        variant=EngineVariant.EXTERNAL,
+        cpu=_cpu_description(),
+    )
 
 
 def prove_external(binary: Path, *, note: NoteCallback = lambda _: None) -> EngineInstall:

@@ -17,10 +17,28 @@ CPUINFO = Path("/proc/cpuinfo")
 _FEATURE_KEYS = ("flags", "features")
 # The features whose presence or absence decides which kernels ggml-cpu compiles or runs.
 NOTABLE_FEATURES = (
-    "avx", "avx2", "fma", "f16c", "bmi2", "avx_vnni", "avx512f", "avx512bw", "avx512vl",
-    "avx512_vnni", "avx512_bf16", "avx512vbmi", "amx_tile", "amx_int8", "amx_bf16",
-    "asimd", "asimddp", "sve", "sve2", "i8mm", "bf16",
-)  # fmt: skip
+    "avx",
+    "avx2",
+    "fma",
+    "f16c",
+    "bmi2",
+    "avx_vnni",
+    "avx512f",
+    "avx512bw",
+    "avx512vl",
+    "avx512_vnni",
+    "avx512_bf16",
+    "avx512vbmi",
+    "amx_tile",
+    "amx_int8",
+    "amx_bf16",
+    "asimd",
+    "asimddp",
+    "sve",
+    "sve2",
+    "i8mm",
+    "bf16",
+)
 
 
 def cpuinfo_text(path: Path = CPUINFO) -> str:

@@ -47,9 +47,12 @@ def sha256_of(path: Path) -> str:
 def check_gguf(path: Path) -> Path:
     """Return the resolved path if it is a readable GGUF file; raise ModelError otherwise."""
     magic = read_bytes_file(
-        path, what="model file", error=ModelError, limit=len(GGUF_MAGIC),
+        path,
+        what="model file",
+        error=ModelError,
+        limit=len(GGUF_MAGIC),
         fix="pass the .gguf file itself to --model",
-    )  # fmt: skip
+    )
     if magic != GGUF_MAGIC:
         raise ModelError(
             f"{path} is not a GGUF file (starts with {magic!r}) — llama.cpp needs a .gguf model; "

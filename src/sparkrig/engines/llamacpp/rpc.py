@@ -68,8 +68,12 @@ def render_llamacpp(context: LaunchContext) -> list[ProcessSpec]:
         extra_args=[*rpc_args, *context.engine_args, *context.profile.extra_args],
     )
     head = ProcessSpec(
-        node=context.head.name, role="head", name="llama-server",
-        argv=llama_server_argv(spec), env=list(context.head.user_env),
-        port=context.engine.port, ready_when="health",
-    )  # fmt: skip
+        node=context.head.name,
+        role="head",
+        name="llama-server",
+        argv=llama_server_argv(spec),
+        env=list(context.head.user_env),
+        port=context.engine.port,
+        ready_when="health",
+    )
     return order_processes([*workers, head], context)

@@ -126,18 +126,25 @@ def self_test(
     def outcome(passed: bool, detail: str, **extra: object) -> SelfTestOutcome:
         return SelfTestOutcome.model_validate(
             {
-                "binary": str(binary), "repack": repack, "passed": passed,
-                "seconds": round(time.monotonic() - started, 2), "detail": detail,
-                "log_path": str(log_path), **extra,
+                "binary": str(binary),
+                "repack": repack,
+                "passed": passed,
+                "seconds": round(time.monotonic() - started, 2),
+                "detail": detail,
+                "log_path": str(log_path),
+                **extra,
             }
-        )  # fmt: skip
+        )
 
     with log_path.open("wb") as log:
         try:
             proc = subprocess.Popen(
-                llama_server_argv(spec), stdout=log, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, start_new_session=True,
-            )  # fmt: skip
+                llama_server_argv(spec),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         except OSError as exc:
             return outcome(False, f"could not start: {exc.strerror or exc}")
     try:
@@ -146,10 +153,11 @@ def self_test(
                 ended = from_returncode(code)
                 tail = log_tail(log_path, _LOG_LINES, missing="")
                 return outcome(
-                    False, f"{ended.describe()}" + (f"; last log: {tail}" if tail else ""),
+                    False,
+                    f"{ended.describe()}" + (f"; last log: {tail}" if tail else ""),
                     signal_name=ended.signal_name if ended.signal_number else None,
                     exit_code=ended.exit_code,
-                )  # fmt: skip
+                )
             if _get_ok(f"{base_url}/health"):
                 try:
                     text = _complete(base_url, max(1.0, deadline - time.monotonic()))
@@ -160,8 +168,9 @@ def self_test(
                 return outcome(True, f"answered {text.strip()[:40]!r}")
             time.sleep(_POLL_S)
         return outcome(
-            False, f"did not answer a completion within {timeout_s:.0f} s (hung or too slow)",
+            False,
+            f"did not answer a completion within {timeout_s:.0f} s (hung or too slow)",
             timed_out=True,
-        )  # fmt: skip
+        )
     finally:
         _stop(proc)

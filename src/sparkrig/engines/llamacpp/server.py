@@ -50,18 +50,25 @@ class LlamaServerSpec(BaseModel):
 def llama_server_argv(spec: LlamaServerSpec) -> list[str]:
     argv = [
         str(spec.binary),
-        "--model", str(spec.model),
-        "--alias", spec.alias,
-        "--host", spec.host,
-        "--port", str(spec.port),
-        "--parallel", str(spec.parallel_slots),
-        "--ctx-size", str(spec.context_tokens),
-        "--threads", str(spec.threads),
+        "--model",
+        str(spec.model),
+        "--alias",
+        spec.alias,
+        "--host",
+        spec.host,
+        "--port",
+        str(spec.port),
+        "--parallel",
+        str(spec.parallel_slots),
+        "--ctx-size",
+        str(spec.context_tokens),
+        "--threads",
+        str(spec.threads),
         "--cont-batching",
         "--metrics",  # Prometheus /metrics: token counters, spec-decode counters, decode steps
         "--slots",  # /slots: per-slot state for `sparkrig status`
         "--no-webui",
-    ]  # fmt: skip
+    ]
     if spec.speculative is not None:
         argv += _speculative_args(spec.speculative, spec.model)
     return argv + spec.extra_args

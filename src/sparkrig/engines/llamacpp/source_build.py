@@ -63,10 +63,18 @@ def _run_logged(argv: list[str], log: Path, cwd: Path | None = None) -> Iterator
 def _download_sdist(work: Path, log: Path, progress: ProgressCallback) -> Path:
     progress(f"downloading {defaults.LLAMA_CPP_SDIST}=={defaults.LLAMA_CPP_SDIST_VERSION}", None)
     argv = [
-        sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-        "--disable-pip-version-check", "--dest", str(work),
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--no-binary",
+        ":all:",
+        "--disable-pip-version-check",
+        "--dest",
+        str(work),
         f"{defaults.LLAMA_CPP_SDIST}=={defaults.LLAMA_CPP_SDIST_VERSION}",
-    ]  # fmt: skip
+    ]
     for _ in _run_logged(argv, log):
         pass
     found = sorted(work.glob("*.tar.gz"))

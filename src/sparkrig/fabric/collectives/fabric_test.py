@@ -49,35 +49,73 @@ def probe_argv(python: str, bind: str | None) -> list[str]:
 
 
 def worker_argv(
-    plan: FabricPlan, node: str, *, python: str, settings: TestSettings, backend: str,
+    plan: FabricPlan,
+    node: str,
+    *,
+    python: str,
+    settings: TestSettings,
+    backend: str,
     sizes: list[int],
-) -> list[str]:  # fmt: skip
+) -> list[str]:
     """`env VARS python -m worker run …`: env through the `env` binary so the same line works
     through every executor."""
     order = ring_of(plan)
     node_plan = plan.node(node)
-    env = {"GLOO_SOCKET_IFNAME": "lo"} if settings.loopback else {
-        var.name: var.value for var in node_plan.env
-        if var.name in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "NCCL_IB_HCA",
-                        "NCCL_IB_SUBNET_AWARE_ROUTING", "NCCL_IB_DISABLE", "NCCL_ALGO")
-    }  # fmt: skip
-    interfaces = [] if settings.loopback else [
-        f"{i.netdev}={i.peer}" for i in node_plan.interfaces
-    ]  # fmt: skip
+    env = (
+        {"GLOO_SOCKET_IFNAME": "lo"}
+        if settings.loopback
+        else {
+            var.name: var.value
+            for var in node_plan.env
+            if var.name
+            in (
+                "GLOO_SOCKET_IFNAME",
+                "NCCL_SOCKET_IFNAME",
+                "NCCL_IB_HCA",
+                "NCCL_IB_SUBNET_AWARE_ROUTING",
+                "NCCL_IB_DISABLE",
+                "NCCL_ALGO",
+            )
+        }
+    )
+    interfaces = [] if settings.loopback else [f"{i.netdev}={i.peer}" for i in node_plan.interfaces]
     return [
-        "env", *(f"{k}={v}" for k, v in sorted(env.items())),
-        python, "-W", "ignore", "-m", WORKER_MODULE, "run",
-        "--node", node, "--rank", str(order.index(node)), "--size", str(len(order)),
-        "--master", master_address(plan, settings.loopback), "--port", str(settings.port),
-        "--backend", backend, "--sizes", ",".join(str(s) for s in sizes),
-        "--iterations", str(settings.iterations), "--warmup", str(settings.warmup),
+        "env",
+        *(f"{k}={v}" for k, v in sorted(env.items())),
+        python,
+        "-W",
+        "ignore",
+        "-m",
+        WORKER_MODULE,
+        "run",
+        "--node",
+        node,
+        "--rank",
+        str(order.index(node)),
+        "--size",
+        str(len(order)),
+        "--master",
+        master_address(plan, settings.loopback),
+        "--port",
+        str(settings.port),
+        "--backend",
+        backend,
+        "--sizes",
+        ",".join(str(s) for s in sizes),
+        "--iterations",
+        str(settings.iterations),
+        "--warmup",
+        str(settings.warmup),
         *(["--checks"] if settings.checks else []),
-        "--counter-bytes", str(0 if settings.loopback else settings.counter_bytes),
+        "--counter-bytes",
+        str(0 if settings.loopback else settings.counter_bytes),
         *(arg for item in interfaces for arg in ("--iface", item)),
         # torch's own timeout is twice the liveness: the silent (hung) node is named first
-        "--liveness", str(2 * settings.liveness_s),
-        "--heartbeat", str(defaults.FABRIC_TEST_HEARTBEAT_S),
-    ]  # fmt: skip
+        "--liveness",
+        str(2 * settings.liveness_s),
+        "--heartbeat",
+        str(defaults.FABRIC_TEST_HEARTBEAT_S),
+    ]
 
 
 def decide_backend(

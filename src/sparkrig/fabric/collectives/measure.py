@@ -39,8 +39,12 @@ def _builtin(collective: str, size: int) -> Collective:
         dist.all_to_all_single(out, x)
         return out
 
-    table = {"all_reduce": all_reduce, "all_gather": all_gather,
-             "reduce_scatter": reduce_scatter, "all_to_all": all_to_all}  # fmt: skip
+    table = {
+        "all_reduce": all_reduce,
+        "all_gather": all_gather,
+        "reduce_scatter": reduce_scatter,
+        "all_to_all": all_to_all,
+    }
     return table[collective]
 
 
@@ -126,8 +130,14 @@ def ladder_step(size_bytes: int, iterations: int, warmup: int, device: str) -> l
                 run(x)
             _synchronize(device)
             seconds = (time.perf_counter() - start) / iterations
-            points.append({"collective": collective, "implementation": name,
-                           "size_bytes": size_bytes, "seconds": seconds})  # fmt: skip
+            points.append(
+                {
+                    "collective": collective,
+                    "implementation": name,
+                    "size_bytes": size_bytes,
+                    "seconds": seconds,
+                }
+            )
     return points
 
 
@@ -160,6 +170,12 @@ def counted(
                     delta = [after[netdev][i] - before[netdev][i] for i in (0, 1)]
                     kept = least.get(netdev, delta)
                     least[netdev] = [min(a, b) for a, b in zip(kept, delta, strict=True)]
-            loads.append({"collective": collective, "implementation": name,
-                          "size_bytes": size_bytes, "interfaces": least})  # fmt: skip
+            loads.append(
+                {
+                    "collective": collective,
+                    "implementation": name,
+                    "size_bytes": size_bytes,
+                    "interfaces": least,
+                }
+            )
     return loads

@@ -87,14 +87,22 @@ def make_point(
 ) -> Point:
     if seconds is None or seconds <= 0:
         return Point(
-            collective=collective, implementation=implementation, size_bytes=size_bytes,
-            seconds=seconds, algbw_gbps=None, busbw_gbps=None,
-        )  # fmt: skip
+            collective=collective,
+            implementation=implementation,
+            size_bytes=size_bytes,
+            seconds=seconds,
+            algbw_gbps=None,
+            busbw_gbps=None,
+        )
     algbw = size_bytes / seconds / 1e9
     return Point(
-        collective=collective, implementation=implementation, size_bytes=size_bytes,
-        seconds=seconds, algbw_gbps=algbw, busbw_gbps=algbw * bus_factor(collective, ranks),
-    )  # fmt: skip
+        collective=collective,
+        implementation=implementation,
+        size_bytes=size_bytes,
+        seconds=seconds,
+        algbw_gbps=algbw,
+        busbw_gbps=algbw * bus_factor(collective, ranks),
+    )
 
 
 class CheckCount(BaseModel):
@@ -143,9 +151,12 @@ def save_receipt(receipt: FabricTestReceipt, path: Path) -> None:
 
 def load_receipt(path: Path) -> FabricTestReceipt:
     return read_receipt(
-        path, FabricTestReceipt, kind=RECEIPT_KIND, schema_version=RECEIPT_SCHEMA_VERSION,
+        path,
+        FabricTestReceipt,
+        kind=RECEIPT_KIND,
+        schema_version=RECEIPT_SCHEMA_VERSION,
         written_by="sparkrig fabric test",
-    )  # fmt: skip
+    )
 
 
 def ratio(points: list[Point], collective: str, size_bytes: int) -> float | None:

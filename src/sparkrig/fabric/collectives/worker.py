@@ -99,9 +99,12 @@ def run(args: argparse.Namespace) -> int:
         device = "cuda:0"
     try:
         dist.init_process_group(
-            args.backend, init_method=f"tcp://{args.master}:{args.port}", rank=args.rank,
-            world_size=args.size, timeout=timedelta(seconds=args.liveness),
-        )  # fmt: skip
+            args.backend,
+            init_method=f"tcp://{args.master}:{args.port}",
+            rank=args.rank,
+            world_size=args.size,
+            timeout=timedelta(seconds=args.liveness),
+        )
     except Exception as exc:  # noqa: BLE001 - every failure to join is reported, then the rank exits
         text = str(exc)
         kind = "port_in_use" if "EADDRINUSE" in text or "already in use" in text else "join"
