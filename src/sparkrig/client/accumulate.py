@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sparkrig.client import fields as field
+from sparkrig.wire import openai as field
 from sparkrig.client.reasoning import split_think_tags
 from sparkrig.client.records import (
     ReasoningSource,
@@ -61,7 +61,7 @@ class StreamAccumulator:
         return len(self._events)
 
     def add_chunk(self, t_ns: int, chunk: dict[str, Any]) -> None:
-        """Raises `fields.MalformedField` for a field of the wrong type; the caller records it."""
+        """Raises `wire.openai.MalformedField` for a field of the wrong type; the caller records it."""
         fields: dict[str, Any] = {"t_ns": t_ns}
         for position, choice in enumerate(field.items(chunk.get("choices"), "choices")):
             where = f"choices[{position}]"

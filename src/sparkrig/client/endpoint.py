@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 
 from sparkrig import defaults
 from sparkrig.client.accumulate import StreamAccumulator
-from sparkrig.client.fields import MalformedField
+from sparkrig.wire.openai import MalformedField
 from sparkrig.client.http_failures import checked_base_url, describe_client_error, web_page_title
 from sparkrig.client.records import ErrorKind, RequestError, RequestRecord
 from sparkrig.client.timeouts import Timeouts

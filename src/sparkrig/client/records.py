@@ -25,7 +25,7 @@ TokenSource = Literal["per_event_usage", "per_event_timings", "final_usage", "ev
 ErrorKind = Literal[
     "connect", "timeout", "http_status", "non_json", "stream_cut", "protocol", "malformed"
 ]
-"""`malformed`: a reply field of the wrong type (`fields.MalformedField`)."""
+"""`malformed`: a reply field of the wrong type (`wire.openai.MalformedField`)."""
 ReasoningSource = Literal["reasoning_content", "reasoning", "think_tags"]
 
 
