@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from sparkrig.wire import openai as field
 from sparkrig.client.reasoning import split_think_tags
 from sparkrig.client.records import (
     ReasoningSource,
@@ -19,6 +18,7 @@ from sparkrig.client.records import (
     Usage,
     carries_output,
 )
+from sparkrig.wire import openai as field
 
 _REASONING_KEYS: tuple[ReasoningSource, ...] = ("reasoning_content", "reasoning")
 
@@ -61,7 +61,8 @@ class StreamAccumulator:
         return len(self._events)
 
     def add_chunk(self, t_ns: int, chunk: dict[str, Any]) -> None:
-        """Raises `wire.openai.MalformedField` for a field of the wrong type; the caller records it."""
+        """Raises `MalformedField` (wire.openai) for a field of the wrong type; the caller records
+        it."""
         fields: dict[str, Any] = {"t_ns": t_ns}
         for position, choice in enumerate(field.items(chunk.get("choices"), "choices")):
             where = f"choices[{position}]"

@@ -19,16 +19,15 @@ from pydantic import BaseModel, Field
 
 from sparkrig import defaults
 from sparkrig.client.accumulate import StreamAccumulator
-from sparkrig.wire.openai import MalformedField
 from sparkrig.client.http_failures import checked_base_url, describe_client_error, web_page_title
 from sparkrig.client.records import ErrorKind, RequestError, RequestRecord
 from sparkrig.client.timeouts import Timeouts
 from sparkrig.errors import UsageError, excerpt
+from sparkrig.wire.openai import MalformedField
+from sparkrig.wire.sse import SseEvent, SseFault, SseReader
 
 _BODY_EXCERPT = 500
 _ERROR_BODY_BYTES = 64 * 1024
-_MAX_LINE_BYTES = 16 * 1024 * 1024  # one SSE line; bounds memory against a server gone wrong
-_MAX_EVENT_LINES = 65_536  # `data:` lines in one event before its blank line
 _MAX_BODY_BYTES = 256 * 1024 * 1024  # one non-streamed reply
 # A reply of at most N tokens comes in about N events (fewer under speculative decoding); a few
 # more carry the role, usage and finish. Past this many a server ignores max_tokens.
@@ -368,71 +367,28 @@ async def _read_stream(
     received: Callable[[], None] = lambda: None,
     max_tokens_events: int | None = None,
 ) -> None:
-    """Read SSE: `data:` lines joined until a blank line make one event; `[DONE]` ends it.
-
-    Lines are split here from whatever bytes have arrived: aiohttp's readline cost more than the
-    rest of an event's handling at hundreds of streams. An event is still stamped when its blank
-    line is handled, as a line-by-line reader would stamp it.
-    """
+    """Read SSE through the wire layer's reader; `[DONE]` ends it. Each event carries the time
+    the block completing it arrived."""
     record = accumulator.record
     most = None if max_tokens_events is None else max_tokens_events + _EXTRA_EVENTS
-    data_lines: list[bytes] = []
-    done = False
-    pending = b""
-    while not done and (block := await response.content.readany()):
-        received()
-        if record.first_byte_ns is None:
-            record.first_byte_ns = time.perf_counter_ns()
-        lines = (pending + block if pending else block).split(b"\n")
-        pending = lines.pop()  # an unfinished line waits for the next block
-        if len(pending) > _MAX_LINE_BYTES:
-            raise _ProtocolFault(
-                RequestError(
-                    kind="protocol",
-                    body=pending[:_BODY_EXCERPT].decode(errors="replace"),
-                    message=f"an SSE line ran past {_MAX_LINE_BYTES} bytes with no "
-                    "newline — is this an event stream? check the server or proxy",
-                )
-            )
-        for raw_line in lines:
-            if _take_line(raw_line, data_lines):
-                data = b"\n".join(data_lines).decode(errors="replace")
-                data_lines.clear()
-                if data.strip() == "[DONE]":
-                    done = True
-                    break
-                _add_event(accumulator, time.perf_counter_ns(), data)
-                if most is not None and accumulator.event_count > most:
-                    raise _ProtocolFault(
-                        RequestError(
-                            kind="protocol",
-                            message=(
-                                f"the server sent more than {most} events for a reply of at most "
-                                f"{most // _EVENTS_PER_TOKEN} tokens — it ignores max_tokens; "
-                                "check "
-                                "the server (or a proxy replaying the stream)"
-                            ),
-                        )
-                    )
-        if len(data_lines) > _MAX_EVENT_LINES:
-            raise _ProtocolFault(
-                RequestError(
-                    kind="protocol",
-                    message=(
-                        f"an SSE event ran past {_MAX_EVENT_LINES} data lines with no blank line "
-                        "— is "
-                        "this an event stream? check the server or proxy"
-                    ),
-                )
-            )
-    if pending and not done:
-        _take_line(pending, data_lines)  # a last line with no newline; its event is read below
-    if data_lines and not done:  # a final event without its blank line
-        data = b"\n".join(data_lines).decode(errors="replace")
-        done = data.strip() == "[DONE]"
-        if not done:
-            _add_event(accumulator, time.perf_counter_ns(), data)
-    if not done and record.finish_reason is None:
+    reader = SseReader()
+    try:
+        while block := await response.content.readany():
+            received()
+            t_ns = time.perf_counter_ns()
+            if record.first_byte_ns is None:
+                record.first_byte_ns = t_ns
+            for event in reader.feed(block, t_ns):
+                if _take_event(event, accumulator, most):
+                    return
+        last = reader.finish()
+    except SseFault as fault:
+        raise _ProtocolFault(
+            RequestError(kind="protocol", body=fault.excerpt or None, message=fault.message)
+        ) from fault
+    if last is not None and _take_event(last, accumulator, most):
+        return
+    if record.finish_reason is None:
         raise _ProtocolFault(
             RequestError(
                 kind="stream_cut",
@@ -443,13 +399,26 @@ async def _read_stream(
         )
 
 
-def _take_line(raw_line: bytes, data_lines: list[bytes]) -> bool:
-    """Keep a `data:` line's value; True for a blank line that ends an event with data."""
-    line = raw_line.rstrip(b"\r\n")
-    if line.startswith(b"data:"):
-        data_lines.append(line[5:].lstrip(b" "))
+def _take_event(event: SseEvent, accumulator: StreamAccumulator, most: int | None) -> bool:
+    """Add one event's chunk; True at `[DONE]`. Events without data (comments, `event:` or `id:`
+    alone, stray blank lines) are skipped."""
+    if event.data is None:
         return False
-    return not line and bool(data_lines)  # comments (":"), event:/id: and stray blank lines
+    if event.is_done:
+        return True
+    _add_event(accumulator, event.received_ns, event.data)
+    if most is not None and accumulator.event_count > most:
+        raise _ProtocolFault(
+            RequestError(
+                kind="protocol",
+                message=(
+                    f"the server sent more than {most} events for a reply of at most "
+                    f"{most // _EVENTS_PER_TOKEN} tokens — it ignores max_tokens; check the "
+                    "server (or a proxy replaying the stream)"
+                ),
+            )
+        )
+    return False
 
 
 def _add_event(accumulator: StreamAccumulator, t_ns: int, data: str) -> None:

@@ -39,7 +39,7 @@ class RequestError(BaseModel):
 class SseEvent(BaseModel):
     """One server-sent event that carried a choice delta or usage."""
 
-    t_ns: int = Field(description="perf_counter_ns when the event's data line was read")
+    t_ns: int = Field(description="perf_counter_ns when the block completing the event arrived")
     tokens: int | None = Field(
         default=None, description="tokens this event carried, from server counts; None if unknown"
     )
