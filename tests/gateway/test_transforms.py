@@ -12,7 +12,6 @@ from sparkrig.gateway.reasoning import ReasoningEmulation
 from sparkrig.gateway.request_faults import prompt_chars, truncate_context, without_middle_third
 from sparkrig.gateway.rewrite import EventMerger, drop_last_word
 from sparkrig.gateway.soft_logprobs import SOFT_RUNNER_UP, SOFT_TOP1, soften_logprobs
-from sparkrig.gateway.sse import SseSplitter
 from sparkrig.gateway.stops import ContentStops, stop_strings
 from sparkrig.gateway.text_faults import (
     CutAfter,
@@ -185,15 +184,6 @@ def test_event_merger_joins_text_and_logprobs_and_keeps_cumulative_counts() -> N
     finish = {"choices": [{"index": 0, "finish_reason": "stop", "delta": {}}]}
     out = merger.push([finish])
     assert [chunk["choices"][0]["delta"] for chunk in out] == [{"content": "d"}, {}]
-
-
-def test_sse_splitter_keeps_events_whole_and_raw() -> None:
-    splitter = SseSplitter()
-    assert splitter.feed(b'data: {"a"') == []
-    events = splitter.feed(b": 1}\n\n: ping\r\n\r\ndata: [DO")
-    assert events == [b'data: {"a": 1}\n\n', b": ping\r\n\r\n"]
-    assert splitter.feed(b"NE]") == []
-    assert splitter.finish() == [b"data: [DONE]\n\n"]
 
 
 def test_fault_names_parse() -> None:

@@ -12,13 +12,6 @@ from sparkrig.gateway.text_faults import TextTransform
 SPLICED_LOGPROB = 0.0
 
 
-def logprob_items(choice: dict[str, Any]) -> list[dict[str, Any]] | None:
-    """Chat-style per-token logprobs of a choice (llama.cpp uses them for completions too)."""
-    logprobs = choice.get("logprobs")
-    items = logprobs.get("content") if isinstance(logprobs, dict) else None
-    return items if isinstance(items, list) else None
-
-
 def spliced_token(text: str) -> dict[str, Any]:
     entry = {"id": -1, "token": text, "bytes": list(text.encode()), "logprob": SPLICED_LOGPROB}
     return {**entry, "top_logprobs": [dict(entry)]}

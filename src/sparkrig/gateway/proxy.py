@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from typing import Any
 
 import aiohttp
@@ -23,7 +23,8 @@ from sparkrig.gateway.ledger import ServingLedger, TrackedRequest
 from sparkrig.gateway.plan import ReplyPlan, plan_arrival
 from sparkrig.gateway.request_faults import Api, prompt_chars
 from sparkrig.gateway.rewrite import StreamRewriter, rewrite_body
-from sparkrig.gateway.sse import SseSplitter, sse_data
+from sparkrig.wire.openai import json_object
+from sparkrig.wire.sse import DONE, SseEvent, SseReader, sse_data, sse_events
 
 GENERATION_PATHS: dict[str, Api] = {
     "/v1/chat/completions": "chat",
@@ -45,7 +46,6 @@ _NOT_FORWARDED = frozenset(
         "content-length",
     )
 )
-DONE = b"data: [DONE]\n\n"
 
 
 class Gateway:
@@ -81,7 +81,7 @@ class Gateway:
     async def handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()
         api = GENERATION_PATHS.get(request.path) if request.method == "POST" else None
-        parsed = _json_object(body) if api else None
+        parsed = json_object(body) if api else None
         try:
             if api is None or parsed is None:
                 return await self._pass_through(request, body)
@@ -133,7 +133,7 @@ class Gateway:
     ) -> web.Response:
         raw = await upstream.read()
         headers = _forwarded(upstream.headers)
-        parsed = _json_object(raw)
+        parsed = json_object(raw)
         if parsed is None or (plan.is_identity and not self._tracks_content):
             return web.Response(status=upstream.status, body=raw, headers=headers)
         rewritten = rewrite_body(plan, tracked, parsed)
@@ -183,43 +183,39 @@ async def _relay_raw(request: web.Request, upstream: aiohttp.ClientResponse) -> 
 async def _relay_events(
     upstream: aiohttp.ClientResponse, response: web.StreamResponse, rewriter: StreamRewriter
 ) -> None:
-    splitter = SseSplitter()
-    finished = False
-    async for block in upstream.content.iter_any():
-        for event in splitter.feed(block):
-            finished = await _relay_event(event, response, rewriter)
-            if finished:
-                break
-        if finished:
-            break
-    if not finished:
-        for event in splitter.finish():
+    async with aclosing(sse_events(upstream.content.iter_any(), relay_reader())) as events:
+        async for event in events:
             if await _relay_event(event, response, rewriter):
                 return
-        for chunk in rewriter.finish():
-            await response.write(sse_data(chunk))
+    for chunk in rewriter.finish():
+        await response.write(sse_data(chunk))
+
+
+def relay_reader() -> SseReader:
+    """The gateway relays what its upstream sends and leaves the judging of a stream's size to
+    the client behind it: no line or event limit of its own."""
+    return SseReader(max_line_bytes=None, max_event_lines=None)
 
 
 async def _relay_event(
-    event: bytes, response: web.StreamResponse, rewriter: StreamRewriter
+    event: SseEvent, response: web.StreamResponse, rewriter: StreamRewriter
 ) -> bool:
     """Send one upstream event's rewrite; True once the reply is over (sent [DONE])."""
-    data = _event_data(event)
-    if data is None:
-        await response.write(event)  # comments and keep-alives pass as they are
+    if event.data_bytes is None:
+        await response.write(event.raw)  # comments and keep-alives pass as they are
         return False
-    if data.strip() == b"[DONE]":
+    if event.is_done:
         for chunk in rewriter.finish():
             await response.write(sse_data(chunk))
-        await response.write(event)
+        await response.write(event.raw)
         return True
-    parsed = _json_object(data)
+    parsed = json_object(event.data_bytes)
     if parsed is None:
-        await response.write(event)
+        await response.write(event.raw)
         return False
     rewritten = rewriter.rewrite(parsed)
     if rewritten is None:
-        await response.write(event)
+        await response.write(event.raw)
     for out in rewritten or []:
         await response.write(sse_data(out))
     if rewriter.ended:  # the gateway ended the reply: stop reading upstream
@@ -228,20 +224,6 @@ async def _relay_event(
         await response.write(DONE)
         return True
     return False
-
-
-def _event_data(event: bytes) -> bytes | None:
-    lines = [line.rstrip(b"\r") for line in event.split(b"\n")]
-    data = [line[5:].lstrip(b" ") for line in lines if line.startswith(b"data:")]
-    return b"\n".join(data) if data else None
-
-
-def _json_object(raw: bytes) -> dict[str, Any] | None:
-    try:
-        value = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def _forwarded(headers: Any) -> dict[str, str]:

@@ -11,23 +11,16 @@ from typing import Any
 from sparkrig import defaults
 from sparkrig.gateway.count_faults import inflate_counts
 from sparkrig.gateway.ledger import TrackedRequest
-from sparkrig.gateway.logprob_tokens import logprob_items, retext_tokens, splice_index
+from sparkrig.gateway.logprob_tokens import retext_tokens, splice_index
 from sparkrig.gateway.plan import ReplyPlan
 from sparkrig.gateway.reasoning import Split
 from sparkrig.gateway.soft_logprobs import soften_logprobs
 from sparkrig.gateway.text_faults import ShiftFirstDigitRun
+from sparkrig.wire.openai import first_choice, logprob_items, text_holder
 
 Chunk = dict[str, Any]
 # a text longer than this (a loop) is sent as several events, as a server would stream it
 _EVENT_CHARS = defaults.GATEWAY_LOOP_SPAN_CHARS
-
-
-def first_choice(chunk: Chunk) -> dict[str, Any] | None:
-    """The reply's first choice, when `choices` is a list that starts with an object."""
-    choices = chunk.get("choices")
-    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
-        return choices[0]
-    return None
 
 
 def drop_last_word(text: str) -> str:
@@ -252,9 +245,9 @@ class EventMerger:
             return group
         merged = copy.deepcopy(group[-1])
         choice = merged["choices"][0]
-        holder = choice.get("delta") if isinstance(choice.get("delta"), dict) else choice
+        holder = text_holder(choice)
         for key in ("content", "reasoning_content", "reasoning", "text"):
-            parts = [_holder(chunk).get(key) for chunk in group]
+            parts = [text_holder(first_choice(chunk) or {}).get(key) for chunk in group]
             if any(isinstance(part, str) for part in parts):
                 holder[key] = "".join(part for part in parts if isinstance(part, str))
         logprob_lists = [(first_choice(chunk) or {}).get("logprobs") for chunk in group]
@@ -263,17 +256,11 @@ class EventMerger:
         return [merged]
 
 
-def _holder(chunk: Chunk) -> dict[str, Any]:
-    choice = first_choice(chunk) or {}
-    delta = choice.get("delta")
-    return delta if isinstance(delta, dict) else choice
-
-
 def _is_plain_content(chunk: Chunk) -> bool:
     choice = first_choice(chunk)
     if choice is None or choice.get("finish_reason") or len(chunk.get("choices") or []) != 1:
         return False
-    holder = _holder(chunk)
+    holder = text_holder(first_choice(chunk) or {})
     if holder.get("tool_calls"):
         return False
     return any(

@@ -13,7 +13,7 @@ import json
 import time
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,23 +24,16 @@ from sparkrig import defaults
 from sparkrig.gateway.config import GatewayConfig
 from sparkrig.gateway.jsonl import JsonlLog
 from sparkrig.gateway.live_guards import empty_content_cause, reply_findings
-from sparkrig.gateway.proxy import (
-    DONE,
-    Gateway,
-    _bad_gateway,
-    _event_data,
-    _forwarded,
-    _json_object,
-    _listen,
-)
+from sparkrig.gateway.proxy import Gateway, _bad_gateway, _forwarded, _listen, relay_reader
 from sparkrig.gateway.reasoning_fields import UPSTREAM_KEYS, ReasoningKeys
 from sparkrig.gateway.request_faults import Api, without_stop
 from sparkrig.gateway.serve_config import ServeConfig
 from sparkrig.gateway.serve_metrics import CONTENT_TYPE, ServeMetrics
 from sparkrig.gateway.shaping import ReplyShaper, ShapePlan
-from sparkrig.gateway.sse import SseSplitter, sse_data
 from sparkrig.gateway.stops import stop_strings
 from sparkrig.gateway.workload import workload_record
+from sparkrig.wire.openai import json_object, text_holder
+from sparkrig.wire.sse import DONE, SseEvent, sse_data, sse_events
 
 REQUEST_ID = "X-Request-Id"
 REASONING_KEY_HEADER = "X-Reasoning-Key"
@@ -189,7 +182,7 @@ class ServingGateway(Gateway):
         trace: Trace,
     ) -> web.Response:
         raw = await up.read()
-        parsed = _json_object(raw)
+        parsed = json_object(raw)
         trace.output_sent()
         if parsed is None:
             return web.Response(status=up.status, body=raw, headers=headers)
@@ -206,17 +199,10 @@ class ServingGateway(Gateway):
     ) -> web.StreamResponse:
         response = web.StreamResponse(status=up.status, headers=headers)
         await response.prepare(request)
-        splitter = SseSplitter()
         try:
-            done = False
-            async for block in up.content.iter_any():
-                for event in splitter.feed(block):
-                    if done := await self._event(event, response, shaper, trace):
-                        break
-                if done:
-                    break
-            if not done:
-                for event in splitter.finish():
+            async with aclosing(sse_events(up.content.iter_any(), relay_reader())) as events:
+                done = False
+                async for event in events:
                     if done := await self._event(event, response, shaper, trace):
                         break
             if not done:  # the upstream ended without [DONE]: send what is held, then end
@@ -236,19 +222,19 @@ class ServingGateway(Gateway):
         return response
 
     async def _event(
-        self, event: bytes, response: web.StreamResponse, shaper: ReplyShaper, trace: Trace
+        self, event: SseEvent, response: web.StreamResponse, shaper: ReplyShaper, trace: Trace
     ) -> bool:
         """Send one upstream event, shaped; True once the reply is over."""
-        data = _event_data(event)
+        data = event.data_bytes
         if data is None:
-            await response.write(event)  # comments and keep-alives pass as they are
+            await response.write(event.raw)  # comments and keep-alives pass as they are
             return False
-        if data.strip() == b"[DONE]":
+        if event.is_done:
             for chunk in shaper.finish_chunks():
                 await response.write(sse_data(chunk))
-            await response.write(event)
+            await response.write(event.raw)
             return True
-        parsed = _json_object(data)
+        parsed = json_object(data)
         if parsed is None:
             excerpt = data[:120].decode(errors="replace")
             trace.error = f"malformed upstream event: {excerpt!r}"
@@ -276,7 +262,7 @@ class ServingGateway(Gateway):
             if _carries_output(shaped):
                 trace.output_sent()
             # an event the shaping left alone goes out as its bytes came: no second encoding
-            await response.write(event if shaper.unchanged else sse_data(shaped))
+            await response.write(event.raw if shaper.unchanged else sse_data(shaped))
         if shaper.ended:
             await response.write(DONE)
             return True
@@ -308,9 +294,7 @@ class ServingGateway(Gateway):
 
 def _carries_output(chunk: dict[str, Any]) -> bool:
     for choice in chunk.get("choices") or []:
-        holder = choice.get("delta", choice) if isinstance(choice, dict) else {}
-        if not isinstance(holder, dict):
-            continue
+        holder = text_holder(choice) if isinstance(choice, dict) else {}
         if holder.get("tool_calls") or any(
             isinstance(holder.get(k), str) and holder[k]
             for k in ("content", "text", *UPSTREAM_KEYS)

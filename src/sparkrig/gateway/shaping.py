@@ -18,8 +18,8 @@ from sparkrig.gateway.reasoning_fields import (
     take_reasoning,
 )
 from sparkrig.gateway.request_faults import Api
-from sparkrig.gateway.rewrite import first_choice
 from sparkrig.gateway.stops import ContentStops
+from sparkrig.wire.openai import first_choice, string
 
 Chunk = dict[str, Any]
 
@@ -49,11 +49,6 @@ class ReplyText:
     stopped_here: bool = False
 
 
-def _text(holder: dict[str, Any], key: str) -> str:
-    value = holder.get(key)
-    return value if isinstance(value, str) else ""
-
-
 class ReplyShaper:
     def __init__(self, plan: ShapePlan) -> None:
         self.plan = plan
@@ -73,14 +68,14 @@ class ReplyShaper:
         if choice is None:
             return body
         if self.plan.api == "completions":
-            self.reply.content = _text(choice, "text")
+            self.reply.content = string(choice, "text")
             self.reply.finish_reason = choice.get("finish_reason")
             return body
         message = choice.get("message")
         if not isinstance(message, dict):
             return body
         had_content = message.get("content") is not None
-        reasoning, content = self._split(message, _text(message, "content"), final=True)
+        reasoning, content = self._split(message, string(message, "content"), final=True)
         content = self._stops.feed(content)
         if self._stops.stopped:
             choice["finish_reason"] = "stop"
@@ -107,15 +102,15 @@ class ReplyShaper:
         self._last = chunk
         finish_reason = choice.get("finish_reason")
         if self.plan.api == "completions":
-            self.reply.content += _text(choice, "text")
+            self.reply.content += string(choice, "text")
             self.reply.finish_reason = finish_reason or self.reply.finish_reason
             return chunk
         delta = choice.get("delta")
         if not isinstance(delta, dict):
             return chunk
-        had_text = bool(_text(delta, "content") or any(_text(delta, k) for k in UPSTREAM_KEYS))
+        had_text = bool(string(delta, "content") or any(string(delta, k) for k in UPSTREAM_KEYS))
         before = (delta.get("content"), finish_reason, any(k in delta for k in UPSTREAM_KEYS))
-        reasoning, content = self._split(delta, _text(delta, "content"), final=False)
+        reasoning, content = self._split(delta, string(delta, "content"), final=False)
         content = self._stops.feed(content) if content else ""
         if self._stops.stopped:
             finish_reason = choice["finish_reason"] = "stop"

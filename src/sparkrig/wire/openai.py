@@ -1,13 +1,19 @@
 """OpenAI reply fields read without trusting their types.
 
 A server (or a proxy in front of it) can send `"choices": 5`, a string where a delta belongs, a
-token count as text or a logprob that is not a number. Each accessor returns the value when it has
-the documented type (or None when it is absent or null) and raises `MalformedField`, naming the
-field's path, otherwise; the endpoint turns that into a recorded error on the one request.
+token count as text or a logprob that is not a number. Two kinds of reader, for two jobs:
+
+- strict (`mapping`, `items`, `text`, `count`, `number`), for the client that measures a reply:
+  the value when it has the documented type (or None when it is absent or null), otherwise
+  `MalformedField` naming the field's path, which the endpoint records as the request's error;
+- lenient (`json_object`, `first_choice`, `text_holder`, `string`, `logprob_items`), for the
+  gateway that relays a reply: None (or "") for anything not of the documented type, so an odd
+  field is passed on untouched rather than refused.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -77,3 +83,43 @@ def number(value: Any, field: str) -> float | None:
     if isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value):
         return float(value)
     raise MalformedField(field, "a number", value)
+
+
+# --- lenient readers: anything unexpected reads as absent ---------------------------------------
+
+
+def json_object(raw: bytes | str) -> dict[str, Any] | None:
+    """A JSON object, or None for anything else (not JSON, not UTF-8, another JSON type)."""
+    try:
+        value = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def first_choice(chunk: dict[str, Any]) -> dict[str, Any] | None:
+    """The reply's first choice, when `choices` is a list that starts with an object."""
+    choices = chunk.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        return choices[0]
+    return None
+
+
+def text_holder(choice: dict[str, Any], field: str = "delta") -> dict[str, Any]:
+    """Where a choice's text sits: its `field` (a stream's `delta`, a body's `message`) when that
+    is an object, else the choice itself (completions put `text` there)."""
+    holder = choice.get(field)
+    return holder if isinstance(holder, dict) else choice
+
+
+def string(holder: dict[str, Any], key: str) -> str:
+    """A text field; "" when it is absent or not a string."""
+    value = holder.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def logprob_items(choice: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """Chat-style per-token logprobs of a choice (llama.cpp uses them for completions too)."""
+    logprobs = choice.get("logprobs")
+    found = logprobs.get("content") if isinstance(logprobs, dict) else None
+    return found if isinstance(found, list) else None

@@ -13,7 +13,7 @@ event's handling at hundreds of streams (benchmarks/loadgen.py).
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterable
 from dataclasses import dataclass
 from time import perf_counter_ns
 from typing import Any
@@ -141,7 +141,7 @@ class SseReader:
 
 async def sse_events(
     blocks: AsyncIterable[bytes], reader: SseReader | None = None
-) -> AsyncIterator[SseEvent]:
+) -> AsyncGenerator[SseEvent, None]:
     """Every event of a byte stream (e.g. aiohttp's `content.iter_any()`), each stamped when its
     block arrived; the last one may have come without its blank line."""
     reader = reader or SseReader()
