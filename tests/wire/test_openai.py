@@ -4,6 +4,8 @@ client, tests/client and tests/hostile.)"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from sparkrig.wire.openai import first_choice, json_object, logprob_items, string, text_holder
 
 
@@ -15,7 +17,8 @@ def test_json_object_refuses_everything_but_an_object() -> None:
 
 def test_first_choice_only_when_choices_start_with_an_object() -> None:
     assert first_choice({"choices": [{"index": 0}]}) == {"index": 0}
-    for chunk in ({}, {"choices": 5}, {"choices": []}, {"choices": ["x"]}):
+    chunks: list[dict[str, Any]] = [{}, {"choices": 5}, {"choices": []}, {"choices": ["x"]}]
+    for chunk in chunks:
         assert first_choice(chunk) is None
 
 
