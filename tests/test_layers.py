@@ -183,6 +183,16 @@ def test_no_module_imports_a_higher_stage_and_report_does_no_io() -> None:
     )
 
 
+def test_the_docs_quote_the_stage_order() -> None:
+    text = (SRC.parents[1] / "docs" / "architecture.md").read_text()
+    block = text.split("## Stages", 1)[1].split("```", 2)[1]
+    quoted = [
+        {name.strip().removesuffix(" (__init__)") for name in line.split(",")}
+        for line in block.strip().splitlines()
+    ]
+    assert quoted == STAGES, "docs/architecture.md's stage list differs from STAGES here"
+
+
 def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
     root = tmp_path / "sparkrig"
     for name, text in {"__init__.py": "", **files}.items():
