@@ -108,17 +108,20 @@ def module_name(path: Path, root: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imported_names(tree: ast.Module, root: Path) -> set[str]:
+def imported_names(tree: ast.Module, root: Path, package: str = "sparkrig") -> set[str]:
     """Every module an import names (`from sparkrig.a import b` names `sparkrig.a.b` when b is a
-    module of the tree, else `sparkrig.a`), plus `asyncio.create_subprocess_*` used."""
+    module of the tree, else `sparkrig.a`), plus `asyncio.create_subprocess_*` used. A relative
+    import is resolved from `package`, the package the module sits in."""
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(node, package)
             for alias in node.names:
-                inner = f"{node.module}.{alias.name}"
-                names.add(inner if _is_module(inner, root) else node.module)
+                inner = f"{base}.{alias.name}"
+                keep = _is_module(inner, root) or inner in ASYNCIO_SUBPROCESS_NAMES
+                names.add(inner if keep else base)
         elif (
             isinstance(node, ast.Attribute)
             and isinstance(node.value, ast.Name)
@@ -127,6 +130,14 @@ def imported_names(tree: ast.Module, root: Path) -> set[str]:
         ):
             names.add(f"asyncio.{node.attr}")
     return names
+
+
+def _absolute(node: ast.ImportFrom, package: str) -> str:
+    """`from ..a import b` inside `sparkrig.x.y` -> `sparkrig.a`; an absolute import as it is."""
+    if node.level == 0:
+        return node.module or ""
+    parts = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+    return ".".join([*parts, node.module] if node.module else parts)
 
 
 def _package(module: str) -> str:
@@ -156,7 +167,8 @@ def layer_violations(root: Path, stages: list[set[str]]) -> set[Violation]:
         module = module_name(path, root)
         own = _package(module)
         own_stage = stage_of(own, stages)
-        names = imported_names(ast.parse(path.read_text(), str(path)), root)
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        names = imported_names(ast.parse(path.read_text(), str(path)), root, package)
         for name in names:
             if not name.startswith("sparkrig."):
                 continue  # another library, or `from sparkrig import __version__`
@@ -219,14 +231,17 @@ def test_the_checker_finds_a_planted_upward_import(tmp_path: Path) -> None:
             "report/table.py": "from sparkrig.guards.detectors import X\n",
             "cli/__init__.py": "",
             "cli/main.py": "import sparkrig.report.table\nfrom sparkrig import __version__\n",
+            "cli/relative.py": "from ..report import table\nfrom . import main\n",
         },
     )
     assert layer_violations(root, STAGES) == set()  # every import points down: clean
     (root / "wire" / "sse.py").write_text("from sparkrig.client.endpoint import EndpointClient\n")
     (root / "guards" / "detectors.py").write_text("import sparkrig.cli.main\n")
+    (root / "client" / "endpoint.py").write_text("from ..guards import detectors\n")
     assert layer_violations(root, STAGES) == {
         ("sparkrig.wire.sse", "sparkrig.client.endpoint"),
         ("sparkrig.guards.detectors", "sparkrig.cli.main"),
+        ("sparkrig.client.endpoint", "sparkrig.guards.detectors"),
     }
 
 
@@ -244,6 +259,7 @@ def test_the_checker_finds_siblings_the_gateway_rules_and_report_io(tmp_path: Pa
             "report/a.py": "import aiohttp\n",
             "report/b.py": "import asyncio\nasyncio.create_subprocess_exec('make')\n",
             "report/c.py": "from subprocess import run\n",
+            "report/d.py": "from asyncio import create_subprocess_shell\n",
         },
     )
     assert layer_violations(root, STAGES) == {
@@ -252,6 +268,7 @@ def test_the_checker_finds_siblings_the_gateway_rules_and_report_io(tmp_path: Pa
         ("sparkrig.report.a", "aiohttp"),
         ("sparkrig.report.b", "asyncio.create_subprocess_exec"),
         ("sparkrig.report.c", "subprocess"),
+        ("sparkrig.report.d", "asyncio.create_subprocess_shell"),
     }
 
 

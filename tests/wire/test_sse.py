@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from sparkrig.wire.sse import DONE, SseFault, SseReader, sse_data, sse_events
+from sparkrig.wire.sse import DONE, SseFault, SseReader, is_event_stream, sse_data, sse_events
 
 # llama-server's stream framing (`data: {...}\n\n`), with a comment and CRLF lines as proxies send
 STREAM = (
@@ -112,3 +112,9 @@ def test_events_of_an_async_byte_stream() -> None:
         return [event.raw async for event in sse_events(blocks())]
 
     assert b"".join(asyncio.run(collect())) == STREAM
+
+
+def test_an_event_stream_is_known_by_its_content_type() -> None:
+    assert is_event_stream("text/event-stream; charset=utf-8")
+    assert not is_event_stream("application/json")
+    assert not is_event_stream(None)

@@ -24,7 +24,7 @@ from sparkrig.client.records import ErrorKind, RequestError, RequestRecord
 from sparkrig.client.timeouts import Timeouts
 from sparkrig.errors import UsageError, excerpt
 from sparkrig.wire.openai import MalformedField
-from sparkrig.wire.sse import SseEvent, SseFault, SseReader
+from sparkrig.wire.sse import SseEvent, SseFault, SseReader, is_event_stream
 
 _BODY_EXCERPT = 500
 _ERROR_BODY_BYTES = 64 * 1024
@@ -195,7 +195,7 @@ class EndpointClient:
                 _read_in_small_buffers(response)
                 if response.status >= 400:
                     return _fail(accumulator, "http_status", await _http_error(response))
-                if "text/event-stream" in response.headers.get("Content-Type", ""):
+                if is_event_stream(response.headers.get("Content-Type")):
                     most = request.max_tokens and request.max_tokens * _EVENTS_PER_TOKEN
                     await _read_stream(response, accumulator, received, most)
                 else:

@@ -24,7 +24,7 @@ from sparkrig.gateway.plan import ReplyPlan, plan_arrival
 from sparkrig.gateway.request_faults import Api, prompt_chars
 from sparkrig.gateway.rewrite import StreamRewriter, rewrite_body
 from sparkrig.wire.openai import json_object
-from sparkrig.wire.sse import DONE, SseEvent, SseReader, sse_data, sse_events
+from sparkrig.wire.sse import DONE, SseEvent, SseReader, is_event_stream, sse_data, sse_events
 
 GENERATION_PATHS: dict[str, Api] = {
     "/v1/chat/completions": "chat",
@@ -96,7 +96,7 @@ class Gateway:
         async with self.session.request(
             request.method, self._url(request), data=body, headers=headers
         ) as upstream:
-            if "text/event-stream" in upstream.headers.get("Content-Type", ""):
+            if is_event_stream(upstream.headers.get("Content-Type")):
                 return await _relay_raw(request, upstream)
             return web.Response(
                 status=upstream.status,
@@ -122,7 +122,7 @@ class Gateway:
                         body=await upstream.read(),
                         headers=_forwarded(upstream.headers),
                     )
-                if "text/event-stream" in upstream.headers.get("Content-Type", ""):
+                if is_event_stream(upstream.headers.get("Content-Type")):
                     return await self._relay_stream(request, upstream, arrival.plan, tracked)
                 return await self._relay_body(upstream, arrival.plan, tracked)
         finally:

@@ -33,7 +33,7 @@ from sparkrig.gateway.shaping import ReplyShaper, ShapePlan
 from sparkrig.gateway.stops import stop_strings
 from sparkrig.gateway.workload import workload_record
 from sparkrig.wire.openai import json_object, text_holder
-from sparkrig.wire.sse import DONE, SseEvent, sse_data, sse_events
+from sparkrig.wire.sse import DONE, SseEvent, is_event_stream, sse_data, sse_events
 
 REQUEST_ID = "X-Request-Id"
 REASONING_KEY_HEADER = "X-Reasoning-Key"
@@ -148,7 +148,7 @@ class ServingGateway(Gateway):
                     body = await up.read()
                     trace.error = f"upstream answered {up.status}: {body[:200]!r}"
                     return web.Response(status=up.status, body=body, headers=reply_headers)
-                if "text/event-stream" in up.headers.get("Content-Type", ""):
+                if is_event_stream(up.headers.get("Content-Type")):
                     return await self._stream(request, up, reply_headers, shaper, trace)
                 return await self._whole(up, reply_headers, shaper, trace)
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:

@@ -25,6 +25,12 @@ MAX_EVENT_LINES = 65_536
 _EXCERPT_BYTES = 500
 
 DONE = b"data: [DONE]\n\n"
+EVENT_STREAM = "text/event-stream"
+
+
+def is_event_stream(content_type: str | None) -> bool:
+    """A reply whose Content-Type says it is server-sent events."""
+    return EVENT_STREAM in (content_type or "")
 
 
 class SseFault(ValueError):
