@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sparkrig.client.reasoning import split_think_tags
 from sparkrig.client.records import (
-    ReasoningSource,
     RequestRecord,
     SseEvent,
     TokenLogprob,
@@ -19,8 +17,7 @@ from sparkrig.client.records import (
     carries_output,
 )
 from sparkrig.wire import openai as field
-
-_REASONING_KEYS: tuple[ReasoningSource, ...] = ("reasoning_content", "reasoning")
+from sparkrig.wire.reasoning import REASONING_KEYS, split_think_tags
 
 
 class _CumulativeCount:
@@ -117,7 +114,7 @@ class StreamAccumulator:
             fields["content_chars"] = fields.get("content_chars", 0) + len(text)
             self._content_parts.append(text)
             self._content_deltas.append((index, text))
-        for reasoning_key in _REASONING_KEYS:
+        for reasoning_key in REASONING_KEYS:
             value = field.text(delta.get(reasoning_key), f"{where}.{key}.{reasoning_key}")
             if value:
                 fields["reasoning_chars"] = fields.get("reasoning_chars", 0) + len(value)

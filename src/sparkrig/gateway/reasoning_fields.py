@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from sparkrig.client.reasoning import CLOSE_TAG, OPEN_TAG
+from sparkrig.wire.reasoning import CLOSE_TAG, OPEN_TAG, REASONING_KEYS
 
 ReasoningKeys = Literal["both", "reasoning_content", "reasoning"]
-UPSTREAM_KEYS = ("reasoning_content", "reasoning")
+UPSTREAM_KEYS = REASONING_KEYS
 
 
 def target_keys(keys: ReasoningKeys) -> tuple[str, ...]:
@@ -22,10 +22,10 @@ def take_reasoning(holder: dict[str, Any]) -> tuple[str, str | None]:
     """Remove the upstream's reasoning keys from a message or delta; (text, key it came under).
     A server that sends the same text under both keys gives it once."""
     texts: dict[str, str] = {}
-    for key in UPSTREAM_KEYS:
-        value = holder.pop(key, None)
+    for name in UPSTREAM_KEYS:
+        value = holder.pop(name, None)
         if isinstance(value, str) and value:
-            texts[key] = value
+            texts[name] = value
     if not texts:
         return "", None
     key, text = next(iter(texts.items()))

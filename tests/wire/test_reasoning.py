@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sparkrig.client.reasoning import ThinkSplit, split_think_tags
+from sparkrig.wire.reasoning import ThinkSplit, split_think_tags
 
 
 def test_text_without_tags_is_all_answer() -> None:

@@ -6,8 +6,11 @@ or leave `<think>…</think>` inside the content; the last case is split here.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
+ReasoningKey = Literal["reasoning_content", "reasoning"]
+# the keys servers put reasoning under, in the order a reader takes them
+REASONING_KEYS: tuple[ReasoningKey, ...] = ("reasoning_content", "reasoning")
 OPEN_TAG = "<think>"
 CLOSE_TAG = "</think>"
 
