@@ -24,7 +24,7 @@ from sparkrig.client.records import ErrorKind, RequestError, RequestRecord
 from sparkrig.client.timeouts import Timeouts
 from sparkrig.errors import UsageError, excerpt
 from sparkrig.wire.openai import MalformedField
-from sparkrig.wire.sse import SseEvent, SseFault, SseReader, is_event_stream
+from sparkrig.wire.sse import ReceivedEvent, SseFault, SseReader, is_event_stream
 
 _BODY_EXCERPT = 500
 _ERROR_BODY_BYTES = 64 * 1024
@@ -399,7 +399,7 @@ async def _read_stream(
         )
 
 
-def _take_event(event: SseEvent, accumulator: StreamAccumulator, most: int | None) -> bool:
+def _take_event(event: ReceivedEvent, accumulator: StreamAccumulator, most: int | None) -> bool:
     """Add one event's chunk; True at `[DONE]`. Events without data (comments, `event:` or `id:`
     alone, stray blank lines) are skipped."""
     if event.data is None:

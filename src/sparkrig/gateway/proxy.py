@@ -24,7 +24,7 @@ from sparkrig.gateway.plan import ReplyPlan, plan_arrival
 from sparkrig.gateway.request_faults import Api, prompt_chars
 from sparkrig.gateway.rewrite import StreamRewriter, rewrite_body
 from sparkrig.wire.openai import json_object
-from sparkrig.wire.sse import DONE, SseEvent, SseReader, is_event_stream, sse_data, sse_events
+from sparkrig.wire.sse import DONE, ReceivedEvent, SseReader, is_event_stream, sse_data, sse_events
 
 GENERATION_PATHS: dict[str, Api] = {
     "/v1/chat/completions": "chat",
@@ -198,7 +198,7 @@ def relay_reader() -> SseReader:
 
 
 async def _relay_event(
-    event: SseEvent, response: web.StreamResponse, rewriter: StreamRewriter
+    event: ReceivedEvent, response: web.StreamResponse, rewriter: StreamRewriter
 ) -> bool:
     """Send one upstream event's rewrite; True once the reply is over (sent [DONE])."""
     if event.data_bytes is None:

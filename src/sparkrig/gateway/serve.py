@@ -33,7 +33,7 @@ from sparkrig.gateway.shaping import ReplyShaper, ShapePlan
 from sparkrig.gateway.stops import stop_strings
 from sparkrig.gateway.workload import workload_record
 from sparkrig.wire.openai import json_object, text_holder
-from sparkrig.wire.sse import DONE, SseEvent, is_event_stream, sse_data, sse_events
+from sparkrig.wire.sse import DONE, ReceivedEvent, is_event_stream, sse_data, sse_events
 
 REQUEST_ID = "X-Request-Id"
 REASONING_KEY_HEADER = "X-Reasoning-Key"
@@ -222,7 +222,7 @@ class ServingGateway(Gateway):
         return response
 
     async def _event(
-        self, event: SseEvent, response: web.StreamResponse, shaper: ReplyShaper, trace: Trace
+        self, event: ReceivedEvent, response: web.StreamResponse, shaper: ReplyShaper, trace: Trace
     ) -> bool:
         """Send one upstream event, shaped; True once the reply is over."""
         data = event.data_bytes

@@ -44,8 +44,9 @@ class SseFault(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class SseEvent:
-    """One event as it came off the wire."""
+class ReceivedEvent:
+    """One event as it came off the wire (the client records what it carried as
+    `client.records.SseEvent`)."""
 
     raw: bytes
     """the event's bytes, through its blank line"""
@@ -85,7 +86,7 @@ class SseReader:
         self._event: str | None = None
         self._id: str | None = None
 
-    def feed(self, block: bytes, received_ns: int | None = None) -> list[SseEvent]:
+    def feed(self, block: bytes, received_ns: int | None = None) -> list[ReceivedEvent]:
         """The events `block` completes, stamped `received_ns` (default: now)."""
         t_ns = perf_counter_ns() if received_ns is None else received_ns
         lines = (self._pending + block if self._pending else block).split(b"\n")
@@ -96,7 +97,7 @@ class SseReader:
                 "an event stream? check the server or proxy",
                 self._pending[:_EXCERPT_BYTES].decode(errors="replace"),
             )
-        events: list[SseEvent] = []
+        events: list[ReceivedEvent] = []
         for line in lines:
             if (event := self._take(line, t_ns)) is not None:
                 events.append(event)
@@ -107,7 +108,7 @@ class SseReader:
             )
         return events
 
-    def finish(self, received_ns: int | None = None) -> SseEvent | None:
+    def finish(self, received_ns: int | None = None) -> ReceivedEvent | None:
         """At the end of the bytes: an event that came without its blank line, if any."""
         t_ns = perf_counter_ns() if received_ns is None else received_ns
         pending, self._pending = self._pending, b""
@@ -119,7 +120,7 @@ class SseReader:
         self._lines.append(b"")  # the blank line it lacked
         return self._close(t_ns)
 
-    def _take(self, raw_line: bytes, t_ns: int) -> SseEvent | None:
+    def _take(self, raw_line: bytes, t_ns: int) -> ReceivedEvent | None:
         self._lines.append(raw_line)
         line = raw_line.rstrip(b"\r")
         if not line:
@@ -132,10 +133,10 @@ class SseReader:
             self._id = line[3:].strip().decode(errors="replace")
         return None  # a comment (":") or a field this reader does not use
 
-    def _close(self, t_ns: int) -> SseEvent:
+    def _close(self, t_ns: int) -> ReceivedEvent:
         raw = b"\n".join(self._lines) + b"\n"
         data = b"\n".join(self._data) if self._data else None
-        event = SseEvent(raw, data, self._event, self._id, t_ns)
+        event = ReceivedEvent(raw, data, self._event, self._id, t_ns)
         self._clear()
         return event
 
@@ -147,7 +148,7 @@ class SseReader:
 
 async def sse_events(
     blocks: AsyncIterable[bytes], reader: SseReader | None = None
-) -> AsyncGenerator[SseEvent, None]:
+) -> AsyncGenerator[ReceivedEvent, None]:
     """Every event of a byte stream (e.g. aiohttp's `content.iter_any()`), each stamped when its
     block arrived; the last one may have come without its blank line."""
     reader = reader or SseReader()
