@@ -84,11 +84,14 @@ def test_a_line_past_the_limit_is_a_fault_naming_it() -> None:
     assert caught.value.excerpt.startswith("data: xxx")
 
 
-def test_an_event_past_the_data_line_limit_is_a_fault() -> None:
+def test_an_event_past_the_line_limit_is_a_fault_comments_included() -> None:
     reader = SseReader(max_event_lines=3)
     reader.feed(b"data: 1\ndata: 2\ndata: 3\n")
-    with pytest.raises(SseFault, match="ran past 3 data lines"):
+    with pytest.raises(SseFault, match="ran past 3 lines"):
         reader.feed(b"data: 4\n")
+    comments = SseReader(max_event_lines=3)  # an endless comment is held in memory all the same
+    with pytest.raises(SseFault, match="ran past 3 lines"):
+        comments.feed(b": a\n: b\nid: 1\n: c\n")
 
 
 def test_a_relay_reader_without_limits_takes_them() -> None:

@@ -20,7 +20,8 @@ from typing import Any
 
 # One SSE line; bounds memory against a server gone wrong.
 MAX_LINE_BYTES = 16 * 1024 * 1024
-# `data:` lines in one event before its blank line.
+# Lines of one event before its blank line: `data:` lines, and comments and fields too, since
+# the event's raw bytes are kept whatever its lines are.
 MAX_EVENT_LINES = 65_536
 _EXCERPT_BYTES = 500
 
@@ -101,10 +102,10 @@ class SseReader:
         for line in lines:
             if (event := self._take(line, t_ns)) is not None:
                 events.append(event)
-        if self._max_event_lines is not None and len(self._data) > self._max_event_lines:
+        if self._max_event_lines is not None and len(self._lines) > self._max_event_lines:
             raise SseFault(
-                f"an SSE event ran past {self._max_event_lines} data lines with no blank line "
-                "— is this an event stream? check the server or proxy"
+                f"an SSE event ran past {self._max_event_lines} lines (data lines, comments, "
+                "fields) with no blank line — is this an event stream? check the server or proxy"
             )
         return events
 
