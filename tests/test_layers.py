@@ -77,8 +77,9 @@ KNOWN_VIOLATIONS: set[Violation] = {
     ("sparkrig.gateway.live_guards", "sparkrig.guards.empty_content"),
     ("sparkrig.gateway.live_guards", "sparkrig.guards.structured"),
     ("sparkrig.gateway.workload", "sparkrig.bench.workload_log"),
-    # the embedded engine is a launch-stage context that still drives the readiness completion,
-    # the bench's progress and the build bar itself (issue 14, item 1: one launch path)
+    # the embedded engine is a launch-stage context that still sends the readiness completion,
+    # runs `bench --local` (bench_embedded) and draws the build bar itself (issue 14, item 1:
+    # one launch path)
     ("sparkrig.embedded", "sparkrig.client.readiness"),
     ("sparkrig.embedded", "sparkrig.bench.receipt"),
     ("sparkrig.embedded", "sparkrig.bench.run"),
