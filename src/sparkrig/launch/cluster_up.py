@@ -1,4 +1,4 @@
-"""Bring a cluster up, look at it, bring it down: the I/O shell around the launch plan.
+"""Bring a cluster up, watch it, bring it down: the I/O shell around the launch plan.
 
 Commands reach nodes through their executors (run in threads, all nodes at once); the head's
 API is probed over HTTP from here. Decisions (phases, stalls, ready) are the pure functions of
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import aiohttp
@@ -39,18 +39,17 @@ from sparkrig.launch.node_commands import (
     which_script,
 )
 from sparkrig.launch.readiness import (
+    CompletionProbe,
     Phase,
     Progress,
     Sighting,
-    advance,
-    cluster_verdict,
-    judge,
+    assess_startup,
+    cluster_readiness,
     phase_of,
+    track_progress,
 )
 
 Say = Callable[[str], None]
-CompletionProbe = Callable[[str, str], Awaitable[None]]
-"""Given the API URL and model id, raise unless the engine answers one real completion."""
 
 
 async def _run(
@@ -95,7 +94,7 @@ async def _health(session: aiohttp.ClientSession, api_url: str) -> bool:
         return False
 
 
-async def look(
+async def observe_process(
     record: StartedRecord, runner: CommandRunner, session: aiohttp.ClientSession, api_url: str
 ) -> Sighting:
     process = record.process
@@ -205,30 +204,35 @@ async def _wait(
     progress: dict[str, Progress] = {}
     while True:
         sightings = await asyncio.gather(
-            *(look(r, runners[r.process.node], session, plan.api_url) for r in state.started)
+            *(
+                observe_process(r, runners[r.process.node], session, plan.api_url)
+                for r in state.started
+            )
         )
         now = time.monotonic()
         watched = []
         for record, sighting in zip(state.started, sightings, strict=True):
             phase = phase_of(record.process, sighting)
             key = record.process.key
-            progress[key] = advance(progress.get(key), sighting, phase, now)
+            progress[key] = track_progress(progress.get(key), sighting, phase, now)
             watched.append((record.process, phase, progress[key]))
-        verdict = judge(watched, now, plan.stall_window_s, api_later=api_later)
-        if verdict.state == "ready":
+        readiness = assess_startup(watched, now, plan.stall_window_s, api_later=api_later)
+        if readiness.state == "ready":
             return
-        if verdict.state == "failed" and verdict.process is not None:
-            index = [r.process.key for r in state.started].index(verdict.process.key)
+        if readiness.state == "failed" and readiness.process is not None:
+            index = [r.process.key for r in state.started].index(readiness.process.key)
             record = state.started[index]
             seen = sightings[index].observation
-            if verdict.reason == "exited" and seen.exit_status is None:
+            if readiness.reason == "exited" and seen.exit_status is None:
                 await asyncio.sleep(_EXIT_STATUS_GRACE_S)  # the wrapper writes $? just after
-                seen = (await look(record, runners[record.process.node], session, "")).observation
-            raise LaunchError(_died_message(verdict.process, verdict.reason, seen, record))
+                seen = (
+                    await observe_process(record, runners[record.process.node], session, "")
+                ).observation
+            raise LaunchError(_died_message(readiness.process, readiness.reason, seen, record))
         if now > deadline:
             raise LaunchError(
                 f"not ready after {plan.ready_timeout_s:g} s although every node advanced; "
-                f"waiting on {', '.join(verdict.waiting_on)} — raise engine.ready_timeout_s"
+                f"waiting on {', '.join(readiness.waiting_on)} — raise engine.ready_timeout_s"
             )
         await asyncio.sleep(defaults.LAUNCH_POLL_INTERVAL_S)
 
@@ -254,7 +258,7 @@ class ClusterStatus(BaseModel):
 async def cluster_status(state: ClusterState, probe: CompletionProbe) -> ClusterStatus:
     async with _session() as session:
         sightings = await asyncio.gather(
-            *(_look_or_none(r, session, state.api_url) for r in state.started)
+            *(_observe_or_none(r, session, state.api_url) for r in state.started)
         )
     rows = []
     phases: dict[str, Phase] = {}
@@ -290,23 +294,23 @@ async def cluster_status(state: ClusterState, probe: CompletionProbe) -> Cluster
                 )
             )
     completion_ok = None
-    if cluster_verdict(phases, True)[0]:
+    if cluster_readiness(phases, True)[0]:
         try:
             await probe(state.api_url, state.model_name)
             completion_ok = True
         except (LaunchError, EndpointError):
             completion_ok = False
-    ready, summary = cluster_verdict(phases, completion_ok)
+    ready, summary = cluster_readiness(phases, completion_ok)
     return ClusterStatus(
         cluster=state.cluster, api_url=state.api_url, ready=ready, summary=summary, rows=rows
     )
 
 
-async def _look_or_none(
+async def _observe_or_none(
     record: StartedRecord, session: aiohttp.ClientSession, api_url: str
 ) -> Sighting | None:
     try:
-        return await look(record, executor_for(record.executor), session, api_url)
+        return await observe_process(record, executor_for(record.executor), session, api_url)
     except ExecutorError:
         return None
 

@@ -6,7 +6,6 @@ import asyncio
 import socket
 import subprocess
 import time
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -26,11 +25,9 @@ from sparkrig.launch.process_record import (
     save_record,
     stop_process,
 )
+from sparkrig.launch.readiness import CompletionProbe
 from sparkrig.local_process import free_port, log_tail
 from sparkrig.process_exit import from_returncode
-
-ReadyProbe = Callable[[str, str], Awaitable[None]]
-"""Given a base URL and model id, raise if the engine cannot answer one real completion."""
 
 _LOG_TAIL_LINES = 4
 _BIND_FAILURE_MARKERS = ("couldn't bind", "address already in use", "failed to bind")
@@ -83,7 +80,7 @@ def plan_local(
 
 
 async def start_local(
-    plan: LocalPlan, ready_probe: ReadyProbe, timeout_s: float = defaults.READY_TIMEOUT_S
+    plan: LocalPlan, ready_probe: CompletionProbe, timeout_s: float = defaults.READY_TIMEOUT_S
 ) -> InstanceRecord:
     """Start llama-server, record it at once, and return when it is ready by liveness.
 
@@ -174,7 +171,6 @@ def stop_instances(records: list[InstanceRecord]) -> list[tuple[InstanceRecord, 
 __all__ = [
     "InstanceRecord",
     "LocalPlan",
-    "ReadyProbe",
     "check_port_free",
     "free_port",
     "is_running",
