@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkrig.launch.cluster_state import load_state
+from sparkrig.launch.state import load_state
 from sparkrig.launch.process_record import process_start_ticks
 from tests.conftest import SPARKRIG
 

@@ -16,8 +16,8 @@ from sparkrig.engines.llamacpp.server import LlamaServerSpec
 from sparkrig.errors import LaunchError
 from sparkrig.fabric.runner import ExecutorSpec
 from sparkrig.launch.cluster_plan import plan_launch
-from sparkrig.launch.cluster_state import StartedRecord
-from sparkrig.launch.cluster_up import _died_message
+from sparkrig.launch.state import StartedRecord
+from sparkrig.launch.lifecycle import _died_message
 from sparkrig.launch.executors import LocalExecutor
 from sparkrig.launch.local import free_port, plan_local, start_local
 from sparkrig.launch.node_commands import observe_script, parse_observation, parse_started

@@ -59,8 +59,8 @@ def up_cluster(
     path: Path, *, profile: str | None, apply: bool, replace: bool, as_json: bool
 ) -> None:
     from sparkrig.client.readiness import answer_one_completion
-    from sparkrig.launch.cluster_state import load_state
-    from sparkrig.launch.cluster_up import bring_down, bring_up, runners_for
+    from sparkrig.launch.state import load_state
+    from sparkrig.launch.lifecycle import bring_down, bring_up, runners_for
     from sparkrig.report.cluster_table import plan_view
 
     _, plan = load_plan(path, profile)
@@ -96,7 +96,7 @@ def up_cluster(
 
 def _state_for(path: Path) -> Any:
     from sparkrig.config import load_cluster
-    from sparkrig.launch.cluster_state import load_state
+    from sparkrig.launch.state import load_state
 
     cluster = load_cluster(path)
     return cluster, load_state(cluster.name or path.stem)
@@ -104,7 +104,7 @@ def _state_for(path: Path) -> Any:
 
 def status_cluster(path: Path, *, as_json: bool) -> None:
     from sparkrig.client.readiness import answer_one_completion
-    from sparkrig.launch.cluster_up import cluster_status
+    from sparkrig.launch.lifecycle import cluster_status
     from sparkrig.report.cluster_table import status_table
 
     cluster, state = _state_for(path)
@@ -151,7 +151,7 @@ def logs_cluster(path: Path, node: str | None, lines: int) -> None:
 
 
 def down_cluster(path: Path, *, apply: bool) -> None:
-    from sparkrig.launch.cluster_up import bring_down
+    from sparkrig.launch.lifecycle import bring_down
 
     cluster, state = _state_for(path)
     if state is None or not state.started:

@@ -26,7 +26,7 @@ from sparkrig.errors import (
 )
 from sparkrig.fabric.runner import CommandResult, CommandRunner
 from sparkrig.launch.cluster_plan import LaunchPlan
-from sparkrig.launch.cluster_state import ClusterState, StartedRecord, remove_state, save_state
+from sparkrig.launch.state import ClusterState, StartedRecord, remove_state, save_state
 from sparkrig.launch.executors import executor_for
 from sparkrig.launch.node_commands import (
     ProcessObservation,

@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from sparkrig.launch.cluster_plan import LaunchPlan
-from sparkrig.launch.cluster_up import ClusterStatus
+from sparkrig.launch.lifecycle import ClusterStatus
 
 
 def plan_view(plan: LaunchPlan) -> RenderableType:
