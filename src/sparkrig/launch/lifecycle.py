@@ -23,10 +23,10 @@ from sparkrig.errors import (
     ExecutorError,
     LaunchError,
     PortInUseError,
+    SparkrigError,
 )
 from sparkrig.fabric.runner import CommandResult, CommandRunner
 from sparkrig.launch.cluster_plan import LaunchPlan
-from sparkrig.launch.state import ClusterState, StartedRecord, remove_state, save_state
 from sparkrig.launch.executors import executor_for
 from sparkrig.launch.node_commands import (
     ProcessObservation,
@@ -48,6 +48,7 @@ from sparkrig.launch.readiness import (
     phase_of,
     track_progress,
 )
+from sparkrig.launch.state import LaunchState, StartedRecord, remove_state, save_state
 
 Say = Callable[[str], None]
 
@@ -121,17 +122,19 @@ def _session() -> aiohttp.ClientSession:
 
 async def bring_up(
     plan: LaunchPlan, runners: dict[str, CommandRunner], probe: CompletionProbe, say: Say
-) -> ClusterState:
+) -> LaunchState:
     """Start every process in plan order, each after the ones before it are ready (an API
     process only has to stay alive until the end); then the head's health, one completion, and
     every process still alive. On any failure, stop what was started and forget it."""
     await preflight(plan, runners)
-    state = ClusterState(
+    state = LaunchState(
         cluster=plan.cluster,
         api_url=plan.api_url,
         model_name=plan.model_name,
         stall_window_s=plan.stall_window_s,
         planned=[p.key for p in plan.processes],
+        server=plan.server,
+        engine_build=plan.engine_build,
     )
     save_state(state)
     deadline = time.monotonic() + plan.ready_timeout_s
@@ -178,13 +181,21 @@ _EXIT_STATUS_GRACE_S = 0.5
 
 
 def _died_message(
-    process: ProcessSpec, reason: str, seen: ProcessObservation, record: StartedRecord
+    process: ProcessSpec,
+    reason: str,
+    seen: ProcessObservation,
+    record: StartedRecord,
+    *,
+    one_node: bool = False,
 ) -> str:
-    """`node b: ggml-rpc-server killed by SIGILL (…) before the cluster was ready; … — fix`."""
+    """`node b: ggml-rpc-server killed by SIGILL (…) before the cluster was ready; … — fix`;
+    for a local server `llama-server killed by SIGILL (…) before it was ready: … — fix`."""
     tail = " | ".join(seen.tail) or "(empty log)"
     ended = seen.ended if reason == "exited" else None
     how = ended.describe() if ended is not None else reason
     fix = (ended.fix() if ended is not None else None) or "fix the cause"
+    if one_node:
+        return f"{process.name} {how} before it was ready: {tail} — {fix} (log: {record.log_path})"
     return (
         f"node {process.node}: {process.name} {how} before the cluster was ready; last log "
         f"lines: {tail} — {fix}, then `sparkrig up` again (full log: {record.log_path} on that "
@@ -194,7 +205,7 @@ def _died_message(
 
 async def _wait(
     plan: LaunchPlan,
-    state: ClusterState,
+    state: LaunchState,
     runners: dict[str, CommandRunner],
     session: aiohttp.ClientSession,
     deadline: float,
@@ -228,7 +239,11 @@ async def _wait(
                 seen = (
                     await observe_process(record, runners[record.process.node], session, "")
                 ).observation
-            raise LaunchError(_died_message(readiness.process, readiness.reason, seen, record))
+            one_node = plan.server is not None
+            message = _died_message(
+                readiness.process, readiness.reason, seen, record, one_node=one_node
+            )
+            raise LaunchError(message)
         if now > deadline:
             raise LaunchError(
                 f"not ready after {plan.ready_timeout_s:g} s although every node advanced; "
@@ -239,15 +254,15 @@ async def _wait(
 
 class ProcessRow(BaseModel):
     node: str
-    role: str
+    role: str = "?"
     name: str
     phase: Phase
-    pid: int | None
-    uptime_s: float | None
-    last_line: str
+    pid: int | None = None
+    uptime_s: float | None = None
+    last_line: str = ""
 
 
-class ClusterStatus(BaseModel):
+class LaunchStatus(BaseModel):
     cluster: str
     api_url: str
     ready: bool
@@ -255,7 +270,7 @@ class ClusterStatus(BaseModel):
     rows: list[ProcessRow]
 
 
-async def cluster_status(state: ClusterState, probe: CompletionProbe) -> ClusterStatus:
+async def launch_status(state: LaunchState, probe: CompletionProbe) -> LaunchStatus:
     async with _session() as session:
         sightings = await asyncio.gather(
             *(_observe_or_none(r, session, state.api_url) for r in state.started)
@@ -282,17 +297,7 @@ async def cluster_status(state: ClusterState, probe: CompletionProbe) -> Cluster
         if key not in started:
             node, _, name = key.partition("/")
             phases[key] = Phase.NOT_STARTED
-            rows.append(
-                ProcessRow(
-                    node=node,
-                    role="?",
-                    name=name,
-                    phase=Phase.NOT_STARTED,
-                    pid=None,
-                    uptime_s=None,
-                    last_line="",
-                )
-            )
+            rows.append(ProcessRow(node=node, name=name, phase=Phase.NOT_STARTED))
     completion_ok = None
     if cluster_readiness(phases, True)[0]:
         try:
@@ -301,7 +306,7 @@ async def cluster_status(state: ClusterState, probe: CompletionProbe) -> Cluster
         except (LaunchError, EndpointError):
             completion_ok = False
     ready, summary = cluster_readiness(phases, completion_ok)
-    return ClusterStatus(
+    return LaunchStatus(
         cluster=state.cluster, api_url=state.api_url, ready=ready, summary=summary, rows=rows
     )
 
@@ -316,7 +321,7 @@ async def _observe_or_none(
 
 
 async def bring_down(
-    state: ClusterState, runners: dict[str, CommandRunner] | None = None
+    state: LaunchState, runners: dict[str, CommandRunner] | None = None
 ) -> list[tuple[StartedRecord, str]]:
     """Stop every recorded process, the head first (it holds the workers' connections), and
     forget the cluster once all are stopped. A node that cannot be reached keeps its record."""
@@ -340,5 +345,16 @@ async def bring_down(
         state.started = [r for r in state.started if r in left]
         save_state(state)
     else:
-        remove_state(state.cluster)
+        remove_state(state)
     return outcomes
+
+
+def read_log(record: StartedRecord, lines: int) -> str:
+    """The last `lines` of a started process's log, read on its node through its executor."""
+    result = executor_for(record.executor).run(["tail", "-n", str(lines), record.log_path])
+    if not result.ok:
+        raise SparkrigError(
+            f"cannot read the log {record.log_path} of {record.process.key}: {result.error_line}"
+            " — check that it is a readable file on that node"
+        )
+    return result.stdout
