@@ -81,7 +81,8 @@ async def preflight(plan: LaunchPlan, runners: dict[str, CommandRunner]) -> None
             if used.stdout.strip() not in {"", "0"}:
                 raise PortInUseError(
                     f"port {port} on node {node} ({runner.description}) is already in use — "
-                    "stop what listens there, or change engine.port / engine.rpc_port"
+                    "stop what listens there, or change engine.port / engine.rpc_port (--port "
+                    "for up --local)"
                 )
 
     await asyncio.gather(*(check(node) for node in runners))
@@ -247,7 +248,8 @@ async def _wait(
         if now > deadline:
             raise LaunchError(
                 f"not ready after {plan.ready_timeout_s:g} s although every node advanced; "
-                f"waiting on {', '.join(readiness.waiting_on)} — raise engine.ready_timeout_s"
+                f"waiting on {', '.join(readiness.waiting_on)} — raise "
+                + ("--ready-timeout" if plan.server is not None else "engine.ready_timeout_s")
             )
         await asyncio.sleep(defaults.LAUNCH_POLL_INTERVAL_S)
 
