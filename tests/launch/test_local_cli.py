@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -74,6 +76,16 @@ def test_up_status_logs_down_round_trip(cli_env: dict[str, str]) -> None:
     assert row["state"] == "running"
     assert row["slots_total"] == 4
     assert row["uptime_s"] >= 0
+    # the one record format: a cluster's LaunchState, one process on the local executor
+    state_file = Path(cli_env["SPARKRIG_STATE_DIR"]) / "local" / f"{started.name}.json"
+    state = LaunchState.model_validate_json(state_file.read_text())
+    assert [(r.executor.kind, r.pid) for r in state.started] == [("local", started.pid)]
+
+    os.kill(other.pid, signal.SIGKILL)  # ours: started above, its start time checked
+    while is_running(other):
+        time.sleep(0.05)
+    rows = json.loads(run(cli_env, "status", "--json").stdout)
+    assert {row["name"]: row["state"] for row in rows}[other.name] == "exited"
 
     logs = run(cli_env, "logs", "--name", started.name, "-n", "5")
     assert logs.returncode == 0
@@ -85,6 +97,7 @@ def test_up_status_logs_down_round_trip(cli_env: dict[str, str]) -> None:
 
     stopped = run(cli_env, "down", "--apply")
     assert stopped.returncode == 0
+    assert f"{other.name} pid {other.pid}: already stopped" in stopped.stdout
     assert not is_running(started)
     assert not is_running(other)
     assert_one_line_error(run(cli_env, "down", "--apply"), "nothing is running")

@@ -18,8 +18,7 @@ from sparkrig.engines.llamacpp.server import LlamaServerSpec, SpeculativeOptions
 from sparkrig.errors import PortInUseError
 from sparkrig.fabric.runner import ExecutorSpec
 from sparkrig.launch.cluster_plan import LaunchPlan, NodeAccess
-from sparkrig.launch.executors import LocalExecutor
-from sparkrig.launch.lifecycle import bring_down, bring_up, launch_status
+from sparkrig.launch.lifecycle import bring_down, bring_up, launch_status, runners_for
 from sparkrig.launch.readiness import CompletionProbe, Phase
 from sparkrig.launch.state import (
     LaunchState,
@@ -156,7 +155,7 @@ def is_running(instance: LocalInstance) -> bool:
 async def start_local(plan: LaunchPlan, probe: CompletionProbe) -> LocalInstance:
     """Start, record at once, and return when ready: alive, `/health` 200, one real completion.
     If it never gets there, it is stopped and forgotten, and the error names why."""
-    state = await bring_up(plan, {plan.head: LocalExecutor()}, probe, lambda _line: None)
+    state = await bring_up(plan, runners_for(plan), probe, lambda _line: None)
     return LocalInstance.of(state)
 
 
