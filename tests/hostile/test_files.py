@@ -260,6 +260,22 @@ def test_a_broken_instance_record_is_named_and_kept(
     assert snapshot(record) == before
 
 
+def test_a_local_launch_stopped_before_its_server_started(state: Path) -> None:
+    """`up` killed between saving its state and starting the server leaves a state with nothing
+    started: status shows it exited, logs says so in one line, down forgets it."""
+    (state / "local").mkdir()
+    record = instance()
+    record["started"] = []
+    write_json(record)(state / "local" / "llama-1.json")
+
+    shown = run_cli("status", "--json")
+    assert shown.code == 0, shown.stderr
+    assert [(row["state"], row["pid"]) for row in json.loads(shown.stdout)] == [("exited", None)]
+    one_line_failure(run_cli("logs"), "never started")
+    assert run_cli("down", "--apply").code == 0
+    assert not list((state / "local").glob("*.json"))
+
+
 @pytest.mark.parametrize("case", ["bad-json", "pid-zero", "naive-timestamp"])
 def test_logs_with_a_broken_record_is_one_line(case: str, state: Path) -> None:
     make, says = RECORDS[case]

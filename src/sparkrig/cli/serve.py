@@ -190,7 +190,7 @@ def status(cluster_file: ClusterFileArg = None, as_json: JsonFlag = False) -> No
         table.add_row(
             row.name,
             row.state,
-            str(row.pid),
+            str(row.pid or "—"),
             row.base_url,
             row.alias,
             f"{row.uptime_s:.0f}s",
@@ -238,6 +238,11 @@ def logs(
     if len(states) > 1:
         names = ", ".join(state.cluster for state in states)
         raise UsageError(f"several instances are recorded ({names}) — pick one with --name")
+    if not states[0].started:
+        raise SparkrigError(
+            f"{states[0].cluster} never started its server (`up` was stopped first), so it has no "
+            f"log — `sparkrig down --name {states[0].cluster} --apply` forgets it"
+        )
     sys.stdout.write(read_log(states[0].started[0], lines))
 
 

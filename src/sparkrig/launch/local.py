@@ -170,7 +170,7 @@ async def stop_local(instance: LocalInstance) -> str:
 class InstanceStatus(BaseModel):
     name: str
     state: Literal["running", "not answering", "exited"]
-    pid: int
+    pid: int | None
     base_url: str
     alias: str
     model: str
@@ -183,19 +183,20 @@ class InstanceStatus(BaseModel):
 
 async def instance_status(state: LaunchState, probe: CompletionProbe) -> InstanceStatus:
     """The launch's status (alive, healthy, one completion), with llama-server's slot use."""
-    launch, server, started = await launch_status(state, probe), state.server, state.started[0]
+    launch, server = await launch_status(state, probe), state.server
     assert server is not None
+    started = state.started[0] if state.started else None  # None: `up` killed before it started
     exited = launch.rows[0].phase in {Phase.EXITED, Phase.NOT_STARTED}
     status = InstanceStatus(
         name=state.cluster,
         state="exited" if exited else "running" if launch.ready else "not answering",
-        pid=started.pid,
+        pid=started.pid if started else None,
         base_url=state.api_url,
         alias=server.alias,
         model=str(server.model),
-        uptime_s=started.uptime_s(),
+        uptime_s=started.uptime_s() if started else 0.0,
         speculative=server.speculative.spec_type if server.speculative else None,
-        log_path=started.log_path,
+        log_path=started.log_path if started else "",
     )
     if status.state == "running":
         timeout = aiohttp.ClientTimeout(total=_SLOTS_TIMEOUT_S)
