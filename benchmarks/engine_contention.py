@@ -16,14 +16,17 @@ import argparse
 import asyncio
 import statistics
 
-from sparkrig import defaults
 from sparkrig.client import ChatRequest, EndpointClient
 from sparkrig.client.readiness import answer_one_completion
 from sparkrig.engines.llamacpp.build import require_installed
 from sparkrig.engines.llamacpp.gguf_model import resolve_model
-from sparkrig.engines.llamacpp.server import LlamaServerSpec
-from sparkrig.launch.local import free_port, plan_local, start_local, stop_instances
-from sparkrig.launch.process_record import InstanceRecord
+from sparkrig.launch.local import (
+    LocalInstance,
+    embedded_server,
+    plan_local,
+    start_local,
+    stop_local,
+)
 from sparkrig.launch.signals import stop_cleanly_on_sigterm
 
 PROMPT = "Count from 1 to 60, separated by commas."
@@ -36,7 +39,7 @@ SETTINGS = {  # label: (threads, extra llama-server args)
 }
 
 
-async def decode_rate(record: InstanceRecord) -> float:
+async def decode_rate(record: LocalInstance) -> float:
     """Decode tok/s of one request; 0.0 when it did not finish within REQUEST_TIMEOUT_S."""
     request = ChatRequest(
         model=record.alias, messages=[{"role": "user", "content": PROMPT}], max_tokens=MAX_TOKENS
@@ -46,15 +49,11 @@ async def decode_rate(record: InstanceRecord) -> float:
     return reply.decode_tps or 0.0
 
 
-async def start(threads: int, extra: list[str]) -> InstanceRecord:
-    server = LlamaServerSpec(
-        binary=require_installed().server_binary,
-        model=resolve_model(None),
-        alias="bench",
-        port=free_port(defaults.LOCAL_HOST),
-        threads=threads,
-        extra_args=extra,
+async def start(threads: int, extra: list[str]) -> LocalInstance:
+    server = embedded_server(
+        require_installed(), resolve_model(None), alias="bench", threads=threads
     )
+    server = server.model_copy(update={"extra_args": extra})  # the setting under test
     return await start_local(plan_local(server, port_was_chosen=True), answer_one_completion)
 
 
@@ -69,7 +68,8 @@ async def measure(label: str, threads: int, extra: list[str], repeats: int) -> t
             together.append(statistics.mean(pair))
             print(f"{label}: both at once {[round(rate, 1) for rate in pair]}", flush=True)
     finally:
-        stop_instances([first, second])
+        for instance in (first, second):
+            await stop_local(instance)
     return statistics.median(alone), statistics.median(together)
 
 

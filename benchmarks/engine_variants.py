@@ -15,24 +15,26 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-from pathlib import Path
 
-from sparkrig import defaults
 from sparkrig.client import ChatRequest, EndpointClient
 from sparkrig.client.readiness import answer_one_completion
-from sparkrig.engines.llamacpp.build import EngineVariant, recorded_build
+from sparkrig.engines.llamacpp.build import EngineInstall, EngineVariant, recorded_build
 from sparkrig.engines.llamacpp.gguf_model import resolve_model
 from sparkrig.engines.llamacpp.self_test import NO_REPACK_FLAG
-from sparkrig.engines.llamacpp.server import LlamaServerSpec
-from sparkrig.launch.local import free_port, plan_local, start_local, stop_instances
-from sparkrig.launch.process_record import InstanceRecord
+from sparkrig.launch.local import (
+    LocalInstance,
+    embedded_server,
+    plan_local,
+    start_local,
+    stop_local,
+)
 
 PROMPT = "Write a long story about a lighthouse keeper and the sea."
 MAX_TOKENS = 128
 REQUESTS_PER_ROUND = 3
 
 
-async def decode_rate(record: InstanceRecord) -> float:
+async def decode_rate(record: LocalInstance) -> float:
     request = ChatRequest(
         model=record.alias,
         messages=[{"role": "user", "content": PROMPT}],
@@ -44,27 +46,21 @@ async def decode_rate(record: InstanceRecord) -> float:
     return reply.decode_tps or 0.0
 
 
-def settings() -> dict[str, tuple[Path, list[str]]]:
-    found: dict[str, tuple[Path, list[str]]] = {}
+def settings() -> dict[str, tuple[EngineInstall, list[str]]]:
+    found: dict[str, tuple[EngineInstall, list[str]]] = {}
     for variant in (EngineVariant.NATIVE, EngineVariant.PORTABLE):
         record = recorded_build(variant)
         if record is None:
             print(f"{variant.value} build not installed: skipped")
             continue
-        found[f"{variant.value}, repack on"] = (record.server_binary, [])
-        found[f"{variant.value}, repack off"] = (record.server_binary, [NO_REPACK_FLAG])
+        found[f"{variant.value}, repack on"] = (record, [])
+        found[f"{variant.value}, repack off"] = (record, [NO_REPACK_FLAG])
     return found
 
 
-async def start(binary: Path, extra: list[str]) -> InstanceRecord:
-    server = LlamaServerSpec(
-        binary=binary,
-        model=resolve_model(None),
-        alias="bench",
-        port=free_port(defaults.LOCAL_HOST),
-        threads=1,
-        extra_args=extra,
-    )
+async def start(engine: EngineInstall, extra: list[str]) -> LocalInstance:
+    server = embedded_server(engine, resolve_model(None), alias="bench", threads=1)
+    server = server.model_copy(update={"extra_args": extra})  # the setting under test
     return await start_local(plan_local(server, port_was_chosen=True), answer_one_completion)
 
 
@@ -72,14 +68,14 @@ async def main(rounds: int) -> None:
     chosen = settings()
     rates: dict[str, list[float]] = {label: [] for label in chosen}
     for round_index in range(rounds):
-        for label, (binary, extra) in chosen.items():  # one engine at a time: no contention
-            record = await start(binary, extra)
+        for label, (engine, extra) in chosen.items():  # one engine at a time: no contention
+            record = await start(engine, extra)
             try:
                 await decode_rate(record)  # warm-up
                 for _ in range(REQUESTS_PER_ROUND):
                     rates[label].append(await decode_rate(record))
             finally:
-                stop_instances([record])
+                await stop_local(record)
         print(f"round {round_index + 1}/{rounds} done", flush=True)
     reference = statistics.median(rates["native, repack on"])
     print(f"\n{'setting':<22} {'median tok/s':>12} {'ratio':>7}  (n per setting)")

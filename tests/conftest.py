@@ -13,13 +13,17 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from sparkrig import defaults
 from sparkrig.client.readiness import answer_one_completion
 from sparkrig.engines.llamacpp.build import EngineInstall, find_installed, install
 from sparkrig.engines.llamacpp.gguf_model import resolve_model
-from sparkrig.engines.llamacpp.server import LlamaServerSpec, SpeculativeOptions
-from sparkrig.launch.local import free_port, plan_local, start_local, stop_instances
-from sparkrig.launch.process_record import InstanceRecord
+from sparkrig.engines.llamacpp.server import SpeculativeOptions
+from sparkrig.launch.local import (
+    LocalInstance,
+    embedded_server,
+    plan_local,
+    start_local,
+    stop_local,
+)
 from sparkrig.paths import STATE_ENV
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -55,15 +59,8 @@ def session_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path
 
 async def _serve(
     engine: EngineInstall, model: Path, speculative: SpeculativeOptions | None = None
-) -> InstanceRecord:
-    server = LlamaServerSpec(
-        binary=engine.server_binary,
-        model=model,
-        alias=defaults.BUNDLED_MODEL_ALIAS,
-        port=free_port(defaults.LOCAL_HOST),
-        speculative=speculative,
-        extra_args=engine.server_args,
-    )
+) -> LocalInstance:
+    server = embedded_server(engine, model, speculative=speculative)
     plan = plan_local(server, port_was_chosen=True, engine_build=engine.label)
     return await start_local(plan, answer_one_completion)
 
@@ -71,19 +68,19 @@ async def _serve(
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def llama_server(
     engine: EngineInstall, bundled_model: Path, session_state_dir: Path
-) -> AsyncIterator[InstanceRecord]:
+) -> AsyncIterator[LocalInstance]:
     """A real llama-server with the bundled model, 4 slots, metrics on."""
     record = await _serve(engine, bundled_model)
     try:
         yield record
     finally:
-        stop_instances([record])
+        await stop_local(record)
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def spec_server(
     engine: EngineInstall, bundled_model: Path, session_state_dir: Path
-) -> AsyncIterator[InstanceRecord]:
+) -> AsyncIterator[LocalInstance]:
     """A real llama-server with speculative decoding (draft-simple, the model drafting itself)
     and llama.cpp's synthetic per-position acceptance SYNTH_RATES, so the true acceptance is
     known (its output text is not meaningful)."""
@@ -92,4 +89,4 @@ async def spec_server(
     try:
         yield record
     finally:
-        stop_instances([record])
+        await stop_local(record)

@@ -16,7 +16,8 @@ from sparkrig import defaults
 from sparkrig.bench.receipt import load_receipt
 from sparkrig.bench.smoke import SmokeReceipt
 from sparkrig.engines.llamacpp.build import EngineInstall
-from sparkrig.launch.process_record import InstanceRecord, is_running
+from sparkrig.launch.local import LocalInstance, is_running
+from sparkrig.launch.state import LaunchState
 from tests.conftest import SPARKRIG
 
 pytestmark = pytest.mark.engine
@@ -95,12 +96,13 @@ def test_demo_stopped_by_sigterm_stops_its_engine(tmp_path: Path, engine: Engine
     )
     try:
         deadline = time.monotonic() + 60
-        records: list[Path] = []
-        while not records and time.monotonic() < deadline:
-            records = list((state / "local").glob("*.json"))
+        started = None  # the state is saved before the engine starts, then with its pid
+        while started is None and time.monotonic() < deadline:
+            for path in (state / "local").glob("*.json"):
+                launch = LaunchState.model_validate_json(path.read_text())
+                started = LocalInstance.of(launch) if launch.started else None
             time.sleep(0.05)
-        assert records, "the demo never recorded its engine"
-        started = InstanceRecord.model_validate_json(records[0].read_text())
+        assert started is not None, "the demo never recorded its engine"
         demo.send_signal(signal.SIGTERM)
         demo.wait(timeout=60)
     finally:

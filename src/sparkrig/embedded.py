@@ -15,9 +15,14 @@ from sparkrig.bench.run import run_bench
 from sparkrig.client.readiness import answer_one_completion
 from sparkrig.engines.llamacpp.build import install
 from sparkrig.engines.llamacpp.gguf_model import resolve_model
-from sparkrig.engines.llamacpp.server import LlamaServerSpec, SpeculativeOptions
-from sparkrig.launch.local import free_port, plan_local, start_local, stop_instances
-from sparkrig.launch.process_record import InstanceRecord
+from sparkrig.engines.llamacpp.server import SpeculativeOptions
+from sparkrig.launch.local import (
+    LocalInstance,
+    embedded_server,
+    plan_local,
+    start_local,
+    stop_local,
+)
 from sparkrig.report.build_progress import install_engine_with_progress
 
 
@@ -29,18 +34,16 @@ async def embedded_engine(
     speculative: SpeculativeOptions | None = None,
     parallel_slots: int = defaults.LOCAL_PARALLEL_SLOTS,
     context_tokens: int = defaults.LOCAL_CONTEXT_TOKENS,
-) -> AsyncIterator[InstanceRecord]:
+) -> AsyncIterator[LocalInstance]:
     engine = install_engine_with_progress(console, install)
     model_path = resolve_model(model)
-    server = LlamaServerSpec(
-        binary=engine.server_binary,
-        model=model_path,
+    server = embedded_server(
+        engine,
+        model_path,
         alias=defaults.BUNDLED_MODEL_ALIAS if model is None else model_path.stem,
-        port=free_port(defaults.LOCAL_HOST),
         parallel_slots=parallel_slots,
         context_tokens=context_tokens,
         speculative=speculative,
-        extra_args=engine.server_args,
     )
     console.print(f"starting llama-server on {server.host}:{server.port} with {model_path.name}")
     plan = plan_local(server, port_was_chosen=True, engine_build=engine.label)
@@ -49,7 +52,7 @@ async def embedded_engine(
     try:
         yield record
     finally:
-        stop_instances([record])
+        await stop_local(record)
         console.print(f"stopped llama-server (pid {record.pid})")
 
 

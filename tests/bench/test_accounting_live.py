@@ -12,7 +12,7 @@ from sparkrig.bench.point import INVALID_COUNTS, BenchSettings
 from sparkrig.bench.receipt import load_receipt
 from sparkrig.bench.run import run_bench
 from sparkrig.gateway import Fault, GatewayConfig, running_gateway
-from sparkrig.launch.process_record import InstanceRecord
+from sparkrig.launch.local import LocalInstance
 from sparkrig.report.bench_table import bench_table
 
 pytestmark = [pytest.mark.engine, pytest.mark.asyncio(loop_scope="session")]
@@ -39,9 +39,7 @@ async def _bench(url: str, out: Path) -> list[tuple[str, bool, list[str]]]:
     ]
 
 
-async def test_counts_of_the_clean_server_hold(
-    llama_server: InstanceRecord, tmp_path: Path
-) -> None:
+async def test_counts_of_the_clean_server_hold(llama_server: LocalInstance, tmp_path: Path) -> None:
     async with running_gateway(llama_server.base_url) as url:
         points = await _bench(url, tmp_path / "clean.json")
     assert [name for name, invalid, _ in points if invalid] == []
@@ -53,7 +51,7 @@ async def test_counts_of_the_clean_server_hold(
 
 
 async def test_inflated_counts_make_every_point_invalid_with_both_numbers(
-    llama_server: InstanceRecord, tmp_path: Path
+    llama_server: LocalInstance, tmp_path: Path
 ) -> None:
     config = GatewayConfig(faults=[Fault.INFLATED_COUNTS])
     out = tmp_path / "inflated.json"

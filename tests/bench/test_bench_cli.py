@@ -13,7 +13,8 @@ import pytest
 
 from sparkrig.bench.receipt import load_receipt
 from sparkrig.engines.llamacpp.build import EngineInstall
-from sparkrig.launch.process_record import InstanceRecord, is_running
+from sparkrig.launch.local import LocalInstance, is_running
+from sparkrig.launch.state import LaunchState
 from tests.conftest import SPARKRIG
 
 pytestmark = pytest.mark.engine
@@ -37,7 +38,7 @@ def test_ctrl_c_keeps_the_finished_samples_and_stops_the_engine(
                 break
             time.sleep(0.1)
         records = list((state / "local").glob("*.json"))
-        started = InstanceRecord.model_validate_json(records[0].read_text())
+        started = LocalInstance.of(LaunchState.model_validate_json(records[0].read_text()))
         bench.send_signal(signal.SIGINT)
         _, stderr = bench.communicate(timeout=60)
     finally:

@@ -13,7 +13,7 @@ from sparkrig.bench.run import run_bench
 from sparkrig.bench.suites import single_decode_rate
 from sparkrig.bench.workloads import chat
 from sparkrig.client import ChatRequest, EndpointClient
-from sparkrig.launch.process_record import InstanceRecord
+from sparkrig.launch.local import LocalInstance
 
 pytestmark = [pytest.mark.engine, pytest.mark.asyncio(loop_scope="session")]
 
@@ -22,9 +22,7 @@ QUICK = BenchSettings(
 )
 
 
-async def test_bench_writes_a_complete_receipt(
-    llama_server: InstanceRecord, tmp_path: Path
-) -> None:
+async def test_bench_writes_a_complete_receipt(llama_server: LocalInstance, tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     receipt = await run_bench(
         llama_server.base_url, suites=["decode", "concurrency"], settings=QUICK, out_path=out
@@ -46,7 +44,7 @@ async def test_bench_writes_a_complete_receipt(
 
 
 async def test_rounds_add_samples_to_the_same_points(
-    llama_server: InstanceRecord, tmp_path: Path
+    llama_server: LocalInstance, tmp_path: Path
 ) -> None:
     settings = QUICK.model_copy(update={"rounds": 2, "concurrency": [1]})
     receipt = await run_bench(
@@ -62,7 +60,7 @@ async def test_rounds_add_samples_to_the_same_points(
 
 
 async def test_a_sample_with_foreign_traffic_is_discarded_and_retaken(
-    llama_server: InstanceRecord,
+    llama_server: LocalInstance,
 ) -> None:
     fired: list[asyncio.Task[object]] = []
 
@@ -89,7 +87,7 @@ async def test_a_sample_with_foreign_traffic_is_discarded_and_retaken(
     assert len(point.samples) == 2
 
 
-async def test_degenerate_output_marks_the_point_invalid(llama_server: InstanceRecord) -> None:
+async def test_degenerate_output_marks_the_point_invalid(llama_server: LocalInstance) -> None:
     async with EndpointClient(llama_server.base_url) as client:
         point = await measure_point(
             client,
@@ -105,7 +103,7 @@ async def test_degenerate_output_marks_the_point_invalid(llama_server: InstanceR
 
 
 async def test_prefill_prompts_have_exact_depths_and_replays_hit_the_cache(
-    llama_server: InstanceRecord, tmp_path: Path
+    llama_server: LocalInstance, tmp_path: Path
 ) -> None:
     settings = BenchSettings(max_samples=3, prefill_depths=[64, 192], precision=0.5)
     receipt = await run_bench(
@@ -127,7 +125,7 @@ async def test_prefill_prompts_have_exact_depths_and_replays_hit_the_cache(
             assert cached_ttft < cold_ttft  # the replay skips the prefill
 
 
-async def test_a_point_takes_its_minimum_before_it_looks(llama_server: InstanceRecord) -> None:
+async def test_a_point_takes_its_minimum_before_it_looks(llama_server: LocalInstance) -> None:
     """Precise from its second sample on (a loose precision), the point still takes its minimum
     of 3 before it may look; tests/bench/test_statistics.py shows it never stops between looks."""
     async with EndpointClient(llama_server.base_url) as client:
@@ -151,7 +149,7 @@ async def test_a_point_takes_its_minimum_before_it_looks(llama_server: InstanceR
 
 
 async def test_a_point_that_ends_at_its_cap_short_of_precision_is_imprecise(
-    llama_server: InstanceRecord,
+    llama_server: LocalInstance,
 ) -> None:
     async with EndpointClient(llama_server.base_url) as client:
         point = await measure_point(
@@ -171,7 +169,7 @@ async def test_a_point_that_ends_at_its_cap_short_of_precision_is_imprecise(
 
 
 async def test_concurrency_prompts_are_cold_and_distinct_and_replays_are_their_own_point(
-    llama_server: InstanceRecord, tmp_path: Path
+    llama_server: LocalInstance, tmp_path: Path
 ) -> None:
     settings = BenchSettings(
         max_samples=3, decode_tokens=16, concurrency=[2], prompt_tokens=192, precision=0.5

@@ -22,7 +22,7 @@ from sparkrig.engines.llamacpp.build import EngineInstall
 from sparkrig.gateway import Fault, GatewayConfig, running_gateway
 from sparkrig.gateway.serve import running_serving_gateway
 from sparkrig.gateway.serve_config import ServeConfig
-from sparkrig.launch.process_record import InstanceRecord
+from sparkrig.launch.local import LocalInstance
 from sparkrig.report.receipts import load_any_receipt
 from sparkrig.report.soak_page import write_soak_report
 from tests.conftest import SPARKRIG
@@ -74,7 +74,7 @@ async def soak(
 
 
 async def test_a_clean_soak_reports_every_window(
-    llama_server: InstanceRecord, tmp_path: Path
+    llama_server: LocalInstance, tmp_path: Path
 ) -> None:
     path = tmp_path / "soak.json"
     done = await soak(llama_server.base_url, path, duration_s=8, window_s=4)
@@ -92,7 +92,7 @@ async def test_a_clean_soak_reports_every_window(
 
 
 async def test_an_idle_gap_between_windows_shows_its_first_ttft(
-    llama_server: InstanceRecord, tmp_path: Path
+    llama_server: LocalInstance, tmp_path: Path
 ) -> None:
     receipt_path = tmp_path / "soak.json"
     receipt = new_receipt(
@@ -123,7 +123,7 @@ async def test_an_idle_gap_between_windows_shows_its_first_ttft(
 
 
 async def test_bad_outputs_are_named_by_request_id(
-    llama_server: InstanceRecord, tmp_path: Path
+    llama_server: LocalInstance, tmp_path: Path
 ) -> None:
     async with running_gateway(
         llama_server.base_url, GatewayConfig(faults=[Fault.MARKUP_LEAK])
@@ -136,9 +136,7 @@ async def test_bad_outputs_are_named_by_request_id(
     assert done.windows[0].bad_outputs == len({p.request_id for p in bad})
 
 
-async def test_a_recorded_workload_is_replayed(
-    llama_server: InstanceRecord, tmp_path: Path
-) -> None:
+async def test_a_recorded_workload_is_replayed(llama_server: LocalInstance, tmp_path: Path) -> None:
     log = tmp_path / "workload.jsonl"
     async with running_serving_gateway(llama_server.base_url, ServeConfig(workload_log=log)) as (
         url,

@@ -9,7 +9,7 @@ import pytest
 from sparkrig.bench.point import BenchSettings
 from sparkrig.bench.run import run_bench
 from sparkrig.bench.spec import spec_accounting
-from sparkrig.launch.process_record import InstanceRecord
+from sparkrig.launch.local import LocalInstance
 from tests.conftest import SYNTH_RATES
 
 pytestmark = [pytest.mark.engine, pytest.mark.asyncio(loop_scope="session")]
@@ -20,7 +20,7 @@ RATE_TOLERANCE = 0.1
 
 
 async def test_spec_suite_reports_the_synthetic_acceptance(
-    spec_server: InstanceRecord, tmp_path: Path
+    spec_server: LocalInstance, tmp_path: Path
 ) -> None:
     settings = BenchSettings(
         max_samples=2, min_samples=2, warmup_requests=0, decode_tokens=128, precision=0.5
@@ -49,7 +49,7 @@ async def test_spec_suite_reports_the_synthetic_acceptance(
 
 
 async def test_spec_suite_is_skipped_with_a_reason_without_speculation(
-    llama_server: InstanceRecord, tmp_path: Path
+    llama_server: LocalInstance, tmp_path: Path
 ) -> None:
     receipt = await run_bench(
         llama_server.base_url,

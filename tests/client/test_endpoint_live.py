@@ -9,12 +9,12 @@ import pytest
 from sparkrig.client import ChatRequest, CompletionRequest, EndpointClient
 from sparkrig.client.metrics import metrics_delta, scrape_metrics
 from sparkrig.engines.metric_map import Quantity
-from sparkrig.launch.process_record import InstanceRecord
+from sparkrig.launch.local import LocalInstance
 
 pytestmark = [pytest.mark.engine, pytest.mark.asyncio(loop_scope="session")]
 
 
-def chat(record: InstanceRecord, prompt: str, max_tokens: int = 48, **kw: object) -> ChatRequest:
+def chat(record: LocalInstance, prompt: str, max_tokens: int = 48, **kw: object) -> ChatRequest:
     return ChatRequest(
         model=record.alias,
         messages=[{"role": "user", "content": prompt}],
@@ -23,7 +23,7 @@ def chat(record: InstanceRecord, prompt: str, max_tokens: int = 48, **kw: object
     )
 
 
-async def test_streamed_chat_has_ordered_timing_fields(llama_server: InstanceRecord) -> None:
+async def test_streamed_chat_has_ordered_timing_fields(llama_server: LocalInstance) -> None:
     async with EndpointClient(llama_server.base_url) as client:
         record = await client.send(chat(llama_server, "Count from 1 to 20."))
     assert record.error is None
@@ -39,7 +39,7 @@ async def test_streamed_chat_has_ordered_timing_fields(llama_server: InstanceRec
     assert 0 < record.ttft_s < record.e2e_s  # type: ignore[operator]
 
 
-async def test_token_counts_come_from_the_server(llama_server: InstanceRecord) -> None:
+async def test_token_counts_come_from_the_server(llama_server: LocalInstance) -> None:
     async with EndpointClient(llama_server.base_url) as client:
         record = await client.send(chat(llama_server, "Count from 1 to 30.", max_tokens=40))
     assert record.token_source == "per_event_timings"
@@ -57,7 +57,7 @@ async def test_token_counts_come_from_the_server(llama_server: InstanceRecord) -
 
 
 async def test_without_per_event_counts_only_the_final_total_is_known(
-    llama_server: InstanceRecord,
+    llama_server: LocalInstance,
 ) -> None:
     async with EndpointClient(llama_server.base_url, per_event_counts=False) as client:
         record = await client.send(chat(llama_server, "Name three colours.", max_tokens=24))
@@ -67,7 +67,7 @@ async def test_without_per_event_counts_only_the_final_total_is_known(
     assert record.completion_tokens == record.usage.completion_tokens  # type: ignore[union-attr]
 
 
-async def test_one_token_reply_refuses_a_decode_rate(llama_server: InstanceRecord) -> None:
+async def test_one_token_reply_refuses_a_decode_rate(llama_server: LocalInstance) -> None:
     async with EndpointClient(llama_server.base_url) as client:
         record = await client.send(chat(llama_server, "Say yes.", max_tokens=1))
     assert record.completion_tokens == 1
@@ -75,7 +75,7 @@ async def test_one_token_reply_refuses_a_decode_rate(llama_server: InstanceRecor
 
 
 async def test_non_streaming_chat_and_completion_with_logprobs(
-    llama_server: InstanceRecord,
+    llama_server: LocalInstance,
 ) -> None:
     async with EndpointClient(llama_server.base_url) as client:
         whole = await client.send(chat(llama_server, "Say hello.", max_tokens=8, stream=False))
@@ -92,7 +92,7 @@ async def test_non_streaming_chat_and_completion_with_logprobs(
     assert completion.logprobs[0].top  # top-k alternatives came back
 
 
-async def test_concurrent_requests_and_metrics_delta_agree(llama_server: InstanceRecord) -> None:
+async def test_concurrent_requests_and_metrics_delta_agree(llama_server: LocalInstance) -> None:
     prompts = [
         "Write a haiku about rain.",
         "List four prime numbers.",
@@ -114,7 +114,7 @@ async def test_concurrent_requests_and_metrics_delta_agree(llama_server: Instanc
 
 
 async def test_live_speculative_metrics_map_to_canonical_quantities(
-    spec_server: InstanceRecord,
+    spec_server: LocalInstance,
 ) -> None:
     async with EndpointClient(spec_server.base_url) as client:
         before = await scrape_metrics(client)

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from sparkrig.cli import app
 from sparkrig.config.cluster import Cluster
 from sparkrig.doctor.live import live_checks
-from sparkrig.launch.process_record import InstanceRecord
+from sparkrig.launch.local import LocalInstance
 from tests.doctor.fixtures import FIXTURES
 
 VLLM_METRICS = (FIXTURES.parent / "vllm_metrics.txt").read_text()
@@ -86,7 +86,7 @@ def test_metrics_missing_or_not_prometheus_is_a_warning() -> None:
     assert [(f.check, f.severity) for f in gone + page] == [("live-metrics", "warning")] * 2
 
 
-def test_live_against_the_real_llama_server(llama_server: InstanceRecord, tmp_path: Path) -> None:
+def test_live_against_the_real_llama_server(llama_server: LocalInstance, tmp_path: Path) -> None:
     vm = str(FIXTURES / "vm")
     result = CliRunner().invoke(
         app, ["doctor", "--load", vm, "--live", llama_server.base_url, "--json"]

@@ -13,7 +13,7 @@ import pytest
 from sparkrig.doctor import node_telemetry
 from sparkrig.doctor.node_telemetry import gpu_rows, parse_stream
 from sparkrig.doctor.telemetry_record import TelemetryRecord, telemetry_path
-from sparkrig.launch.process_record import InstanceRecord
+from sparkrig.launch.local import LocalInstance
 from tests.conftest import SPARKRIG
 from tests.fabric.netns_lab import netns_lab, why_netns_unavailable
 
@@ -94,7 +94,7 @@ def test_gpu_rows_of_the_real_query_and_unsupported_fields() -> None:
 @pytest.mark.engine
 @pytest.mark.skipif(UNAVAILABLE is not None, reason=UNAVAILABLE or "")
 def test_check_samples_every_node_of_the_telemetry_cluster(
-    llama_server: InstanceRecord, tmp_path: Path
+    llama_server: LocalInstance, tmp_path: Path
 ) -> None:
     with netns_lab(["x", "y"], []) as lab:
         cluster = tmp_path / "nodes.toml"

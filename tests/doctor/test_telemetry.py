@@ -19,7 +19,7 @@ from sparkrig.doctor.telemetry import (
     swap_pages,
 )
 from sparkrig.doctor.telemetry_record import TelemetryRecord, telemetry_path
-from sparkrig.launch.process_record import InstanceRecord
+from sparkrig.launch.local import LocalInstance
 from tests.conftest import SPARKRIG
 
 PROC = Path("/proc")
@@ -52,7 +52,7 @@ def test_sampler_records_its_samples_and_its_own_cost() -> None:
 
 @pytest.mark.engine
 def test_bench_writes_telemetry_beside_the_receipt_and_draws_it(
-    llama_server: InstanceRecord, tmp_path: Path
+    llama_server: LocalInstance, tmp_path: Path
 ) -> None:
     out = tmp_path / "bench.json"
     done = subprocess.run(
@@ -111,7 +111,7 @@ def test_bench_writes_telemetry_beside_the_receipt_and_draws_it(
 
 @pytest.mark.engine
 def test_check_writes_telemetry_and_report_draws_it(
-    llama_server: InstanceRecord, tmp_path: Path
+    llama_server: LocalInstance, tmp_path: Path
 ) -> None:
     out = tmp_path / "check.json"
     subprocess.run(
@@ -176,7 +176,7 @@ def test_sampler_reads_rdma_ports_where_sysfs_has_them(tmp_path: Path) -> None:
 
 @pytest.mark.engine
 def test_report_of_a_glob_that_catches_the_telemetry_files(
-    llama_server: InstanceRecord, tmp_path: Path
+    llama_server: LocalInstance, tmp_path: Path
 ) -> None:
     out = tmp_path / "check.json"
     subprocess.run(

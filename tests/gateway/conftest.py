@@ -15,12 +15,15 @@ from pathlib import Path
 
 import pytest_asyncio
 
-from sparkrig import defaults
 from sparkrig.client.readiness import answer_one_completion
 from sparkrig.engines.llamacpp.build import EngineInstall
-from sparkrig.engines.llamacpp.server import LlamaServerSpec
-from sparkrig.launch.local import free_port, plan_local, start_local, stop_instances
-from sparkrig.launch.process_record import InstanceRecord
+from sparkrig.launch.local import (
+    LocalInstance,
+    embedded_server,
+    plan_local,
+    start_local,
+    stop_local,
+)
 from tests.conftest import FIXTURES
 
 THINK_TEMPLATE = FIXTURES / "templates" / "chatml_think.jinja"
@@ -42,18 +45,11 @@ def reasoning_args() -> list[str]:
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def reasoning_server(
     engine: EngineInstall, bundled_model: Path, session_state_dir: Path
-) -> AsyncIterator[InstanceRecord]:
-    server = LlamaServerSpec(
-        binary=engine.server_binary,
-        model=bundled_model,
-        alias=defaults.BUNDLED_MODEL_ALIAS,
-        port=free_port(defaults.LOCAL_HOST),
-        parallel_slots=2,
-        extra_args=[*engine.server_args, *reasoning_args()],
-    )
+) -> AsyncIterator[LocalInstance]:
+    server = embedded_server(engine, bundled_model, parallel_slots=2, extra_args=reasoning_args())
     plan = plan_local(server, port_was_chosen=True, engine_build=engine.label)
     record = await start_local(plan, answer_one_completion)
     try:
         yield record
     finally:
-        stop_instances([record])
+        await stop_local(record)

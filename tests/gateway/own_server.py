@@ -6,27 +6,23 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from sparkrig import defaults
 from sparkrig.client.readiness import answer_one_completion
 from sparkrig.engines.llamacpp.build import EngineInstall
-from sparkrig.engines.llamacpp.server import LlamaServerSpec
-from sparkrig.launch.local import free_port, plan_local, start_local, stop_instances
-from sparkrig.launch.process_record import InstanceRecord
+from sparkrig.launch.local import (
+    LocalInstance,
+    embedded_server,
+    plan_local,
+    start_local,
+    stop_local,
+)
 
 
 @asynccontextmanager
-async def own_llama_server(engine: EngineInstall, model: Path) -> AsyncIterator[InstanceRecord]:
-    server = LlamaServerSpec(
-        binary=engine.server_binary,
-        model=model,
-        alias=defaults.BUNDLED_MODEL_ALIAS,
-        port=free_port(defaults.LOCAL_HOST),
-        parallel_slots=1,
-        extra_args=engine.server_args,
-    )
+async def own_llama_server(engine: EngineInstall, model: Path) -> AsyncIterator[LocalInstance]:
+    server = embedded_server(engine, model, parallel_slots=1)
     plan = plan_local(server, port_was_chosen=True, engine_build=engine.label)
     record = await start_local(plan, answer_one_completion)
     try:
         yield record
     finally:
-        stop_instances([record])
+        await stop_local(record)

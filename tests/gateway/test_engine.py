@@ -10,7 +10,7 @@ import pytest
 
 from sparkrig.client import ChatRequest, EndpointClient
 from sparkrig.gateway import Fault, GatewayConfig, running_gateway
-from sparkrig.launch.process_record import InstanceRecord
+from sparkrig.launch.local import LocalInstance
 from tests.gateway.replies import Reply, chat, completion, send
 
 pytestmark = [pytest.mark.engine, pytest.mark.asyncio(loop_scope="session")]
@@ -35,7 +35,7 @@ def _essentials(reply: Reply) -> dict[str, Any]:
     }
 
 
-async def test_no_fault_is_transparent(llama_server: InstanceRecord) -> None:
+async def test_no_fault_is_transparent(llama_server: LocalInstance) -> None:
     bodies = [
         (
             "/v1/chat/completions",
@@ -74,7 +74,7 @@ async def send_get(url: str, path: str) -> tuple[int, str]:
         return response.status, await response.text()
 
 
-async def test_merged_events_keep_the_client_token_count(llama_server: InstanceRecord) -> None:
+async def test_merged_events_keep_the_client_token_count(llama_server: LocalInstance) -> None:
     request = ChatRequest(
         model=llama_server.alias,
         messages=[{"role": "user", "content": "Count from 1 to 30."}],
@@ -94,7 +94,7 @@ async def test_merged_events_keep_the_client_token_count(llama_server: InstanceR
 
 
 async def test_reasoning_emulation_splits_streamed_and_whole_replies_alike(
-    llama_server: InstanceRecord,
+    llama_server: LocalInstance,
 ) -> None:
     config = GatewayConfig(emulate_reasoning=True, reasoning_chars=30)
     requests = [

@@ -20,8 +20,7 @@ from sparkrig import defaults
 from sparkrig.engines.llamacpp.build import EngineInstall
 from sparkrig.gateway.serve import running_serving_gateway
 from sparkrig.gateway.serve_config import ServeConfig
-from sparkrig.launch.local import free_port
-from sparkrig.launch.process_record import InstanceRecord
+from sparkrig.launch.local import LocalInstance, free_port
 from tests.conftest import SPARKRIG
 from tests.gateway.own_server import own_llama_server
 from tests.gateway.replies import chat
@@ -58,7 +57,7 @@ async def test_an_upstream_that_is_down_gives_a_502_naming_it(stream: bool) -> N
 
 
 async def test_a_request_the_upstream_rejects_comes_back_unchanged(
-    llama_server: InstanceRecord,
+    llama_server: LocalInstance,
 ) -> None:
     body = {"model": "m", "messages": "not a list"}
     direct = await raw_post(llama_server.base_url, body)
@@ -128,7 +127,7 @@ async def test_malformed_upstream_events_give_the_client_an_error_event_and_a_lo
     assert gateway.metrics.upstream_errors.labels(kind="malformed")._value.get() == 1
 
 
-async def test_sigterm_drains_the_reply_in_flight(llama_server: InstanceRecord) -> None:
+async def test_sigterm_drains_the_reply_in_flight(llama_server: LocalInstance) -> None:
     process = await asyncio.create_subprocess_exec(
         SPARKRIG,
         "gateway",

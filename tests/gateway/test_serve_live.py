@@ -17,7 +17,7 @@ from sparkrig.bench.workload_log import read_workload
 from sparkrig.gateway import Fault, GatewayConfig, running_gateway
 from sparkrig.gateway.serve import ServingGateway, running_serving_gateway
 from sparkrig.gateway.serve_config import ServeConfig
-from sparkrig.launch.process_record import InstanceRecord
+from sparkrig.launch.local import LocalInstance
 from tests.gateway.fake_upstream import FakeUpstream, serve_fake
 from tests.gateway.replies import Reply, chat, parse_stream, send
 
@@ -74,7 +74,7 @@ async def post(url: str, body: dict[str, Any], headers: dict[str, str] | None = 
 
 @pytest.mark.parametrize("stream", [True, False])
 async def test_live_guards_count_faults_and_never_alter_the_reply(
-    llama_server: InstanceRecord, tmp_path: Path, stream: bool
+    llama_server: LocalInstance, tmp_path: Path, stream: bool
 ) -> None:
     log = tmp_path / "guards.jsonl"
     faults = [Fault.MARKUP_LEAK, Fault.REPLACEMENT_CHAR]
@@ -94,7 +94,7 @@ async def test_live_guards_count_faults_and_never_alter_the_reply(
     assert {line["request_id"] for line in lines} == {"req-faulty-1"}
 
 
-async def test_clean_replies_raise_no_finding(llama_server: InstanceRecord) -> None:
+async def test_clean_replies_raise_no_finding(llama_server: LocalInstance) -> None:
     async with running_serving_gateway(llama_server.base_url) as (url, gateway):
         await post(url, chat(PROMPT, stream=True, max_tokens=40))
         await post(
@@ -109,7 +109,7 @@ async def test_clean_replies_raise_no_finding(llama_server: InstanceRecord) -> N
     assert detections(gateway) == {}
 
 
-async def test_json_that_fails_its_schema_is_found(llama_server: InstanceRecord) -> None:
+async def test_json_that_fails_its_schema_is_found(llama_server: LocalInstance) -> None:
     body = chat(
         "Give a person's name and age as JSON.", stream=False, max_tokens=48, response_format=PERSON
     )
@@ -150,7 +150,7 @@ async def test_tool_arguments_that_do_not_parse_are_found(stream: bool) -> None:
 
 
 async def test_the_workload_record_keeps_counts_and_never_an_api_key(
-    llama_server: InstanceRecord, tmp_path: Path
+    llama_server: LocalInstance, tmp_path: Path
 ) -> None:
     secret_header, secret_body = "sk-header-SECRET-4711", "sk-body-SECRET-0815"
     headers = {"Authorization": f"Bearer {secret_header}", "X-Request-Id": "req-w-1"}
@@ -181,7 +181,7 @@ async def test_the_workload_record_keeps_counts_and_never_an_api_key(
     assert kept[0].messages == [{"role": "user", "content": PROMPT}]
 
 
-async def test_health_and_metrics_are_the_gateways_own(llama_server: InstanceRecord) -> None:
+async def test_health_and_metrics_are_the_gateways_own(llama_server: LocalInstance) -> None:
     async with (
         running_serving_gateway(llama_server.base_url) as (url, _),
         aiohttp.ClientSession() as session,
@@ -205,7 +205,7 @@ async def test_health_and_metrics_are_the_gateways_own(llama_server: InstanceRec
 
 @pytest.mark.parametrize("stream", [True, False])
 async def test_a_hundred_stops_and_a_ten_kilobyte_stop(
-    llama_server: InstanceRecord, stream: bool
+    llama_server: LocalInstance, stream: bool
 ) -> None:
     base = chat(PROMPT, stream=False, max_tokens=40, **NO_CACHE)
     plain = await send(llama_server.base_url, base)
@@ -223,7 +223,7 @@ async def test_a_hundred_stops_and_a_ten_kilobyte_stop(
     assert applied_here.finish_reason == direct.finish_reason == "stop"
 
 
-async def test_live_guards_switched_off_count_nothing(llama_server: InstanceRecord) -> None:
+async def test_live_guards_switched_off_count_nothing(llama_server: LocalInstance) -> None:
     async with serve_behind_faults(
         llama_server.base_url, [Fault.MARKUP_LEAK], ServeConfig(live_guards=False)
     ) as (_, url, gateway):

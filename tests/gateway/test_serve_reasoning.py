@@ -13,7 +13,7 @@ import pytest
 
 from sparkrig.gateway.serve import running_serving_gateway
 from sparkrig.gateway.serve_config import ServeConfig
-from sparkrig.launch.process_record import InstanceRecord
+from sparkrig.launch.local import LocalInstance
 from tests.gateway.replies import Reply, chat, parse_stream, send
 
 pytestmark = [pytest.mark.engine, pytest.mark.asyncio(loop_scope="session")]
@@ -27,7 +27,7 @@ def words(text: str) -> list[str]:
     return [word.strip(".,'\"") for word in text.split() if len(word.strip(".,'\"")) >= 4]
 
 
-async def baseline(server: InstanceRecord) -> tuple[str, str, str, str]:
+async def baseline(server: LocalInstance) -> tuple[str, str, str, str]:
     """The upstream's reply with no stop: its reasoning, content, a word only the reasoning has
     and a word only the content has (chosen from the reply, so any engine build works)."""
     reply = await send(server.base_url, chat(PROMPT, stream=False, **BUDGET))
@@ -51,7 +51,7 @@ def both_keys(reply: Reply) -> tuple[str, str]:
 
 @pytest.mark.parametrize("stream", STREAMED)
 async def test_a_stop_inside_the_reasoning_stays_dormant(
-    reasoning_server: InstanceRecord, stream: bool
+    reasoning_server: LocalInstance, stream: bool
 ) -> None:
     reasoning, content, stop, _ = await baseline(reasoning_server)
     body = chat(PROMPT, stream=stream, stop=[stop], **BUDGET)
@@ -72,7 +72,7 @@ async def test_a_stop_inside_the_reasoning_stays_dormant(
 
 @pytest.mark.parametrize("stream", STREAMED)
 async def test_a_stop_in_the_content_fires_where_the_upstream_fires_it(
-    reasoning_server: InstanceRecord, stream: bool
+    reasoning_server: LocalInstance, stream: bool
 ) -> None:
     reasoning, _, _, stop = await baseline(reasoning_server)
     body = chat(PROMPT, stream=stream, stop=["zzzz-never", stop], **BUDGET)
@@ -91,7 +91,7 @@ async def test_a_stop_in_the_content_fires_where_the_upstream_fires_it(
 
 
 async def test_a_request_that_is_not_a_reasoning_one_keeps_its_stops(
-    reasoning_server: InstanceRecord,
+    reasoning_server: LocalInstance,
 ) -> None:
     _, _, stop, _ = await baseline(reasoning_server)
     body = chat(PROMPT, stream=True, stop=[stop], **BUDGET)
@@ -105,7 +105,7 @@ async def test_a_request_that_is_not_a_reasoning_one_keeps_its_stops(
 
 @pytest.mark.parametrize("stream", STREAMED)
 async def test_reasoning_reaches_the_client_under_both_keys_even_from_think_tags(
-    reasoning_server: InstanceRecord, stream: bool
+    reasoning_server: LocalInstance, stream: bool
 ) -> None:
     reasoning, content, _, _ = await baseline(reasoning_server)
     # llama.cpp's per-request reasoning_format "none" leaves <think>…</think> in the content
@@ -135,7 +135,7 @@ async def _send_with_header(url: str, body: dict[str, Any], key: str) -> Reply:
 
 
 async def test_with_the_features_off_the_reply_is_the_upstreams_and_the_empty_one_is_classified(
-    reasoning_server: InstanceRecord,
+    reasoning_server: LocalInstance,
 ) -> None:
     _, _, stop, _ = await baseline(reasoning_server)
     body = chat(PROMPT, stream=False, stop=[stop], **BUDGET)

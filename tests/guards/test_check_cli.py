@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from sparkrig.gateway import Fault, GatewayConfig, running_gateway
-from sparkrig.launch.process_record import InstanceRecord
+from sparkrig.launch.local import LocalInstance
 from tests.conftest import SPARKRIG
 
 
@@ -47,7 +47,7 @@ def test_bad_input_is_one_line_and_a_non_zero_exit(args: tuple[str, ...], messag
 
 @pytest.mark.engine
 async def test_a_fail_exits_1_and_json_names_the_guard(
-    llama_server: InstanceRecord, tmp_path: Path
+    llama_server: LocalInstance, tmp_path: Path
 ) -> None:
     config = GatewayConfig(faults=[Fault.STREAM_MISMATCH])
     async with running_gateway(llama_server.base_url, config) as url:
@@ -76,7 +76,7 @@ async def test_a_fail_exits_1_and_json_names_the_guard(
 
 @pytest.mark.engine
 async def test_ctrl_c_keeps_every_finished_guard(
-    llama_server: InstanceRecord, tmp_path: Path
+    llama_server: LocalInstance, tmp_path: Path
 ) -> None:
     out = tmp_path / "check.json"
     process = await asyncio.create_subprocess_exec(

@@ -12,7 +12,7 @@ from sparkrig.engines.llamacpp.build import EngineInstall
 from sparkrig.gateway import GatewayConfig, parse_faults, running_gateway
 from sparkrig.guards.battery import GUARD_NAMES, run_battery
 from sparkrig.guards.context import CheckSettings
-from sparkrig.launch.process_record import InstanceRecord
+from sparkrig.launch.local import LocalInstance
 from tests.conftest import _serve
 
 pytestmark = pytest.mark.engine
@@ -48,7 +48,7 @@ def gateway_config(fault: str, settings: str) -> GatewayConfig:
 
 
 @pytest.fixture(scope="module")
-async def baseline(llama_server: InstanceRecord, tmp_path_factory: pytest.TempPathFactory) -> Path:
+async def baseline(llama_server: LocalInstance, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The capability baseline, recorded straight from the clean engine; kv_integrity keeps the
     score of its reference reads."""
     path = tmp_path_factory.mktemp("baseline") / "baseline.json"
@@ -75,7 +75,7 @@ def test_the_matrix_covers_every_guard_but_the_engine_level_one() -> None:
     ids=[f"{row[0]}{'+' + row[1] if row[1] else ''}" for row in matrix_rows()],
 )
 async def test_guard_against_fault(
-    llama_server: InstanceRecord,
+    llama_server: LocalInstance,
     baseline: Path,
     tmp_path: Path,
     fault: str,
@@ -103,12 +103,12 @@ async def test_guard_against_fault(
 
 
 async def test_acceptance_canary_fails_when_the_draft_gets_worse(
-    spec_server: InstanceRecord, engine: EngineInstall, bundled_model: Path, tmp_path: Path
+    spec_server: LocalInstance, engine: EngineInstall, bundled_model: Path, tmp_path: Path
 ) -> None:
     """The fault is in the engine: a second speculative engine accepts half as often, as a
     broken draft load did (field notes: draft-loader-12-tensors); the text stays right."""
     from sparkrig.engines.llamacpp.server import SpeculativeOptions
-    from sparkrig.launch.local import stop_instances
+    from sparkrig.launch.local import stop_local
     from tests.conftest import SYNTH_RATES
 
     path = tmp_path / "baseline.json"
@@ -140,6 +140,6 @@ async def test_acceptance_canary_fails_when_the_draft_gets_worse(
             baseline_path=path,
         )
     finally:
-        stop_instances([worse_server])
+        await stop_local(worse_server)
     assert worse.results[0].verdict == "FAIL", worse.results[0].evidence
     assert "baseline" in worse.results[0].evidence

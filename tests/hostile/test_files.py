@@ -188,22 +188,40 @@ def test_an_unreadable_receipt_says_permission_denied(command: str, tmp_path: Pa
 # --- records of started instances (status / down / logs) -------------------------------------
 
 
-def instance(**fields: object) -> dict[str, object]:
-    record: dict[str, object] = {
-        "name": "llama-1",
-        "pid": 4_000_000,
-        "pid_start_ticks": 1,
+def instance(
+    pid: object = 4_000_000,
+    port: object = 8080,
+    started_at: object = NOW,
+    log_path: object = "/tmp/llama-1.log",
+) -> dict[str, object]:
+    """A local server's launch state as `up --local` writes it (launch/state.py)."""
+    process = {
+        "node": "llama-1",
+        "role": "head",
+        "name": "llama-server",
         "argv": ["llama-server"],
-        "host": "127.0.0.1",
-        "port": 8080,
-        "model": "/m.gguf",
-        "alias": "m",
-        "parallel_slots": 4,
-        "log_path": "/tmp/llama-1.log",
-        "started_at": NOW,
+        "port": port,
+        "ready_when": "health",
     }
-    record.update(fields)
-    return record
+    started = {
+        "process": process,
+        "executor": {"kind": "local"},
+        "pid": pid,
+        "pid_start_ticks": 1,
+        "log_path": log_path,
+        "started_at": started_at,
+    }
+    server = {"binary": "llama-server", "model": "/m.gguf", "alias": "m", "port": port}
+    return {
+        "schema_version": 2,
+        "cluster": "llama-1",
+        "api_url": f"http://127.0.0.1:{port}",
+        "model_name": "m",
+        "stall_window_s": 300.0,
+        "started": [started],
+        "planned": ["llama-1/llama-server"],
+        "server": server,
+    }
 
 
 RECORDS: dict[str, tuple[Make, str]] = {
@@ -219,7 +237,8 @@ RECORDS: dict[str, tuple[Make, str]] = {
     "port-zero": (write_json(instance(port=0)), "port"),
     "port-too-big": (write_json(instance(port=70000)), "port"),
     "pid-string": (write_json(instance(pid="many")), "pid"),
-    "missing-field": (write_json({"name": "x"}), "damaged"),
+    "missing-field": (write_json({"cluster": "x"}), "damaged"),
+    "older-sparkrig": (write_json({"name": "local-1", "pid": 4_000_000}), "older sparkrig"),
 }
 
 
@@ -239,6 +258,22 @@ def test_a_broken_instance_record_is_named_and_kept(
 
     assert "move" in line  # aside, never "delete"
     assert snapshot(record) == before
+
+
+def test_a_local_launch_stopped_before_its_server_started(state: Path) -> None:
+    """`up` killed between saving its state and starting the server leaves a state with nothing
+    started: status shows it exited, logs says so in one line, down forgets it."""
+    (state / "local").mkdir()
+    record = instance()
+    record["started"] = []
+    write_json(record)(state / "local" / "llama-1.json")
+
+    shown = run_cli("status", "--json")
+    assert shown.code == 0, shown.stderr
+    assert [(row["state"], row["pid"]) for row in json.loads(shown.stdout)] == [("exited", None)]
+    one_line_failure(run_cli("logs"), "never started")
+    assert run_cli("down", "--apply").code == 0
+    assert not list((state / "local").glob("*.json"))
 
 
 @pytest.mark.parametrize("case", ["bad-json", "pid-zero", "naive-timestamp"])

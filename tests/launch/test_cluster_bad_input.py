@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkrig.launch.cluster_state import load_state
-from sparkrig.launch.process_record import process_start_ticks
+from sparkrig.launch.state import load_state, process_start_ticks
 from tests.conftest import SPARKRIG
 
 PAIR_NODES = """cables = ["a.p0 <-> b.p1"]

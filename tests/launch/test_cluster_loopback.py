@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from sparkrig import defaults
-from sparkrig.launch.cluster_state import load_state
 from sparkrig.launch.local import free_port
-from sparkrig.launch.process_record import process_start_ticks
+from sparkrig.launch.state import load_state, process_start_ticks
 from tests.launch.test_cluster_bad_input import assert_one_line_error, run
 
 NAME = "loopback-rpc"

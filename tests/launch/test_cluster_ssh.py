@@ -21,8 +21,7 @@ from typing import Any
 import pytest
 
 from sparkrig import defaults
-from sparkrig.launch.cluster_state import load_state
-from sparkrig.launch.process_record import process_start_ticks
+from sparkrig.launch.state import load_state, process_start_ticks
 from tests.conftest import SPARKRIG
 from tests.fabric.netns_lab import PORTS, NetnsLab, netns_lab, why_netns_unavailable
 

@@ -16,13 +16,12 @@ from sparkrig.engines.llamacpp.server import LlamaServerSpec
 from sparkrig.errors import LaunchError
 from sparkrig.fabric.runner import ExecutorSpec
 from sparkrig.launch.cluster_plan import plan_launch
-from sparkrig.launch.cluster_state import StartedRecord
-from sparkrig.launch.cluster_up import _died_message
 from sparkrig.launch.executors import LocalExecutor
+from sparkrig.launch.lifecycle import _died_message
 from sparkrig.launch.local import free_port, plan_local, start_local
 from sparkrig.launch.node_commands import observe_script, parse_observation, parse_started
 from sparkrig.launch.node_commands import start_script as node_start_script
-from sparkrig.launch.process_record import load_records
+from sparkrig.launch.state import StartedRecord, load_local_states
 from tests.engines.fake_engines import write_fake
 
 EXAMPLES = Path(__file__).resolve().parent.parent.parent / "examples"
@@ -44,7 +43,9 @@ async def test_a_local_engine_killed_by_sigill_is_named_with_the_fix(
     assert "sparkrig engine install --portable" in message
     assert "code -4" not in message
     assert "\n" not in message
-    assert not [r for r in load_records() if r.port == server.port]  # forgotten
+    assert not [
+        s for s in load_local_states() if s.api_url.endswith(f":{server.port}")
+    ]  # forgotten
 
 
 def test_a_cluster_node_process_killed_by_sigill_is_named(tmp_path: Path) -> None:

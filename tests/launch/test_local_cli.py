@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
+import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from sparkrig.engines.launch_spec import ProcessSpec
 from sparkrig.engines.llamacpp.build import EngineInstall
-from sparkrig.launch.process_record import InstanceRecord, is_running
+from sparkrig.engines.llamacpp.server import LlamaServerSpec
+from sparkrig.fabric.runner import ExecutorSpec
+from sparkrig.launch.local import LocalInstance, is_running
+from sparkrig.launch.state import LaunchState, StartedRecord
 from tests.conftest import SPARKRIG
 
 pytestmark = pytest.mark.engine
@@ -55,10 +62,10 @@ def test_up_without_apply_prints_the_plan_and_starts_nothing(cli_env: dict[str, 
 def test_up_status_logs_down_round_trip(cli_env: dict[str, str]) -> None:
     first = run(cli_env, "up", "--local", "--apply", "--json")
     assert first.returncode == 0, first.stderr
-    started = InstanceRecord.model_validate(json.loads(first.stdout))
+    started = LocalInstance.model_validate(json.loads(first.stdout))
     second = run(cli_env, "up", "--local", "--apply", "--json")
     assert second.returncode == 0, second.stderr
-    other = InstanceRecord.model_validate(json.loads(second.stdout))
+    other = LocalInstance.model_validate(json.loads(second.stdout))
     assert other.port != started.port  # two ups do not collide
     assert is_running(started)
     assert is_running(other)
@@ -69,6 +76,16 @@ def test_up_status_logs_down_round_trip(cli_env: dict[str, str]) -> None:
     assert row["state"] == "running"
     assert row["slots_total"] == 4
     assert row["uptime_s"] >= 0
+    # the one record format: a cluster's LaunchState, one process on the local executor
+    state_file = Path(cli_env["SPARKRIG_STATE_DIR"]) / "local" / f"{started.name}.json"
+    state = LaunchState.model_validate_json(state_file.read_text())
+    assert [(r.executor.kind, r.pid) for r in state.started] == [("local", started.pid)]
+
+    os.kill(other.pid, signal.SIGKILL)  # ours: started above, its start time checked
+    while is_running(other):
+        time.sleep(0.05)
+    rows = json.loads(run(cli_env, "status", "--json").stdout)
+    assert {row["name"]: row["state"] for row in rows}[other.name] == "exited"
 
     logs = run(cli_env, "logs", "--name", started.name, "-n", "5")
     assert logs.returncode == 0
@@ -80,6 +97,7 @@ def test_up_status_logs_down_round_trip(cli_env: dict[str, str]) -> None:
 
     stopped = run(cli_env, "down", "--apply")
     assert stopped.returncode == 0
+    assert f"{other.name} pid {other.pid}: already stopped" in stopped.stdout
     assert not is_running(started)
     assert not is_running(other)
     assert_one_line_error(run(cli_env, "down", "--apply"), "nothing is running")
@@ -92,19 +110,26 @@ def test_down_never_signals_a_process_it_did_not_start(cli_env: dict[str, str]) 
         record_dir = Path(cli_env["SPARKRIG_STATE_DIR"]) / "local"
         record_dir.mkdir(parents=True)
         # a record whose pid was reused by another process: same pid, other start time
-        forged = {
-            "name": "local-1",
-            "pid": stranger.pid,
-            "pid_start_ticks": 1,
-            "argv": ["x"],
-            "host": "127.0.0.1",
-            "port": 1,
-            "model": "m",
-            "alias": "m",
-            "parallel_slots": 1,
-            "log_path": str(record_dir / "local-1.log"),
-            "started_at": "2026-01-01T00:00:00Z",
-        }
+        process = ProcessSpec(
+            node="local-1", role="head", name="llama-server", argv=["x"], ready_when="health"
+        )
+        started = StartedRecord(
+            process=process,
+            executor=ExecutorSpec(kind="local"),
+            pid=stranger.pid,
+            pid_start_ticks=1,
+            log_path=str(record_dir / "local-1.log"),
+            started_at=datetime.now(UTC),
+        )
+        server = LlamaServerSpec(binary=Path("x"), model=Path("m"), alias="m", port=1)
+        forged = LaunchState(
+            cluster="local-1",
+            api_url="http://127.0.0.1:1",
+            model_name="m",
+            stall_window_s=1,
+            started=[started],
+            server=server,
+        ).model_dump(mode="json")
         (record_dir / "local-1.json").write_text(json.dumps(forged))
         done = run(cli_env, "down", "--apply")
         assert done.returncode == 0

@@ -20,10 +20,10 @@ from sparkrig.launch.readiness import (
     Phase,
     Progress,
     Sighting,
-    advance,
-    cluster_verdict,
-    judge,
+    assess_startup,
+    cluster_readiness,
     phase_of,
+    track_progress,
 )
 
 WORKER = ProcessSpec(node="b", role="worker", name="rpc", argv=["x"], port=1, ready_when="port")
@@ -43,13 +43,16 @@ def test_phases_follow_what_was_seen() -> None:
 
 
 def test_waits_while_advancing_and_fails_at_once_on_a_stall() -> None:
-    first = advance(None, seen(size=10), Phase.STARTING, now=0.0)
-    grown = advance(first, seen(size=20), Phase.STARTING, now=50.0)
+    first = track_progress(None, seen(size=10), Phase.STARTING, now=0.0)
+    grown = track_progress(first, seen(size=20), Phase.STARTING, now=50.0)
     assert grown.since == 50.0
-    same = advance(grown, seen(size=20), Phase.STARTING, now=90.0)
+    same = track_progress(grown, seen(size=20), Phase.STARTING, now=90.0)
     assert same.since == 50.0
-    assert judge([(WORKER, Phase.STARTING, same)], now=90.0, stall_window_s=60).state == "waiting"
-    stalled = judge([(WORKER, Phase.STARTING, same)], now=111.0, stall_window_s=60)
+    assert (
+        assess_startup([(WORKER, Phase.STARTING, same)], now=90.0, stall_window_s=60).state
+        == "waiting"
+    )
+    stalled = assess_startup([(WORKER, Phase.STARTING, same)], now=111.0, stall_window_s=60)
     assert stalled.state == "failed"
     assert stalled.process == WORKER
     assert "stalled" in stalled.reason
@@ -57,24 +60,26 @@ def test_waits_while_advancing_and_fails_at_once_on_a_stall() -> None:
 
 def test_a_dead_process_fails_even_when_others_are_ready() -> None:
     progress = Progress(log_bytes=1, phase=Phase.LISTENING, since=0.0)
-    verdict = judge([(WORKER, Phase.LISTENING, progress), (HEAD, Phase.EXITED, progress)], 1.0, 60)
-    assert (verdict.state, verdict.process) == ("failed", HEAD)
+    readiness = assess_startup(
+        [(WORKER, Phase.LISTENING, progress), (HEAD, Phase.EXITED, progress)], 1.0, 60
+    )
+    assert (readiness.state, readiness.process) == ("failed", HEAD)
 
 
 def test_an_api_process_only_has_to_be_alive_until_the_end() -> None:
     old = Progress(log_bytes=1, phase=Phase.STARTING, since=0.0)
     watched = [(HEAD, Phase.STARTING, old)]
-    assert judge(watched, 1000.0, 60, api_later=True).state == "ready"
-    assert judge(watched, 1000.0, 60).state == "failed"
+    assert assess_startup(watched, 1000.0, 60, api_later=True).state == "ready"
+    assert assess_startup(watched, 1000.0, 60).state == "failed"
 
 
 def test_cluster_is_ready_only_with_every_process_health_and_a_completion() -> None:
     alive = {"b/rpc": Phase.LISTENING, "a/api": Phase.HEALTHY}
-    assert cluster_verdict(alive, True) == (True, "ready")
-    assert not cluster_verdict(alive, None)[0]
-    assert not cluster_verdict({**alive, "b/rpc": Phase.EXITED}, True)[0]
-    assert "b/rpc" in cluster_verdict({**alive, "b/rpc": Phase.EXITED}, True)[1]
-    assert not cluster_verdict({**alive, "a/api": Phase.LISTENING}, True)[0]
+    assert cluster_readiness(alive, True) == (True, "ready")
+    assert not cluster_readiness(alive, None)[0]
+    assert not cluster_readiness({**alive, "b/rpc": Phase.EXITED}, True)[0]
+    assert "b/rpc" in cluster_readiness({**alive, "b/rpc": Phase.EXITED}, True)[1]
+    assert not cluster_readiness({**alive, "a/api": Phase.LISTENING}, True)[0]
 
 
 def test_start_observe_stop_a_real_process(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from sparkrig.client.tokenize import server_tokenize
 from sparkrig.engines.metric_map import Quantity
 from sparkrig.errors import EndpointError, UsageError, excerpt
 from sparkrig.guards.detectors import degeneration_findings
-from sparkrig.launch.process_record import recorded_engine_build
+from sparkrig.launch.state import recorded_engine_build
 
 
 def check_suites(names: list[str]) -> list[str]:

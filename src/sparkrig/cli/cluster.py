@@ -59,8 +59,8 @@ def up_cluster(
     path: Path, *, profile: str | None, apply: bool, replace: bool, as_json: bool
 ) -> None:
     from sparkrig.client.readiness import answer_one_completion
-    from sparkrig.launch.cluster_state import load_state
-    from sparkrig.launch.cluster_up import bring_down, bring_up, runners_for
+    from sparkrig.launch.lifecycle import bring_down, bring_up, runners_for
+    from sparkrig.launch.state import load_state
     from sparkrig.report.cluster_table import plan_view
 
     _, plan = load_plan(path, profile)
@@ -96,7 +96,7 @@ def up_cluster(
 
 def _state_for(path: Path) -> Any:
     from sparkrig.config import load_cluster
-    from sparkrig.launch.cluster_state import load_state
+    from sparkrig.launch.state import load_state
 
     cluster = load_cluster(path)
     return cluster, load_state(cluster.name or path.stem)
@@ -104,7 +104,7 @@ def _state_for(path: Path) -> Any:
 
 def status_cluster(path: Path, *, as_json: bool) -> None:
     from sparkrig.client.readiness import answer_one_completion
-    from sparkrig.launch.cluster_up import cluster_status
+    from sparkrig.launch.lifecycle import launch_status
     from sparkrig.report.cluster_table import status_table
 
     cluster, state = _state_for(path)
@@ -116,7 +116,7 @@ def status_cluster(path: Path, *, as_json: bool) -> None:
                 f"{cluster.name}: nothing recorded — start it with `sparkrig up {path} --apply`"
             )
         raise typer.Exit(1)
-    status = asyncio.run(cluster_status(state, answer_one_completion))
+    status = asyncio.run(launch_status(state, answer_one_completion))
     if as_json:
         _print_json(status.model_dump(mode="json"))
     else:
@@ -126,7 +126,7 @@ def status_cluster(path: Path, *, as_json: bool) -> None:
 
 
 def logs_cluster(path: Path, node: str | None, lines: int) -> None:
-    from sparkrig.launch.executors import executor_for
+    from sparkrig.launch.lifecycle import read_log
 
     cluster, state = _state_for(path)
     if state is None:
@@ -140,18 +140,13 @@ def logs_cluster(path: Path, node: str | None, lines: int) -> None:
     if not records:
         raise UsageError(f"node {node} has no recorded process — use one of {', '.join(names)}")
     for record in records:
-        result = executor_for(record.executor).run(["tail", "-n", str(lines), record.log_path])
         if len(records) > 1:
             console.print(f"[bold]== {record.process.key} ({record.log_path})[/]", highlight=False)
-        sys.stdout.write(
-            result.stdout
-            if result.ok
-            else f"(cannot read {record.log_path}: {result.error_line})\n"
-        )
+        sys.stdout.write(read_log(record, lines))
 
 
 def down_cluster(path: Path, *, apply: bool) -> None:
-    from sparkrig.launch.cluster_up import bring_down
+    from sparkrig.launch.lifecycle import bring_down
 
     cluster, state = _state_for(path)
     if state is None or not state.started:

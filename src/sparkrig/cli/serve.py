@@ -88,8 +88,7 @@ def up(
     from sparkrig.client.readiness import answer_one_completion
     from sparkrig.engines.llamacpp.build import require_installed
     from sparkrig.engines.llamacpp.gguf_model import resolve_model
-    from sparkrig.engines.llamacpp.server import LlamaServerSpec
-    from sparkrig.launch.local import free_port, plan_local, start_local
+    from sparkrig.launch.local import embedded_server, plan_local, start_local
 
     if cluster_file is not None:
         if local:
@@ -105,32 +104,45 @@ def up(
     speculative = _speculative(spec_type, draft_model, spec_draft_max, spec_synth_rates)
     model_path = resolve_model(model)
     engine = require_installed()
-    server = LlamaServerSpec(
-        binary=engine.server_binary,
-        model=model_path,
+    server = embedded_server(
+        engine,
+        model_path,
         alias=defaults.BUNDLED_MODEL_ALIAS if model is None else model_path.stem,
-        port=port if port is not None else free_port(defaults.LOCAL_HOST),
+        port=port,
         parallel_slots=slots,
         context_tokens=ctx,
         threads=threads,
         speculative=speculative,
-        extra_args=engine.server_args,
     )
-    plan = plan_local(server, port_was_chosen=port is None, engine_build=engine.label)
+    plan = plan_local(
+        server,
+        port_was_chosen=port is None,
+        engine_build=engine.label,
+        ready_timeout_s=ready_timeout,
+    )
+    process = plan.processes[0]
     if not apply:
         if as_json:
             _print_json(
-                {"applied": False, "name": plan.name, "argv": plan.argv, "log": str(plan.log_path)}
+                {
+                    "applied": False,
+                    "name": plan.cluster,
+                    "argv": process.argv,
+                    "log": plan.log_path(process),
+                }
             )
             return
         console.print(
-            f"[bold]plan[/]: start {plan.name} on {server.host}:{server.port}, log {plan.log_path}"
+            f"[bold]plan[/]: start {plan.cluster} on {server.host}:{server.port}, "
+            f"log {plan.log_path(process)}"
         )
         # one line however narrow the terminal, so the command can be copied as it is
-        console.print("  " + shlex.join(plan.argv), soft_wrap=True, highlight=False, markup=False)
+        console.print(
+            "  " + shlex.join(process.argv), soft_wrap=True, highlight=False, markup=False
+        )
         console.print("nothing started — add --apply to start it")
         return
-    record = asyncio.run(start_local(plan, answer_one_completion, ready_timeout))
+    record = asyncio.run(start_local(plan, answer_one_completion))
     if as_json:
         _print_json(
             {"applied": True, **record.model_dump(mode="json"), "base_url": record.base_url}
@@ -148,7 +160,9 @@ def status(cluster_file: ClusterFileArg = None, as_json: JsonFlag = False) -> No
 
     With a cluster file: per node phase, pid, uptime and last log line, and whether the
     cluster is ready (exit 1 when not). Without: the --local instances."""
-    from sparkrig.launch.status import instance_statuses
+    from sparkrig.client.readiness import answer_one_completion
+    from sparkrig.launch.local import instance_status
+    from sparkrig.launch.state import load_local_states
 
     if cluster_file is not None:
         from sparkrig.cli.cluster import status_cluster
@@ -156,7 +170,12 @@ def status(cluster_file: ClusterFileArg = None, as_json: JsonFlag = False) -> No
         status_cluster(cluster_file, as_json=as_json)
         return
 
-    rows = asyncio.run(instance_statuses())
+    async def statuses() -> list[Any]:
+        return [
+            await instance_status(state, answer_one_completion) for state in load_local_states()
+        ]
+
+    rows = asyncio.run(statuses())
     if as_json:
         _print_json([row.model_dump(mode="json") for row in rows])
         return
@@ -171,7 +190,7 @@ def status(cluster_file: ClusterFileArg = None, as_json: JsonFlag = False) -> No
         table.add_row(
             row.name,
             row.state,
-            str(row.pid),
+            str(row.pid or "—"),
             row.base_url,
             row.alias,
             f"{row.uptime_s:.0f}s",
@@ -182,21 +201,22 @@ def status(cluster_file: ClusterFileArg = None, as_json: JsonFlag = False) -> No
 
 
 def _select(name: str | None) -> list[Any]:
-    from sparkrig.launch.process_record import load_records, records_dir
+    """The recorded local launches (LaunchState), or the one named."""
+    from sparkrig.launch.state import load_local_states, local_dir
 
-    records = load_records()
+    states = load_local_states()
     if name is not None:
-        records = [record for record in records if record.name == name]
-        if not records:
+        states = [state for state in states if state.cluster == name]
+        if not states:
             raise SparkrigError(
                 f"no instance named {name} is recorded — `sparkrig status` lists them"
             )
-    if not records:
+    if not states:
         raise SparkrigError(
-            f"nothing is running: no instance is recorded in {records_dir()} — start one with "
+            f"nothing is running: no instance is recorded in {local_dir()} — start one with "
             "`sparkrig up --local --apply`"
         )
-    return records
+    return states
 
 
 @app.command()
@@ -212,12 +232,18 @@ def logs(
 
         logs_cluster(cluster_file, node, lines)
         return
-    records = _select(name)
-    if len(records) > 1:
-        names = ", ".join(record.name for record in records)
+    from sparkrig.launch.lifecycle import read_log
+
+    states = _select(name)
+    if len(states) > 1:
+        names = ", ".join(state.cluster for state in states)
         raise UsageError(f"several instances are recorded ({names}) — pick one with --name")
-    text = records[0].log_path.read_text(errors="replace") if records[0].log_path.exists() else ""
-    sys.stdout.write("\n".join(text.splitlines()[-lines:]) + "\n")
+    if not states[0].started:
+        raise SparkrigError(
+            f"{states[0].cluster} never started its server (`up` was stopped first), so it has no "
+            f"log — `sparkrig down --name {states[0].cluster} --apply` forgets it"
+        )
+    sys.stdout.write(read_log(states[0].started[0], lines))
 
 
 @app.command()
@@ -232,8 +258,8 @@ def down(
     """Stop only the engine processes sparkrig recorded starting; idempotent.
 
     Never any other process: a cluster's, head first, or the --local instances. Idempotent."""
-    from sparkrig.launch.local import stop_instances
-    from sparkrig.launch.process_record import is_running
+    from sparkrig.launch.lifecycle import bring_down
+    from sparkrig.launch.state import is_running_here
 
     if cluster_file is not None:
         from sparkrig.cli.cluster import down_cluster
@@ -242,20 +268,22 @@ def down(
         return
 
     try:
-        records = _select(name)
+        states = _select(name)
     except SparkrigError:
         if missing_ok:
             console.print("nothing to stop")
             return
         raise
     if not apply:
-        for record in records:
-            state = "running" if is_running(record) else "not running (record only)"
-            console.print(f"[bold]plan[/]: stop {record.name} pid {record.pid} ({state})")
+        for state in states:
+            for record in state.started:
+                running = "running" if is_running_here(record) else "not running (record only)"
+                console.print(f"[bold]plan[/]: stop {state.cluster} pid {record.pid} ({running})")
         console.print("nothing stopped — add --apply to stop")
         return
-    for record, outcome in stop_instances(records):
-        console.print(f"{record.name} pid {record.pid}: {outcome}")
+    for state in states:
+        for record, outcome in asyncio.run(bring_down(state)):
+            console.print(f"{state.cluster} pid {record.pid}: {outcome}")
 
 
 @app.command()

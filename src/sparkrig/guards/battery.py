@@ -27,7 +27,7 @@ from sparkrig.guards.stop_in_reasoning import stop_in_reasoning_guard
 from sparkrig.guards.stream_parity import stream_parity_guard
 from sparkrig.guards.structured import structured_guard
 from sparkrig.guards.verdict import GuardResult
-from sparkrig.launch.process_record import recorded_engine_build
+from sparkrig.launch.state import recorded_engine_build
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from sparkrig.config.cluster import Cluster, Node
 from sparkrig.config.serving import ExecutorSettings, ServingProfile
 from sparkrig.engines.launch_spec import LaunchContext, LaunchNode, ProcessSpec
 from sparkrig.engines.llamacpp.rpc import render_llamacpp
+from sparkrig.engines.llamacpp.server import LlamaServerSpec
 from sparkrig.engines.vllm_launch import render_vllm
 from sparkrig.errors import ConfigError
 from sparkrig.fabric.plan import plan_fabric
@@ -46,6 +47,10 @@ class LaunchPlan(BaseModel):
     stall_window_s: float
     ready_timeout_s: float
     warnings: list[str] = Field(default_factory=list)
+    server: LlamaServerSpec | None = Field(
+        default=None, description="a one-node local launch: the llama-server it runs"
+    )
+    engine_build: str | None = Field(default=None, description="the embedded build, when known")
 
     def access_of(self, node: str) -> NodeAccess:
         return next(a for a in self.access if a.node == node)

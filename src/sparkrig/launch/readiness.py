@@ -9,11 +9,16 @@ docs/field-notes.md#rendezvous-on-liveness).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
 from sparkrig.engines.launch_spec import ProcessSpec
 from sparkrig.launch.node_commands import ProcessObservation
+
+CompletionProbe = Callable[[str, str], Awaitable[None]]
+"""Given the API URL and model id, raise unless the engine answers one real completion: the
+last step of ready, for one local server and for a cluster alike."""
 
 
 class Phase(StrEnum):
@@ -64,7 +69,9 @@ def is_ready(process: ProcessSpec, phase: Phase) -> bool:
     return phase == wanted[process.ready_when]
 
 
-def advance(previous: Progress | None, sighting: Sighting, phase: Phase, now: float) -> Progress:
+def track_progress(
+    previous: Progress | None, sighting: Sighting, phase: Phase, now: float
+) -> Progress:
     size = sighting.observation.log_bytes
     if previous is None or size != previous.log_bytes or phase != previous.phase:
         return Progress(log_bytes=size, phase=phase, since=now)
@@ -72,20 +79,22 @@ def advance(previous: Progress | None, sighting: Sighting, phase: Phase, now: fl
 
 
 @dataclass(frozen=True)
-class Verdict:
+class ReadinessState:
+    """Where a start stands: ready, still waiting (on which processes), or failed (which, why)."""
+
     state: str  # "ready", "waiting" or "failed"
     process: ProcessSpec | None = None
     reason: str = ""
     waiting_on: tuple[str, ...] = ()
 
 
-def judge(
+def assess_startup(
     watched: list[tuple[ProcessSpec, Phase, Progress]],
     now: float,
     stall_window_s: float,
     *,
     api_later: bool = False,
-) -> Verdict:
+) -> ReadinessState:
     """Failed at the first dead or stalled process (in start order); ready when every process
     is ready; otherwise waiting on the ones that are not. `api_later`: an API process (ready by
     health) only has to be alive yet — `up` waits for it after the rest have started."""
@@ -95,9 +104,9 @@ def judge(
 
     for process, phase, progress in watched:
         if phase == Phase.EXITED:
-            return Verdict("failed", process, "exited")
+            return ReadinessState("failed", process, "exited")
         if not ready(process, phase) and now - progress.since > stall_window_s:
-            return Verdict(
+            return ReadinessState(
                 "failed",
                 process,
                 f"stalled: its log has not advanced for {now - progress.since:.0f} s "
@@ -105,11 +114,11 @@ def judge(
             )
     waiting = tuple(p.key for p, phase, _ in watched if not ready(p, phase))
     if waiting:
-        return Verdict("waiting", waiting_on=waiting)
-    return Verdict("ready")
+        return ReadinessState("waiting", waiting_on=waiting)
+    return ReadinessState("ready")
 
 
-def cluster_verdict(phases: dict[str, Phase], completion_ok: bool | None) -> tuple[bool, str]:
+def cluster_readiness(phases: dict[str, Phase], completion_ok: bool | None) -> tuple[bool, str]:
     """Ready = every process alive and ready, the head healthy, one real completion answered."""
     gone = {Phase.EXITED, Phase.NOT_STARTED, Phase.UNREACHABLE}
     down = [key for key, phase in phases.items() if phase in gone]

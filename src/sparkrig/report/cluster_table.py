@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from sparkrig.launch.cluster_plan import LaunchPlan
-from sparkrig.launch.cluster_up import ClusterStatus
+from sparkrig.launch.lifecycle import LaunchStatus
 
 
 def plan_view(plan: LaunchPlan) -> RenderableType:
@@ -34,7 +34,7 @@ def plan_view(plan: LaunchPlan) -> RenderableType:
     return Group(*parts)
 
 
-def status_table(status: ClusterStatus) -> RenderableType:
+def status_table(status: LaunchStatus) -> RenderableType:
     table = Table(title=f"{status.cluster} — {status.api_url}/v1")
     for header in ("node", "role", "process", "phase", "pid", "uptime", "last log line"):
         table.add_column(header, overflow="fold")

@@ -1,4 +1,4 @@
-"""Bring a cluster up, look at it, bring it down: the I/O shell around the launch plan.
+"""Bring a cluster up, watch it, bring it down: the I/O shell around the launch plan.
 
 Commands reach nodes through their executors (run in threads, all nodes at once); the head's
 API is probed over HTTP from here. Decisions (phases, stalls, ready) are the pure functions of
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import aiohttp
@@ -23,10 +23,10 @@ from sparkrig.errors import (
     ExecutorError,
     LaunchError,
     PortInUseError,
+    SparkrigError,
 )
 from sparkrig.fabric.runner import CommandResult, CommandRunner
 from sparkrig.launch.cluster_plan import LaunchPlan
-from sparkrig.launch.cluster_state import ClusterState, StartedRecord, remove_state, save_state
 from sparkrig.launch.executors import executor_for
 from sparkrig.launch.node_commands import (
     ProcessObservation,
@@ -39,18 +39,18 @@ from sparkrig.launch.node_commands import (
     which_script,
 )
 from sparkrig.launch.readiness import (
+    CompletionProbe,
     Phase,
     Progress,
     Sighting,
-    advance,
-    cluster_verdict,
-    judge,
+    assess_startup,
+    cluster_readiness,
     phase_of,
+    track_progress,
 )
+from sparkrig.launch.state import LaunchState, StartedRecord, remove_state, save_state
 
 Say = Callable[[str], None]
-CompletionProbe = Callable[[str, str], Awaitable[None]]
-"""Given the API URL and model id, raise unless the engine answers one real completion."""
 
 
 async def _run(
@@ -81,7 +81,8 @@ async def preflight(plan: LaunchPlan, runners: dict[str, CommandRunner]) -> None
             if used.stdout.strip() not in {"", "0"}:
                 raise PortInUseError(
                     f"port {port} on node {node} ({runner.description}) is already in use — "
-                    "stop what listens there, or change engine.port / engine.rpc_port"
+                    "stop what listens there, or change engine.port / engine.rpc_port (--port "
+                    "for up --local)"
                 )
 
     await asyncio.gather(*(check(node) for node in runners))
@@ -95,7 +96,7 @@ async def _health(session: aiohttp.ClientSession, api_url: str) -> bool:
         return False
 
 
-async def look(
+async def observe_process(
     record: StartedRecord, runner: CommandRunner, session: aiohttp.ClientSession, api_url: str
 ) -> Sighting:
     process = record.process
@@ -122,17 +123,19 @@ def _session() -> aiohttp.ClientSession:
 
 async def bring_up(
     plan: LaunchPlan, runners: dict[str, CommandRunner], probe: CompletionProbe, say: Say
-) -> ClusterState:
+) -> LaunchState:
     """Start every process in plan order, each after the ones before it are ready (an API
     process only has to stay alive until the end); then the head's health, one completion, and
     every process still alive. On any failure, stop what was started and forget it."""
     await preflight(plan, runners)
-    state = ClusterState(
+    state = LaunchState(
         cluster=plan.cluster,
         api_url=plan.api_url,
         model_name=plan.model_name,
         stall_window_s=plan.stall_window_s,
         planned=[p.key for p in plan.processes],
+        server=plan.server,
+        engine_build=plan.engine_build,
     )
     save_state(state)
     deadline = time.monotonic() + plan.ready_timeout_s
@@ -179,13 +182,21 @@ _EXIT_STATUS_GRACE_S = 0.5
 
 
 def _died_message(
-    process: ProcessSpec, reason: str, seen: ProcessObservation, record: StartedRecord
+    process: ProcessSpec,
+    reason: str,
+    seen: ProcessObservation,
+    record: StartedRecord,
+    *,
+    one_node: bool = False,
 ) -> str:
-    """`node b: ggml-rpc-server killed by SIGILL (…) before the cluster was ready; … — fix`."""
+    """`node b: ggml-rpc-server killed by SIGILL (…) before the cluster was ready; … — fix`;
+    for a local server `llama-server killed by SIGILL (…) before it was ready: … — fix`."""
     tail = " | ".join(seen.tail) or "(empty log)"
     ended = seen.ended if reason == "exited" else None
     how = ended.describe() if ended is not None else reason
     fix = (ended.fix() if ended is not None else None) or "fix the cause"
+    if one_node:
+        return f"{process.name} {how} before it was ready: {tail} — {fix} (log: {record.log_path})"
     return (
         f"node {process.node}: {process.name} {how} before the cluster was ready; last log "
         f"lines: {tail} — {fix}, then `sparkrig up` again (full log: {record.log_path} on that "
@@ -195,7 +206,7 @@ def _died_message(
 
 async def _wait(
     plan: LaunchPlan,
-    state: ClusterState,
+    state: LaunchState,
     runners: dict[str, CommandRunner],
     session: aiohttp.ClientSession,
     deadline: float,
@@ -205,45 +216,55 @@ async def _wait(
     progress: dict[str, Progress] = {}
     while True:
         sightings = await asyncio.gather(
-            *(look(r, runners[r.process.node], session, plan.api_url) for r in state.started)
+            *(
+                observe_process(r, runners[r.process.node], session, plan.api_url)
+                for r in state.started
+            )
         )
         now = time.monotonic()
         watched = []
         for record, sighting in zip(state.started, sightings, strict=True):
             phase = phase_of(record.process, sighting)
             key = record.process.key
-            progress[key] = advance(progress.get(key), sighting, phase, now)
+            progress[key] = track_progress(progress.get(key), sighting, phase, now)
             watched.append((record.process, phase, progress[key]))
-        verdict = judge(watched, now, plan.stall_window_s, api_later=api_later)
-        if verdict.state == "ready":
+        readiness = assess_startup(watched, now, plan.stall_window_s, api_later=api_later)
+        if readiness.state == "ready":
             return
-        if verdict.state == "failed" and verdict.process is not None:
-            index = [r.process.key for r in state.started].index(verdict.process.key)
+        if readiness.state == "failed" and readiness.process is not None:
+            index = [r.process.key for r in state.started].index(readiness.process.key)
             record = state.started[index]
             seen = sightings[index].observation
-            if verdict.reason == "exited" and seen.exit_status is None:
+            if readiness.reason == "exited" and seen.exit_status is None:
                 await asyncio.sleep(_EXIT_STATUS_GRACE_S)  # the wrapper writes $? just after
-                seen = (await look(record, runners[record.process.node], session, "")).observation
-            raise LaunchError(_died_message(verdict.process, verdict.reason, seen, record))
+                seen = (
+                    await observe_process(record, runners[record.process.node], session, "")
+                ).observation
+            one_node = plan.server is not None
+            message = _died_message(
+                readiness.process, readiness.reason, seen, record, one_node=one_node
+            )
+            raise LaunchError(message)
         if now > deadline:
             raise LaunchError(
                 f"not ready after {plan.ready_timeout_s:g} s although every node advanced; "
-                f"waiting on {', '.join(verdict.waiting_on)} — raise engine.ready_timeout_s"
+                f"waiting on {', '.join(readiness.waiting_on)} — raise "
+                + ("--ready-timeout" if plan.server is not None else "engine.ready_timeout_s")
             )
         await asyncio.sleep(defaults.LAUNCH_POLL_INTERVAL_S)
 
 
 class ProcessRow(BaseModel):
     node: str
-    role: str
+    role: str = "?"
     name: str
     phase: Phase
-    pid: int | None
-    uptime_s: float | None
-    last_line: str
+    pid: int | None = None
+    uptime_s: float | None = None
+    last_line: str = ""
 
 
-class ClusterStatus(BaseModel):
+class LaunchStatus(BaseModel):
     cluster: str
     api_url: str
     ready: bool
@@ -251,10 +272,10 @@ class ClusterStatus(BaseModel):
     rows: list[ProcessRow]
 
 
-async def cluster_status(state: ClusterState, probe: CompletionProbe) -> ClusterStatus:
+async def launch_status(state: LaunchState, probe: CompletionProbe) -> LaunchStatus:
     async with _session() as session:
         sightings = await asyncio.gather(
-            *(_look_or_none(r, session, state.api_url) for r in state.started)
+            *(_observe_or_none(r, session, state.api_url) for r in state.started)
         )
     rows = []
     phases: dict[str, Phase] = {}
@@ -278,41 +299,31 @@ async def cluster_status(state: ClusterState, probe: CompletionProbe) -> Cluster
         if key not in started:
             node, _, name = key.partition("/")
             phases[key] = Phase.NOT_STARTED
-            rows.append(
-                ProcessRow(
-                    node=node,
-                    role="?",
-                    name=name,
-                    phase=Phase.NOT_STARTED,
-                    pid=None,
-                    uptime_s=None,
-                    last_line="",
-                )
-            )
+            rows.append(ProcessRow(node=node, name=name, phase=Phase.NOT_STARTED))
     completion_ok = None
-    if cluster_verdict(phases, True)[0]:
+    if cluster_readiness(phases, True)[0]:
         try:
             await probe(state.api_url, state.model_name)
             completion_ok = True
         except (LaunchError, EndpointError):
             completion_ok = False
-    ready, summary = cluster_verdict(phases, completion_ok)
-    return ClusterStatus(
+    ready, summary = cluster_readiness(phases, completion_ok)
+    return LaunchStatus(
         cluster=state.cluster, api_url=state.api_url, ready=ready, summary=summary, rows=rows
     )
 
 
-async def _look_or_none(
+async def _observe_or_none(
     record: StartedRecord, session: aiohttp.ClientSession, api_url: str
 ) -> Sighting | None:
     try:
-        return await look(record, executor_for(record.executor), session, api_url)
+        return await observe_process(record, executor_for(record.executor), session, api_url)
     except ExecutorError:
         return None
 
 
 async def bring_down(
-    state: ClusterState, runners: dict[str, CommandRunner] | None = None
+    state: LaunchState, runners: dict[str, CommandRunner] | None = None
 ) -> list[tuple[StartedRecord, str]]:
     """Stop every recorded process, the head first (it holds the workers' connections), and
     forget the cluster once all are stopped. A node that cannot be reached keeps its record."""
@@ -336,5 +347,16 @@ async def bring_down(
         state.started = [r for r in state.started if r in left]
         save_state(state)
     else:
-        remove_state(state.cluster)
+        remove_state(state)
     return outcomes
+
+
+def read_log(record: StartedRecord, lines: int) -> str:
+    """The last `lines` of a started process's log, read on its node through its executor."""
+    result = executor_for(record.executor).run(["tail", "-n", str(lines), record.log_path])
+    if not result.ok:
+        raise SparkrigError(
+            f"cannot read the log {record.log_path} of {record.process.key}: {result.error_line}"
+            " — check that it is a readable file on that node"
+        )
+    return result.stdout

@@ -1,0 +1,137 @@
+"""The one record of what sparkrig started, for a cluster and for a local server alike: per
+process, the node, how it is reached, its pid and /proc start time. Written after each start, so
+`down` finds even a half-started launch, and stops only the processes it names."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import AwareDatetime, BaseModel, Field
+
+from sparkrig.engines.launch_spec import ProcessSpec
+from sparkrig.engines.llamacpp.server import LlamaServerSpec
+from sparkrig.errors import StateError
+from sparkrig.fabric.runner import ExecutorSpec
+from sparkrig.json_files import read_model_file, write_atomically
+from sparkrig.paths import state_dir
+
+LAUNCH_STATE_VERSION = 2  # 1: clusters only; local servers had a record of their own
+
+
+class StartedRecord(BaseModel):
+    process: ProcessSpec
+    executor: ExecutorSpec
+    pid: int = Field(gt=1, description="never 0, -1 or init: those signal whole groups")
+    pid_start_ticks: int = Field(
+        description="start time of the pid in clock ticks since boot (/proc/PID/stat field 22), "
+        "-1 if it died at once; a reused pid has another, so `down` never signals a stranger"
+    )
+    log_path: str
+    started_at: AwareDatetime
+
+    def uptime_s(self) -> float:
+        return (datetime.now(UTC) - self.started_at).total_seconds()
+
+
+class LaunchState(BaseModel):
+    schema_version: int = LAUNCH_STATE_VERSION
+    cluster: str = Field(description="the cluster's name, or local-PORT for a local server")
+    api_url: str
+    model_name: str
+    stall_window_s: float
+    started: list[StartedRecord] = Field(default_factory=list, description="in start order")
+    planned: list[str] = Field(default_factory=list, description="every process key of the plan")
+    server: LlamaServerSpec | None = Field(
+        default=None, description="a local launch: the llama-server it runs (None: a cluster)"
+    )
+    engine_build: str | None = Field(
+        default=None, description="which build of the engine runs (variant, repack on or off)"
+    )
+
+
+def local_dir() -> Path:
+    return state_dir() / "local"
+
+
+def state_path(state: LaunchState | str) -> Path:
+    if isinstance(state, LaunchState) and state.server is not None:
+        return local_dir() / f"{state.cluster}.json"
+    name = state if isinstance(state, str) else state.cluster
+    return state_dir() / "clusters" / f"{name}.json"
+
+
+def save_state(state: LaunchState) -> None:
+    write_atomically(state, state_path(state))
+
+
+def _read(path: Path) -> LaunchState:
+    fix = f"check that no process it names still runs, then move {path} aside"
+    if (pid := _legacy_pid(path)) is not None:
+        raise StateError(
+            f"{path} records a local server (pid {pid}) started by an older sparkrig — stop it "
+            f"with that version's `sparkrig down --apply`, or check that pid {pid} no longer "
+            "runs and move the file aside"
+        )
+    return read_model_file(path, LaunchState, what="launch state file", error=StateError, fix=fix)
+
+
+def load_state(cluster: str) -> LaunchState | None:
+    path = state_path(cluster)
+    if not path.exists() and not path.is_symlink():
+        return None
+    return _read(path)
+
+
+def load_local_states() -> list[LaunchState]:
+    folder = local_dir()
+    return [_read(path) for path in sorted(folder.glob("*.json"))] if folder.is_dir() else []
+
+
+def load_local_state(name: str) -> LaunchState | None:
+    path = local_dir() / f"{name}.json"
+    return _read(path) if path.exists() or path.is_symlink() else None
+
+
+def remove_state(state: LaunchState) -> None:
+    state_path(state).unlink(missing_ok=True)
+
+
+def process_start_ticks(pid: int) -> int | None:
+    """Start time of `pid` on this machine, or None when no such process runs (or a zombie)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # the command name (field 2) may contain spaces and parentheses: split after the last ')'
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return None if fields[0] in {"Z", "X"} else int(fields[19])
+
+
+def is_running_here(record: StartedRecord) -> bool:
+    """True only if the recorded pid is alive on this machine and is the very process started."""
+    return process_start_ticks(record.pid) == record.pid_start_ticks
+
+
+def recorded_engine_build(base_url: str) -> str | None:
+    """The engine build behind `base_url` when sparkrig started it here; None otherwise."""
+    try:
+        states = load_local_states()
+    except StateError:
+        return None
+    wanted = base_url.rstrip("/")
+    for state in states:
+        if state.api_url == wanted and all(is_running_here(r) for r in state.started):
+            return state.engine_build
+    return None
+
+
+def _legacy_pid(path: Path) -> object:
+    """The pid of a local server's record as sparkrig wrote it before local serving became a
+    one-node launch (a JSON object with a pid of its own, no cluster); None for anything else."""
+    try:
+        raw = json.loads(path.read_text())
+    except (OSError, ValueError, RecursionError):
+        return None
+    return raw.get("pid") if isinstance(raw, dict) and "cluster" not in raw else None
