@@ -218,6 +218,12 @@ GATEWAY_DEGRADE_AFTER_REQUESTS: Final = 10
 # c128a-alone-soft).
 GATEWAY_SOFT_TOP1_PROB: Final = 0.40
 GATEWAY_SOFT_RUNNER_UP_PROB: Final = 0.35
+# Drift-after: once enough requests were served, every logprob of every reply moves by this many
+# nats; tokens, order and margins stay. Small enough that the margin probe's sharpest tokens
+# (lp -0.061 at worst on the embedded engine) stay above its -0.5, three times the drift guard's
+# tolerance (CHECK_DRIFT_LOGPROB_NATS), so only a comparison with the server's own early replies
+# can see it.
+GATEWAY_DRIFT_SHIFT_NATS: Final = -0.3
 # Loop: keep this much of the reply, then repeat a span of it. The loop detector measures whole
 # 4,000-character windows from character 0 and needs 3 consecutive ones under 2% novel 8-grams;
 # the first window still holds the novel start, so the loop runs to 4 windows and a bit.

@@ -20,6 +20,7 @@ class Fault(StrEnum):
     REPLACEMENT_CHAR = "replacement-char"
     LOOP = "loop"
     DEGRADE_AFTER = "degrade-after"
+    DRIFT_AFTER = "drift-after"
     MERGED_EVENTS = "merged-events"
     STREAM_MISMATCH = "stream-mismatch"
     TRUNCATE_CONTEXT = "truncate-context"
@@ -38,7 +39,8 @@ class GatewayConfig(BaseModel):
     after_requests: int = Field(
         default=defaults.GATEWAY_DEGRADE_AFTER_REQUESTS,
         ge=0,
-        description="degrade-after: generation requests served before lone requests go soft",
+        description="degrade-after and drift-after: generation requests served before the fault "
+        "fires",
     )
     emulate_reasoning: bool = Field(
         default=False,
