@@ -186,6 +186,11 @@ CHECK_REFERENCE_MAX_LOST: Final = 1
 # Margin probe. Sharp logits read lp ~ -0.000, the fault read -0.74 and -1.49 on the top two
 # (field notes: c128a-alone-soft). A top-1 logprob under -0.5 (p < 0.61) is soft.
 CHECK_SHARP_LOGPROB_MIN: Final = -0.5
+# Drift probe: where a late reply's text agrees with the first one's, its chosen tokens'
+# logprobs may differ by at most this many nats. Both are cached-path replies to the same
+# prompt sent alone, so the arithmetic is the same; 0.1 leaves room for a different slot or
+# cache split (not measured on a GPU yet) and is a third of the drift-after fault's shift.
+CHECK_DRIFT_LOGPROB_NATS: Final = 0.1
 # Needle ladder: depths and the cap of the length ladder (the issue's 32K, or the server's
 # context per request when smaller).
 CHECK_NEEDLE_DEPTHS: Final = (0.1, 0.5, 0.9)
