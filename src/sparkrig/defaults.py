@@ -244,6 +244,10 @@ GATEWAY_MERGE_EVENTS: Final = 3
 # (rounded up). 1.25 is a subtle lie, the size of counting a step's rejected draft tokens as
 # generated at ~75% acceptance of 1-token drafts, well past the accounting tolerance (5%).
 GATEWAY_INFLATE_COUNTS_FACTOR: Final = 1.25
+# Drop-requests: every this-many-th generation request (by arrival) loses its connection with no
+# reply. One in four keeps successes between the drops, so a soak counts each drop as a lost
+# request instead of calling the upstream gone (SOAK_LOST_AFTER_FAILURES in a row).
+GATEWAY_DROP_EVERY: Final = 4
 # Reasoning emulation: the first characters of a plain model's reply are served as reasoning.
 GATEWAY_REASONING_CHARS: Final = 60
 # Streams still open when the gateway stops are cut after this grace: a test's teardown, or

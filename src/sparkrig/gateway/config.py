@@ -30,6 +30,7 @@ class Fault(StrEnum):
     BODY_UNDER_LOAD = "body-under-load"
     CUT_REPLIES = "cut-replies"
     SOFT_BODY_ALONE = "soft-body-alone"
+    DROP_REQUESTS = "drop-requests"
 
 
 class GatewayConfig(BaseModel):

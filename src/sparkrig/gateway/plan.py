@@ -95,6 +95,7 @@ class ReplyPlan:
     emulated_reasoning: bool = False
     inflate_counts: float = 0.0
     corrupt_body_under_load: bool = False
+    drop: bool = False  # drop-requests: the connection is closed, nothing goes upstream
 
     @property
     def is_identity(self) -> bool:
@@ -107,6 +108,7 @@ class ReplyPlan:
             or self.merge_events
             or self.inflate_counts
             or self.corrupt_body_under_load
+            or self.drop
         )
 
 
@@ -219,5 +221,7 @@ def plan_arrival(
         if config.has(Fault.INFLATED_COUNTS)
         else 0.0,
         corrupt_body_under_load=config.has(Fault.BODY_UNDER_LOAD),
+        drop=config.has(Fault.DROP_REQUESTS)
+        and request.seq % defaults.GATEWAY_DROP_EVERY == defaults.GATEWAY_DROP_EVERY - 1,
     )
     return Arrival(upstream_body, changed, plan)
