@@ -89,7 +89,7 @@ KNOWN_VIOLATIONS: set[Violation] = {
     ("sparkrig.report.build_progress", "sparkrig.engines.llamacpp.build"),
     ("sparkrig.report.build_progress", "sparkrig.engines.llamacpp.source_build"),
     ("sparkrig.report.cluster_table", "sparkrig.launch.cluster_plan"),
-    ("sparkrig.report.cluster_table", "sparkrig.launch.cluster_up"),
+    ("sparkrig.report.cluster_table", "sparkrig.launch.lifecycle"),
     ("sparkrig.report.smoke_table", "sparkrig.client.metrics"),
 }
 

@@ -186,6 +186,11 @@ CHECK_REFERENCE_MAX_LOST: Final = 1
 # Margin probe. Sharp logits read lp ~ -0.000, the fault read -0.74 and -1.49 on the top two
 # (field notes: c128a-alone-soft). A top-1 logprob under -0.5 (p < 0.61) is soft.
 CHECK_SHARP_LOGPROB_MIN: Final = -0.5
+# Drift probe: where a late reply's text agrees with the first one's, its chosen tokens'
+# logprobs may differ by at most this many nats. Both are cached-path replies to the same
+# prompt sent alone, so the arithmetic is the same; 0.1 leaves room for a different slot or
+# cache split (not measured on a GPU yet) and is a third of the drift-after fault's shift.
+CHECK_DRIFT_LOGPROB_NATS: Final = 0.1
 # Needle ladder: depths and the cap of the length ladder (the issue's 32K, or the server's
 # context per request when smaller).
 CHECK_NEEDLE_DEPTHS: Final = (0.1, 0.5, 0.9)
@@ -218,6 +223,12 @@ GATEWAY_DEGRADE_AFTER_REQUESTS: Final = 10
 # c128a-alone-soft).
 GATEWAY_SOFT_TOP1_PROB: Final = 0.40
 GATEWAY_SOFT_RUNNER_UP_PROB: Final = 0.35
+# Drift-after: once enough requests were served, every logprob of every reply moves by this many
+# nats; tokens, order and margins stay. Small enough that the margin probe's sharpest tokens
+# (lp -0.061 at worst on the embedded engine) stay above its -0.5, three times the drift guard's
+# tolerance (CHECK_DRIFT_LOGPROB_NATS), so only a comparison with the server's own early replies
+# can see it.
+GATEWAY_DRIFT_SHIFT_NATS: Final = -0.3
 # Loop: keep this much of the reply, then repeat a span of it. The loop detector measures whole
 # 4,000-character windows from character 0 and needs 3 consecutive ones under 2% novel 8-grams;
 # the first window still holds the novel start, so the loop runs to 4 windows and a bit.
@@ -233,6 +244,10 @@ GATEWAY_MERGE_EVENTS: Final = 3
 # (rounded up). 1.25 is a subtle lie, the size of counting a step's rejected draft tokens as
 # generated at ~75% acceptance of 1-token drafts, well past the accounting tolerance (5%).
 GATEWAY_INFLATE_COUNTS_FACTOR: Final = 1.25
+# Drop-requests: every this-many-th generation request (by arrival) loses its connection with no
+# reply. One in four keeps successes between the drops, so a soak counts each drop as a lost
+# request instead of calling the upstream gone (SOAK_LOST_AFTER_FAILURES in a row).
+GATEWAY_DROP_EVERY: Final = 4
 # Reasoning emulation: the first characters of a plain model's reply are served as reasoning.
 GATEWAY_REASONING_CHARS: Final = 60
 # Streams still open when the gateway stops are cut after this grace: a test's teardown, or

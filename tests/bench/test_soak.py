@@ -136,6 +136,27 @@ async def test_bad_outputs_are_named_by_request_id(
     assert done.windows[0].bad_outputs == len({p.request_id for p in bad})
 
 
+async def test_requests_the_gateway_drops_are_counted_as_lost(
+    llama_server: LocalInstance, tmp_path: Path
+) -> None:
+    """drop-requests closes every 4th connection with no reply: each is one lost request, named
+    by its id, and the run still completes (the successes between drops keep the upstream up)."""
+    async with running_gateway(
+        llama_server.base_url, GatewayConfig(faults=[Fault.DROP_REQUESTS])
+    ) as (faulty):
+        done = await soak(faulty, tmp_path / "soak.json", duration_s=6, window_s=3)
+    sent = sum(w.requests for w in done.windows)
+    lost = [p for p in done.problems if p.kind == "lost"]
+    assert done.status == "complete", done.upstream_lost_message
+    assert sent >= 4
+    assert done.lost == len(lost) == sum(w.errors for w in done.windows) == sent // 4
+    # arrivals 3, 7, 11 ... are dropped: which request ids they were depends on the workers'
+    # race, but every one is a soak request and says the connection went
+    assert all(p.request_id.startswith("soak-0-") for p in lost)
+    saved = json.loads((tmp_path / "soak.json").read_text())
+    assert len([p for p in saved["problems"] if p["kind"] == "lost"]) == done.lost
+
+
 async def test_a_recorded_workload_is_replayed(llama_server: LocalInstance, tmp_path: Path) -> None:
     log = tmp_path / "workload.jsonl"
     async with running_serving_gateway(llama_server.base_url, ServeConfig(workload_log=log)) as (

@@ -102,3 +102,15 @@ def test_link_speed_reads_ethtool_where_it_ran() -> None:
     findings = report_of("pair-veth-ethtool", only=["link-speed"]).findings
     assert [f.node for f in findings] == ["spark1", "spark2"]
     assert "enp1s0f0np0 10 Gb/s" in findings[0].seen
+
+
+def test_a_planned_rdma_device_missing_beside_another_is_an_error() -> None:
+    """No RDMA at all is a warning (ring4-clean: NCCL over TCP); one planned device gone while
+    the other is there is an error that names both."""
+    findings = report_of("pair-rdma-missing", only=["rdma-devices"]).findings
+    assert [(f.severity, f.node) for f in findings] == [("error", "spark1")]
+    assert "RDMA device roceP2p1s0f0 is not on the node; it has rocep1s0f0" in findings[0].seen
+    assert "[[nodes.ports]] rdma names" in findings[0].fix
+    none_at_all = report_of("ring4-clean", only=["rdma-devices"]).findings
+    assert none_at_all
+    assert {f.severity for f in none_at_all} == {"warning"}

@@ -219,6 +219,38 @@ def test_a_node_that_dies_or_hangs_is_named_and_nothing_is_left_running(
     assert expected in kept["problems"][0]
 
 
+def test_a_collective_that_returns_wrong_numbers_fails_the_run(tmp_path: Path) -> None:
+    """Node c's sparkrig all-reduce comes back one element off by one (a real Gloo run, the
+    fault applied to the result on that rank): the checks say so and the command fails."""
+    port = free_port()
+    out = tmp_path / "receipt.json"
+    result = _sparkrig(
+        tmp_path,
+        RING4,
+        "--apply",
+        "--port",
+        str(port),
+        "--sizes",
+        "8K",
+        "--iterations",
+        "1",
+        "--out",
+        str(out),
+        env={"SPARKRIG_FABRIC_TEST_FAULT": "c:wrong-sums"},
+    )
+    # 3 dtypes x 4 counts of the all-reduce on c
+    assert "12 correctness check(s) failed — see the table" in _one_line_error(result)
+    assert result.returncode == 1
+    kept = json.loads(out.read_text())
+    failed = {check["node"]: check["failed"] for check in kept["checks"]}
+    assert failed["a"] == failed["b"] == failed["d"] == []
+    assert len(failed["c"]) == 12
+    assert all(name.startswith("all_reduce/sparkrig/") for name in failed["c"])
+    assert {c["passed"] for c in kept["checks"] if c["node"] == "c"} == {96 - 12}
+    assert "all_reduce/sparkrig/float32/1" in result.stdout  # the table names them
+    assert not _workers_running(port)
+
+
 # what `worker probe` printed on this machine (torch 2.13.0+cpu, no GPU), varied for the cases
 # this machine cannot show: one torch version only, and no GPU
 PROBE = {"python": "3.11.2", "torch": "2.13.0+cpu", "gpus": 0, "port_free": True}

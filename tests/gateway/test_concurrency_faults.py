@@ -1,4 +1,5 @@
-"""Faults that depend on what else is in flight: cross-talk, block corruption, degrade-after."""
+"""Faults that depend on what else is in flight, or on how many were served: cross-talk, block
+corruption, degrade-after, drift-after."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from sparkrig import defaults
 from sparkrig.gateway import Fault, GatewayConfig
 from sparkrig.gateway.soft_logprobs import SOFT_RUNNER_UP, SOFT_TOP1
 from tests.gateway.fake_upstream import FakeUpstream, last_prompt
@@ -173,3 +175,27 @@ async def test_soft_body_alone_softens_only_lone_non_streamed_replies() -> None:
     assert sharp(streamed)
     assert sharp(beside)  # a neighbour was in flight when it arrived
     assert whole.content == streamed.content == reply_for(chat("alpha", stream=False))
+
+
+@pytest.mark.parametrize("stream", STREAMED)
+async def test_drift_after_moves_every_logprob_once_enough_were_served(stream: bool) -> None:
+    upstream = FakeUpstream(reply_for=reply_for, token_delay_s=TOKEN_DELAY_S)
+    config = GatewayConfig(faults=[Fault.DRIFT_AFTER], after_requests=2)
+    probe = chat("alpha", stream=stream, logprobs=True, top_logprobs=3)
+    async with fake_behind_gateway(upstream, config) as url:
+        early = [await send(url, probe) for _ in range(2)]
+        late = await send(url, probe)
+        _, beside = await staggered(url, [chat("bravo", stream=stream), probe])
+    shift = defaults.GATEWAY_DRIFT_SHIFT_NATS
+    assert early[0].logprobs == early[1].logprobs  # before the threshold: untouched
+    for reply in (late, beside):  # alone or with a neighbour alike
+        assert reply.content == early[0].content == reply_for(probe)
+        for before, after in zip(early[0].logprobs, reply.logprobs, strict=True):
+            assert after["token"] == before["token"]
+            assert after["logprob"] == pytest.approx(before["logprob"] + shift)
+            assert [t["token"] for t in after["top_logprobs"]] == [
+                t["token"] for t in before["top_logprobs"]
+            ]
+            assert [t["logprob"] for t in after["top_logprobs"]] == pytest.approx(
+                [t["logprob"] + shift for t in before["top_logprobs"]]
+            )

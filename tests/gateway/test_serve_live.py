@@ -109,9 +109,15 @@ async def test_clean_replies_raise_no_finding(llama_server: LocalInstance) -> No
     assert detections(gateway) == {}
 
 
-async def test_json_that_fails_its_schema_is_found(llama_server: LocalInstance) -> None:
+@pytest.mark.parametrize("stream", [True, False])
+async def test_json_that_fails_its_schema_is_found(
+    llama_server: LocalInstance, stream: bool
+) -> None:
     body = chat(
-        "Give a person's name and age as JSON.", stream=False, max_tokens=48, response_format=PERSON
+        "Give a person's name and age as JSON.",
+        stream=stream,
+        max_tokens=48,
+        response_format=PERSON,
     )
     async with serve_behind_faults(llama_server.base_url, [Fault.MARKUP_LEAK], ServeConfig()) as (
         _,
@@ -120,6 +126,27 @@ async def test_json_that_fails_its_schema_is_found(llama_server: LocalInstance) 
     ):
         await post(url, body)
     assert detections(gateway) == {"json_schema": 1, "markup_leak": 1}
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_a_loop_is_found_through_the_proxy_and_relayed_whole(
+    llama_server: LocalInstance, tmp_path: Path, stream: bool
+) -> None:
+    """The fault gateway's loop (16,500 characters, finish_reason length) relayed by `gateway
+    serve`: streamed as 200-character events or whole, the client gets every character and the
+    loop detector fires once."""
+    log = tmp_path / "guards.jsonl"
+    body = chat(PROMPT, stream=stream, max_tokens=40, **NO_CACHE)
+    async with serve_behind_faults(
+        llama_server.base_url, [Fault.LOOP], ServeConfig(guard_log=log)
+    ) as (faulty, url, gateway):
+        direct = await send(faulty, body)
+        through = await post(url, body, {"X-Request-Id": "req-loop-1"})
+    assert through.content == direct.content
+    assert len(through.content or "") >= 16_500
+    assert detections(gateway) == {"loop": 1}
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(line["detector"], line["request_id"]) for line in lines] == [("loop", "req-loop-1")]
 
 
 @pytest.mark.parametrize("stream", [True, False])

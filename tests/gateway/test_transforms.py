@@ -11,7 +11,12 @@ from sparkrig.gateway.count_faults import inflate_counts
 from sparkrig.gateway.reasoning import ReasoningEmulation
 from sparkrig.gateway.request_faults import prompt_chars, truncate_context, without_middle_third
 from sparkrig.gateway.rewrite import EventMerger, drop_last_word
-from sparkrig.gateway.soft_logprobs import SOFT_RUNNER_UP, SOFT_TOP1, soften_logprobs
+from sparkrig.gateway.soft_logprobs import (
+    SOFT_RUNNER_UP,
+    SOFT_TOP1,
+    shift_logprobs,
+    soften_logprobs,
+)
 from sparkrig.gateway.stops import ContentStops, stop_strings
 from sparkrig.gateway.text_faults import (
     CutAfter,
@@ -136,6 +141,24 @@ def test_soft_logprobs() -> None:
     soften_logprobs(legacy)
     assert legacy["token_logprobs"] == [SOFT_TOP1]
     assert legacy["top_logprobs"] == [{"a": SOFT_TOP1, "b": SOFT_RUNNER_UP}]
+
+
+def test_shift_moves_every_logprob_and_keeps_order_and_margins() -> None:
+    item = {
+        "token": "Paris",
+        "logprob": -0.01,
+        "top_logprobs": [{"token": "Paris", "logprob": -0.01}, {"token": "Lyon", "logprob": -5.0}],
+    }
+    shift_logprobs(logprobs := {"content": [item]}, -0.3)
+    assert logprobs["content"][0]["logprob"] == pytest.approx(-0.31)
+    assert [(t["token"], t["logprob"]) for t in item["top_logprobs"]] == [
+        ("Paris", pytest.approx(-0.31)),
+        ("Lyon", pytest.approx(-5.3)),
+    ]
+    legacy = {"tokens": ["a"], "token_logprobs": [-0.01], "top_logprobs": [{"a": -0.01, "b": -7}]}
+    shift_logprobs(legacy, -0.3)
+    assert legacy["token_logprobs"] == [pytest.approx(-0.31)]
+    assert legacy["top_logprobs"] == [{"a": pytest.approx(-0.31), "b": pytest.approx(-7.3)}]
 
 
 def test_truncate_context_drops_the_middle_third_of_the_longest_user_message() -> None:

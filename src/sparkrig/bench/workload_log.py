@@ -49,7 +49,11 @@ class WorkloadRecord(BaseModel):
     completion_tokens: int | None = None
     cached_tokens: int | None = Field(default=None, description="prompt tokens from the cache")
     cached_share: float | None = Field(default=None, description="cached / prompt tokens")
-    prompt_chars: int = Field(default=0, description="characters of prompt text")
+    prompt_chars: int = Field(
+        default=0,
+        description="characters of prompt text: every message's string content or text parts, or "
+        "the prompt string(s); token ids count 0",
+    )
     message_count: int = Field(default=0, description="chat messages in the request")
     ttft_s: float | None = Field(default=None, description="arrival to first output event")
     decode_tps: float | None = Field(default=None, description="tokens/s after the first event")

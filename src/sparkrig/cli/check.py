@@ -71,7 +71,7 @@ def check(
     repeat_every: Annotated[
         float | None,
         ranged(
-            "after the battery, rerun the margin probe every this many seconds until "
+            "after the battery, rerun the margin and drift probes every this many seconds until "
             "Ctrl-C (a soak: some faults show only after hours)",
             POSITIVE,
         ),

@@ -43,7 +43,11 @@ def gateway(
         str, typer.Option(help="comma-separated faults to inject, e.g. loop,markup-leak")
     ] = "",
     after: Annotated[
-        int, ranged("degrade-after: generation requests served before it fires", NON_NEGATIVE)
+        int,
+        ranged(
+            "degrade-after, drift-after: generation requests served before it fires",
+            NON_NEGATIVE,
+        ),
     ] = defaults.GATEWAY_DEGRADE_AFTER_REQUESTS,
     emulate_reasoning: Annotated[
         bool,

@@ -20,6 +20,7 @@ class Fault(StrEnum):
     REPLACEMENT_CHAR = "replacement-char"
     LOOP = "loop"
     DEGRADE_AFTER = "degrade-after"
+    DRIFT_AFTER = "drift-after"
     MERGED_EVENTS = "merged-events"
     STREAM_MISMATCH = "stream-mismatch"
     TRUNCATE_CONTEXT = "truncate-context"
@@ -29,6 +30,7 @@ class Fault(StrEnum):
     BODY_UNDER_LOAD = "body-under-load"
     CUT_REPLIES = "cut-replies"
     SOFT_BODY_ALONE = "soft-body-alone"
+    DROP_REQUESTS = "drop-requests"
 
 
 class GatewayConfig(BaseModel):
@@ -38,7 +40,8 @@ class GatewayConfig(BaseModel):
     after_requests: int = Field(
         default=defaults.GATEWAY_DEGRADE_AFTER_REQUESTS,
         ge=0,
-        description="degrade-after: generation requests served before lone requests go soft",
+        description="degrade-after and drift-after: generation requests served before the fault "
+        "fires",
     )
     emulate_reasoning: bool = Field(
         default=False,

@@ -88,23 +88,27 @@ class ReplyPlan:
     api: Api
     pipeline: ContentPipeline | None = None
     soften_logprobs: bool = False
+    shift_logprobs: float = 0.0
     break_tool_args: bool = False
     drop_last_word: bool = False
     merge_events: int = 0
     emulated_reasoning: bool = False
     inflate_counts: float = 0.0
     corrupt_body_under_load: bool = False
+    drop: bool = False  # drop-requests: the connection is closed, nothing goes upstream
 
     @property
     def is_identity(self) -> bool:
         return not (
             self.pipeline
             or self.soften_logprobs
+            or self.shift_logprobs
             or self.break_tool_args
             or self.drop_last_word
             or self.merge_events
             or self.inflate_counts
             or self.corrupt_body_under_load
+            or self.drop
         )
 
 
@@ -170,6 +174,13 @@ def _goes_soft(config: GatewayConfig, request: TrackedRequest, body: dict[str, A
     return config.has(Fault.SOFT_BODY_ALONE) and body.get("stream") is not True
 
 
+def _drift(config: GatewayConfig, request: TrackedRequest) -> float:
+    """drift-after: every reply once enough were served, alone or not, streamed or not."""
+    if config.has(Fault.DRIFT_AFTER) and request.served_before >= config.after_requests:
+        return defaults.GATEWAY_DRIFT_SHIFT_NATS
+    return 0.0
+
+
 def plan_arrival(
     config: GatewayConfig,
     ledger: ServingLedger,
@@ -201,6 +212,7 @@ def plan_arrival(
         api=api,
         pipeline=pipeline,
         soften_logprobs=_goes_soft(config, request, body),
+        shift_logprobs=_drift(config, request),
         break_tool_args=config.has(Fault.BROKEN_TOOL_ARGS),
         drop_last_word=config.has(Fault.STREAM_MISMATCH),
         merge_events=defaults.GATEWAY_MERGE_EVENTS if config.has(Fault.MERGED_EVENTS) else 0,
@@ -209,5 +221,7 @@ def plan_arrival(
         if config.has(Fault.INFLATED_COUNTS)
         else 0.0,
         corrupt_body_under_load=config.has(Fault.BODY_UNDER_LOAD),
+        drop=config.has(Fault.DROP_REQUESTS)
+        and request.seq % defaults.GATEWAY_DROP_EVERY == defaults.GATEWAY_DROP_EVERY - 1,
     )
     return Arrival(upstream_body, changed, plan)

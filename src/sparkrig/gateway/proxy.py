@@ -110,6 +110,8 @@ class Gateway:
         tracked = self.ledger.arrive(prompt_chars(parsed, api), self.config.long_prompt_chars)
         try:
             arrival = plan_arrival(self.config, self.ledger, tracked, parsed, api)
+            if arrival.plan.drop:
+                return _dropped(request)
             data = json.dumps(arrival.upstream_body).encode() if arrival.changed else raw
             headers = _forwarded(request.headers)
             headers["Accept-Encoding"] = "identity"  # a reply the gateway may have to rewrite
@@ -228,6 +230,14 @@ async def _relay_event(
 
 def _forwarded(headers: Any) -> dict[str, str]:
     return {key: value for key, value in headers.items() if key.lower() not in _NOT_FORWARDED}
+
+
+def _dropped(request: web.Request) -> web.Response:
+    """drop-requests: close the client's connection with no reply, as a crashed worker would;
+    the response returned is never written."""
+    if request.transport is not None:
+        request.transport.close()
+    return web.Response(status=503)
 
 
 def _bad_gateway(upstream_url: str, exc: Exception) -> web.Response:

@@ -14,7 +14,7 @@ from sparkrig.gateway.ledger import TrackedRequest
 from sparkrig.gateway.logprob_tokens import retext_tokens, splice_index
 from sparkrig.gateway.plan import ReplyPlan
 from sparkrig.gateway.reasoning import Split
-from sparkrig.gateway.soft_logprobs import soften_logprobs
+from sparkrig.gateway.soft_logprobs import shift_logprobs, soften_logprobs
 from sparkrig.gateway.text_faults import ShiftFirstDigitRun
 from sparkrig.wire.openai import first_choice, logprob_items, text_holder
 
@@ -61,11 +61,22 @@ def rewrite_body(plan: ReplyPlan, request: TrackedRequest, body: Chunk) -> Chunk
         text = _body_only_faults(plan, request, choice, text)
     if key in holder or text is not None:
         holder[key] = text
-    if plan.soften_logprobs and isinstance(choice.get("logprobs"), dict):
-        soften_logprobs(choice["logprobs"])
+    _logprob_faults(plan, choice)
     if plan.break_tool_args:
         _break_tool_args(holder.get("tool_calls") or [])
     return body
+
+
+def _logprob_faults(plan: ReplyPlan, choice: dict[str, Any]) -> bool:
+    """degrade-after and soft-body-alone soften, drift-after shifts; True when either did."""
+    logprobs = choice.get("logprobs")
+    if not isinstance(logprobs, dict) or not (plan.soften_logprobs or plan.shift_logprobs):
+        return False
+    if plan.soften_logprobs:
+        soften_logprobs(logprobs)
+    if plan.shift_logprobs:
+        shift_logprobs(logprobs, plan.shift_logprobs)
+    return True
 
 
 def _body_only_faults(
@@ -128,10 +139,7 @@ class StreamRewriter:
         piece = piece if isinstance(piece, str) else ""
         if piece:
             self.request.received.append(piece)
-        changed = False
-        if self.plan.soften_logprobs and isinstance(choice.get("logprobs"), dict):
-            soften_logprobs(choice["logprobs"])
-            changed = True
+        changed = _logprob_faults(self.plan, choice)
         if self.plan.break_tool_args and delta.get("tool_calls"):
             self._hold_last_argument_char(delta["tool_calls"])
             changed = True

@@ -1,4 +1,5 @@
-"""degrade-after: sharp logprobs made soft, tokens and text unchanged.
+"""degrade-after: sharp logprobs made soft; drift-after: every logprob moved by a constant.
+Tokens and text unchanged.
 
 Modelled on a warm server whose lone requests got soft logits (field notes: c128a-alone-soft).
 
@@ -65,3 +66,27 @@ def _soften_legacy_top(top: dict[str, float], token: str) -> dict[str, float]:
     if runner_up is not None:
         soft[runner_up] = SOFT_RUNNER_UP
     return dict(sorted(soft.items(), key=lambda pair: pair[1], reverse=True))
+
+
+def shift_logprobs(logprobs: dict[str, Any], nats: float) -> None:
+    """drift-after: every logprob, chosen and alternatives, plus `nats`, in place; the order of
+    the candidates and every margin between them stay as they were."""
+    if isinstance(logprobs.get("content"), list):
+        for item in logprobs["content"]:
+            if not isinstance(item, dict):
+                continue
+            if isinstance(item.get("logprob"), (int, float)):
+                item["logprob"] += nats
+            for top in item.get("top_logprobs") or []:
+                if isinstance(top, dict) and isinstance(top.get("logprob"), (int, float)):
+                    top["logprob"] += nats
+        return
+    if isinstance(logprobs.get("token_logprobs"), list):
+        logprobs["token_logprobs"] = [
+            value + nats if isinstance(value, (int, float)) else value
+            for value in logprobs["token_logprobs"]
+        ]
+        logprobs["top_logprobs"] = [
+            {key: value + nats for key, value in top.items()} if isinstance(top, dict) else top
+            for top in logprobs.get("top_logprobs") or []
+        ]

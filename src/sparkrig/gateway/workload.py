@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkrig.bench.workload_log import WorkloadRecord, safe_params
 from sparkrig.gateway.live_guards import completion_tokens
+from sparkrig.gateway.request_faults import prompt_chars
 from sparkrig.gateway.shaping import ReplyText
 
 if TYPE_CHECKING:
@@ -44,13 +45,6 @@ def workload_record(
         decode = (tokens - 1) * 1e9 / (last - first)
     messages = body.get("messages") if isinstance(body.get("messages"), list) else None
     prompt_text = body.get("prompt")
-    chars = sum(
-        len(m.get("content") or "")
-        for m in messages or []
-        if isinstance(m, dict) and isinstance(m.get("content"), str)
-    )
-    if isinstance(prompt_text, str):
-        chars += len(prompt_text)
     return WorkloadRecord(
         request_id=trace.request_id,
         time=trace.wall,
@@ -63,7 +57,8 @@ def workload_record(
         completion_tokens=tokens,
         cached_tokens=cached,
         cached_share=cached / prompt if prompt and cached is not None else None,
-        prompt_chars=chars,
+        # the fault gateway's count: text parts of a message and a list of prompt strings count
+        prompt_chars=prompt_chars(body, trace.api),
         message_count=len(messages or []),
         ttft_s=(first - trace.start_ns) / 1e9 if first is not None else None,
         decode_tps=decode,

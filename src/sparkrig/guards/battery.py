@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from sparkrig.client import EndpointClient
 from sparkrig.client.metrics import try_scrape_metrics
@@ -17,6 +17,7 @@ from sparkrig.guards.acceptance import acceptance_guard
 from sparkrig.guards.baseline import default_baseline_path, load_baseline, save_baseline
 from sparkrig.guards.context import CheckSettings, GuardContext, GuardFunction
 from sparkrig.guards.determinism import determinism_guard
+from sparkrig.guards.drift import drift_guard, drift_opening
 from sparkrig.guards.exact import exact_guard
 from sparkrig.guards.garble import garble_guard
 from sparkrig.guards.kv_integrity import kv_integrity_guard
@@ -37,6 +38,7 @@ class GuardEntry:
     run: GuardFunction
     quick: bool
     what: str
+    opening: GuardFunction | None = None  # run when the battery opens, before any guard
 
 
 GUARDS: Final[tuple[GuardEntry, ...]] = (
@@ -74,6 +76,14 @@ GUARDS: Final[tuple[GuardEntry, ...]] = (
     GuardEntry(8, "structured", structured_guard, True, "JSON schema, prompt JSON, tool calls"),
     GuardEntry(9, "garble", garble_guard, True, "cold concurrent prompts through the detectors"),
     GuardEntry(10, "acceptance", acceptance_guard, False, "spec-decode acceptance vs baseline"),
+    GuardEntry(
+        11,
+        "drift",
+        drift_guard,
+        True,
+        "greedy probes at the end (and each soak repeat) vs the same at the start",
+        opening=drift_opening,
+    ),
 )
 GUARD_NAMES: Final = tuple(entry.name for entry in GUARDS)
 
@@ -102,7 +112,10 @@ async def run_battery(
     record_baseline: bool = False,
     on_result: Callable[[GuardResult], None] = lambda _: None,
     reraise: bool = False,
+    openings: dict[str, Any] | None = None,
 ) -> CheckReceipt:
+    """Run the chosen guards in order, after the openings of those that have one. `openings`
+    receives what the openings took (the soak compares its repeats with it)."""
     chosen = choose_guards(guards, settings.quick)
     async with EndpointClient(base_url, api_key=api_key) as client:
         model_id = model or await first_model_id(client)
@@ -123,6 +136,11 @@ async def run_battery(
         )
         save_check_receipt(receipt, out_path)
         context = GuardContext(client, model_id, settings, baseline, record_baseline)
+        if openings is not None:
+            context.openings = openings
+        for entry in chosen:
+            if entry.opening is not None:
+                await run_opening(entry, context, reraise=reraise)
         for entry in chosen:
             result = await run_guard(entry, context, reraise=reraise)
             receipt.results.append(result)
@@ -134,6 +152,21 @@ async def run_battery(
         receipt.complete = True
         save_check_receipt(receipt, out_path)
     return receipt
+
+
+async def run_opening(entry: GuardEntry, context: GuardContext, *, reraise: bool) -> None:
+    """An opening that raised leaves the error, a string, where its result would be: the
+    guard fails with it rather than take its first look late."""
+    assert entry.opening is not None
+    try:
+        await entry.opening(context)
+    except Exception as exc:
+        if reraise:
+            raise
+        context.openings[entry.name] = (
+            f"its opening raised {exc.__class__.__name__}: {exc} — an unexpected reply or a "
+            "sparkrig bug; rerun with --debug for the traceback"
+        )
 
 
 async def run_guard(entry: GuardEntry, context: GuardContext, *, reraise: bool) -> GuardResult:

@@ -40,6 +40,10 @@ class GuardContext:
     baseline: Baseline
     record_baseline: bool = False
     notes: list[str] = field(default_factory=list)
+    openings: dict[str, Any] = field(
+        default_factory=dict,
+        metadata={"description": "what guards took when the battery opened, by guard name"},
+    )
 
     async def send(self, request: ChatRequest | CompletionRequest) -> RequestRecord:
         return await self.client.send(request)

@@ -89,8 +89,11 @@ def _reference(collective: str, inputs: list[torch.Tensor], rank: int) -> torch.
     return torch.cat([x.view(size, -1)[rank] for x in inputs])
 
 
-def correctness(device: str) -> tuple[int, list[str]]:
-    """Every collective, implementation, dtype and count once; (passed, failed names)."""
+def correctness(device: str, wrong: str | None = None) -> tuple[int, list[str]]:
+    """Every collective, implementation, dtype and count once; (passed, failed names).
+
+    `wrong` names a collective whose sparkrig result this rank alters (one element off by one)
+    before it is checked: a fault, so a test can show a wrong implementation is caught."""
     rank, size = dist.get_rank(), dist.get_world_size()
     passed, failed = 0, []
     for collective in COLLECTIVES:
@@ -101,6 +104,9 @@ def correctness(device: str) -> tuple[int, list[str]]:
                     count = base if collective in ("all_reduce", "all_gather") else base * size
                     inputs = [_inputs(r, count, dtype, device) for r in range(size)]
                     got = run(inputs[rank])
+                    if collective == wrong and name == "sparkrig":
+                        got = got.clone()
+                        got.view(-1)[0] += 1
                     if torch.equal(got, _reference(collective, inputs, rank)):
                         passed += 1
                     else:

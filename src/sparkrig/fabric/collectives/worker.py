@@ -22,7 +22,10 @@ from datetime import timedelta
 from typing import Any
 
 FAULT_ENV = "SPARKRIG_FABRIC_TEST_FAULT"
-"""`NODE:exit` or `NODE:hang`: that node's worker dies or stops after joining (tests)."""
+"""`NODE:exit` or `NODE:hang`: that node's worker dies or stops after joining; `NODE:wrong-sums`:
+its sparkrig all-reduce returns one element off by one, so the correctness checks must fail
+(tests)."""
+WRONG_SUMS = "wrong-sums"
 
 _lock = threading.Lock()
 
@@ -72,14 +75,16 @@ def _heartbeat(interval: float) -> None:
         time.sleep(interval)
 
 
-def _fault(node: str) -> None:
+def _fault(node: str) -> str | None:
+    """Act on this node's fault now (exit, hang) or answer the one the checks carry."""
     target, _, kind = os.environ.get(FAULT_ENV, "").partition(":")
     if target != node:
-        return
+        return None
     if kind == "exit":
         os._exit(3)
     if kind == "hang":
         os.kill(os.getpid(), signal.SIGSTOP)
+    return kind
 
 
 def run(args: argparse.Namespace) -> int:
@@ -111,10 +116,10 @@ def run(args: argparse.Namespace) -> int:
         emit("error", kind=kind, message=text.splitlines()[0] if text else type(exc).__name__)
         return 2
     emit("ready", torch=torch.__version__)
-    _fault(args.node)
+    wrong = "all_reduce" if _fault(args.node) == WRONG_SUMS else None
     try:
         if args.checks:
-            passed, failed = measure.correctness(device)
+            passed, failed = measure.correctness(device, wrong=wrong)
             emit("checks", passed=passed, failed=failed)
         for size in args.sizes:
             for point in measure.ladder_step(size, args.iterations, args.warmup, device):
