@@ -13,8 +13,8 @@ from sparkrig.client.http_failures import web_page_title
 from sparkrig.engines.llamacpp.metric_names import LLAMACPP_METRICS
 from sparkrig.engines.llamacpp.metric_names import PREFIX as LLAMACPP_PREFIX
 from sparkrig.engines.metric_map import EngineMetricMap, MetricSource, Quantity
-from sparkrig.engines.vllm import PREFIX as VLLM_PREFIX
-from sparkrig.engines.vllm import VLLM_METRICS
+from sparkrig.engines.vllm.metric_names import PREFIX as VLLM_PREFIX
+from sparkrig.engines.vllm.metric_names import VLLM_METRICS
 from sparkrig.errors import EndpointError, MetricsError, excerpt
 
 ENGINE_MAPS: dict[str, tuple[str, EngineMetricMap]] = {

@@ -12,7 +12,7 @@ from sparkrig.config.cluster import Cluster, Node
 from sparkrig.config.serving import ExecutorSettings, ServingProfile
 from sparkrig.engines.launch_spec import LaunchContext, LaunchNode, ProcessSpec
 from sparkrig.engines.llamacpp.rpc import render_llamacpp
-from sparkrig.engines.vllm_launch import render_vllm
+from sparkrig.engines.vllm.launch import render_vllm
 from sparkrig.errors import ConfigError
 from sparkrig.fabric.plan import plan_fabric
 from sparkrig.fabric.plan_model import EnvVar, FabricPlan

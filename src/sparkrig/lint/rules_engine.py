@@ -6,7 +6,7 @@ from pathlib import PurePosixPath
 
 from sparkrig.config.cluster import Cluster
 from sparkrig.config.serving import ServingProfile
-from sparkrig.engines.vllm_launch import JIT_CACHES
+from sparkrig.engines.vllm.launch import JIT_CACHES
 from sparkrig.lint.findings import Finding, rule
 
 # 0.85 killed a worker with NV_ERR_NO_MEMORY in one report, while another ran a validated profile
