@@ -22,6 +22,7 @@ from platform import machine
 from pydantic import BaseModel, Field
 
 from sparkrig import defaults
+from sparkrig.engines.adapter import SelfTestOutcome
 from sparkrig.engines.llamacpp.cpu import (
     cpu_model_name,
     cpuinfo_text,
@@ -29,7 +30,7 @@ from sparkrig.engines.llamacpp.cpu import (
     notable_features,
 )
 from sparkrig.engines.llamacpp.gguf_model import resolve_model
-from sparkrig.engines.llamacpp.self_test import NO_REPACK_FLAG, SelfTestOutcome, self_test
+from sparkrig.engines.llamacpp.self_test import NO_REPACK_FLAG, self_test
 from sparkrig.engines.llamacpp.source_build import ProgressCallback, build_from_source
 from sparkrig.errors import EngineBuildError, EngineNotFoundError
 from sparkrig.json_files import read_model_file, write_atomically
