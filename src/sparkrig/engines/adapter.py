@@ -117,6 +117,7 @@ class EngineAdapter(Protocol):
         """What this machine provides for a cluster file that names no binary (or the bundled
         model). Reads the build cache; starts nothing."""
 
-    def self_test(self, binary: Path, log_path: Path) -> SelfTestOutcome | None:
-        """Start `binary` on a small model here, one completion, stop; None when the engine has
-        no self-test (it needs hardware or weights sparkrig cannot provide)."""
+    def self_test(self, binary: Path, log_stem: Path) -> SelfTestOutcome | None:
+        """Start `binary` on a small model here, one completion, stop (logs beside `log_stem`);
+        the deciding attempt, or None when the engine has no self-test (it needs hardware or
+        weights sparkrig cannot provide)."""

@@ -8,11 +8,10 @@ from pathlib import Path
 from sparkrig.config.serving import EngineSettings
 from sparkrig.engines.adapter import LocalEngine, SelfTestOutcome
 from sparkrig.engines.launch_spec import LaunchContext, ProcessSpec
-from sparkrig.engines.llamacpp.build import find_installed
+from sparkrig.engines.llamacpp.build import find_installed, prove_binary
 from sparkrig.engines.llamacpp.gguf_model import resolve_model
 from sparkrig.engines.llamacpp.metric_names import LLAMACPP_METRICS, PREFIX
 from sparkrig.engines.llamacpp.rpc import render_llamacpp
-from sparkrig.engines.llamacpp.self_test import self_test as run_self_test
 from sparkrig.engines.metric_map import EngineMetricMap
 
 BUNDLED_MODEL = "bundled"
@@ -66,8 +65,9 @@ class LlamacppAdapter:
             bundled_model=resolve_model(None) if model_path == BUNDLED_MODEL else None,
         )
 
-    def self_test(self, binary: Path, log_path: Path) -> SelfTestOutcome | None:
-        return run_self_test(binary, resolve_model(None), log_path, repack=True)
+    def self_test(self, binary: Path, log_stem: Path) -> SelfTestOutcome | None:
+        # the build's own proof: with weight repacking, else without (docs/engine.md)
+        return prove_binary(binary, log_stem)[-1]
 
 
 LLAMACPP = LlamacppAdapter()

@@ -45,7 +45,7 @@ class VllmAdapter:
     def local_engine(self, model_path: str) -> LocalEngine:
         return LocalEngine()  # sparkrig builds no vLLM; the nodes bring their own
 
-    def self_test(self, binary: Path, log_path: Path) -> SelfTestOutcome | None:
+    def self_test(self, binary: Path, log_stem: Path) -> SelfTestOutcome | None:
         return None
 
 
