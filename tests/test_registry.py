@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+import sparkrig.doctor.checks  # noqa: F401 - registers the doctor checks
+from sparkrig.bench.run import check_suites
+from sparkrig.bench.suites import SUITES
+from sparkrig.doctor.registry import CHECKS
+from sparkrig.engines.registry import ENGINES
 from sparkrig.errors import UsageError
+from sparkrig.guards.battery import GUARDS, choose_guards
+from sparkrig.lint.findings import RULES
 from sparkrig.registry import Registry
 
 
@@ -19,7 +26,8 @@ def test_entries_keep_registration_order_by_decorator_and_by_call() -> None:
     assert list(table) == ["zeta", "alpha"]
     assert table.entries() == [zeta, "a"]
     assert table.get("alpha") == "a"
-    assert "zeta" in table and "beta" not in table
+    assert "zeta" in table
+    assert "beta" not in table
     assert len(table) == 2
 
 
@@ -42,3 +50,19 @@ def test_a_name_registered_twice_is_refused() -> None:
     with pytest.raises(ValueError, match="registered twice"):
         table.add("exact", 2)
     assert table.get("exact") == 1
+
+
+def test_every_extension_point_uses_it_and_keeps_its_order() -> None:
+    assert isinstance(ENGINES, Registry)
+    assert isinstance(RULES, Registry)
+    assert isinstance(CHECKS, Registry)
+    assert SUITES.names() == ["decode", "concurrency", "spec", "prefill"]
+    assert [entry.number for entry in GUARDS.entries()] == list(range(1, 11))
+    assert [entry.name for entry in choose_guards(["garble", "exact"], quick=False)] == [
+        "exact",
+        "garble",
+    ]
+    with pytest.raises(UsageError, match="unknown guard nope — choose from exact, determinism"):
+        choose_guards(["nope"], quick=False)
+    with pytest.raises(UsageError, match="unknown suite nope — choose from decode, concurrency"):
+        check_suites(["decode", "nope"])

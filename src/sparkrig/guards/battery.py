@@ -12,7 +12,6 @@ from typing import Final
 from sparkrig.client import EndpointClient
 from sparkrig.client.metrics import try_scrape_metrics
 from sparkrig.client.probe import first_model_id
-from sparkrig.errors import UsageError
 from sparkrig.guards.acceptance import acceptance_guard
 from sparkrig.guards.baseline import default_baseline_path, load_baseline, save_baseline
 from sparkrig.guards.context import CheckSettings, GuardContext, GuardFunction
@@ -28,6 +27,7 @@ from sparkrig.guards.stream_parity import stream_parity_guard
 from sparkrig.guards.structured import structured_guard
 from sparkrig.guards.verdict import GuardResult
 from sparkrig.launch.process_record import recorded_engine_build
+from sparkrig.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,9 @@ class GuardEntry:
     what: str
 
 
-GUARDS: Final[tuple[GuardEntry, ...]] = (
+GUARDS: Final[Registry[GuardEntry]] = Registry("guard")
+# the battery runs in this order, and the numbers are the ones receipts and docs quote
+for _entry in (
     GuardEntry(1, "exact", exact_guard, True, "count to N and fixed answers vs the baseline"),
     GuardEntry(
         2,
@@ -74,19 +76,16 @@ GUARDS: Final[tuple[GuardEntry, ...]] = (
     GuardEntry(8, "structured", structured_guard, True, "JSON schema, prompt JSON, tool calls"),
     GuardEntry(9, "garble", garble_guard, True, "cold concurrent prompts through the detectors"),
     GuardEntry(10, "acceptance", acceptance_guard, False, "spec-decode acceptance vs baseline"),
-)
-GUARD_NAMES: Final = tuple(entry.name for entry in GUARDS)
+):
+    GUARDS.add(_entry.name, _entry)
+GUARD_NAMES: Final = tuple(GUARDS.names())
 
 
 def choose_guards(names: list[str] | None, quick: bool) -> list[GuardEntry]:
     if names:
-        unknown = [name for name in names if name not in GUARD_NAMES]
-        if unknown:
-            raise UsageError(
-                f"unknown guard {', '.join(unknown)} — choose from {', '.join(GUARD_NAMES)}"
-            )
-        return [entry for entry in GUARDS if entry.name in names]
-    return [entry for entry in GUARDS if entry.quick or not quick]
+        GUARDS.check(names)
+        return [entry for entry in GUARDS.entries() if entry.name in names]  # battery order
+    return [entry for entry in GUARDS.entries() if entry.quick or not quick]
 
 
 async def run_battery(

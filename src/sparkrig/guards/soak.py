@@ -14,7 +14,7 @@ from sparkrig.guards.context import GuardContext
 from sparkrig.guards.receipt import CheckReceipt, save_check_receipt
 from sparkrig.guards.verdict import GuardResult
 
-_MARGIN = next(entry for entry in GUARDS if entry.name == "margin")
+_MARGIN = GUARDS.get("margin")
 
 
 async def check_with_soak(
