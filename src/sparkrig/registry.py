@@ -13,7 +13,6 @@ from typing import Generic, TypeVar
 from sparkrig.errors import UsageError
 
 T = TypeVar("T")
-E = TypeVar("E")
 
 
 class Registry(Generic[T]):
@@ -31,12 +30,11 @@ class Registry(Generic[T]):
         self._entries[name] = entry
         return entry
 
-    def register(self, name: str) -> Callable[[E], E]:
+    def register(self, name: str) -> Callable[[T], T]:
         """Decorator form of `add` for entries that are the decorated function or class."""
 
-        def decorate(entry: E) -> E:
-            self.add(name, entry)  # type: ignore[arg-type]
-            return entry
+        def decorate(entry: T) -> T:
+            return self.add(name, entry)
 
         return decorate
 
