@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sparkrig.config.cluster import Cluster
-from sparkrig.engines.vllm_launch import JIT_CACHES
+from sparkrig.engines.vllm.launch import JIT_CACHES
 from sparkrig.launch.cluster_plan import LaunchPlan, plan_launch
 from sparkrig.recipes import load_recipe, recipe_names
 

@@ -21,11 +21,8 @@ from sparkrig.launch.state import recorded_engine_build
 
 def check_suites(names: list[str]) -> list[str]:
     if not names:
-        raise UsageError(f"no suite named — choose from {', '.join(SUITES)}")
-    unknown = [name for name in names if name not in SUITES]
-    if unknown:
-        raise UsageError(f"unknown suite {', '.join(unknown)} — choose from {', '.join(SUITES)}")
-    return names
+        raise UsageError(f"no suite named — choose from {SUITES.known()}")
+    return SUITES.check(names)
 
 
 def filler_text(words: int) -> str:
@@ -132,7 +129,7 @@ async def run_bench(
             for suite in suites
         }
         count_text = await text_counter(client, model_id, receipt)
-        on_plan(settings.rounds * sum(len(list(SUITES[s](c))) for s, c in contexts.items()))
+        on_plan(settings.rounds * sum(len(list(SUITES.get(s)(c))) for s, c in contexts.items()))
         for round_index in range(1, settings.rounds + 1):
             going = await _run_round(
                 client,
@@ -165,7 +162,7 @@ async def _run_round(
     False when the run should stop: a point ended without a sample and nothing has been measured
     yet, so the server is not answering usably and the other points would only wait on it."""
     for suite, context in contexts.items():
-        for plan in SUITES[suite](context):
+        for plan in SUITES.get(suite)(context):
             point = _point_named(receipt, plan.point)
             await measure_point(
                 client,

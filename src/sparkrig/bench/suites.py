@@ -18,6 +18,7 @@ from sparkrig import defaults
 from sparkrig.bench.point import BenchSettings, PointResult, ValueOf
 from sparkrig.bench.workloads import DECODE_PROMPTS, chat
 from sparkrig.client import ChatRequest, CompletionRequest, RequestRecord
+from sparkrig.registry import Registry
 
 NS_PER_S = 1_000_000_000
 PREFILL_REPLY_TOKENS = 2  # enough to see the first token; prefill is what is timed
@@ -42,15 +43,8 @@ class SuiteContext:
 
 
 SuiteBuilder = Callable[[SuiteContext], Iterator[PointPlan]]
-SUITES: dict[str, SuiteBuilder] = {}
-
-
-def register(name: str) -> Callable[[SuiteBuilder], SuiteBuilder]:
-    def add(builder: SuiteBuilder) -> SuiteBuilder:
-        SUITES[name] = builder
-        return builder
-
-    return add
+SUITES: Registry[SuiteBuilder] = Registry("suite")
+register = SUITES.register  # `@register("decode")`; suites run in the order they register
 
 
 def _chats(model: str, prompts: list[str], max_tokens: int) -> Callable[[], Requests]:

@@ -14,6 +14,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from sparkrig.config.cluster import Cluster
+from sparkrig.engines.adapter import LocalEngine
+from sparkrig.engines.registry import adapter_for
 from sparkrig.errors import SparkrigError, UsageError
 from sparkrig.launch.cluster_plan import LaunchPlan, plan_launch
 from sparkrig.paths import state_dir
@@ -30,27 +32,16 @@ def load_plan(path: Path, profile: str | None) -> tuple[Cluster, LaunchPlan]:
     from sparkrig.config import load_cluster
 
     cluster = load_cluster(path)
-    binaries = None
-    server_args: tuple[str, ...] = ()
-    bundled = None
-    if cluster.engine is not None and cluster.engine.kind == "llamacpp":
-        from sparkrig.engines.llamacpp.build import find_installed
-
-        found = find_installed()
-        if found is not None:
-            binaries = (str(found.server_binary), str(found.rpc_binary))
-            server_args = tuple(found.server_args)
-        if cluster.model is not None and cluster.model.path == "bundled":
-            from sparkrig.engines.llamacpp.gguf_model import resolve_model
-
-            bundled = resolve_model(None)
+    local = LocalEngine()
+    if cluster.engine is not None and cluster.model is not None:
+        local = adapter_for(cluster.engine.kind).local_engine(cluster.model.path)
     plan = plan_launch(
         cluster,
         profile_name=profile,
         local_state_dir=state_dir(),
-        default_binaries=binaries,
-        default_server_args=server_args,
-        bundled_model=bundled,
+        default_binaries=local.binaries,
+        default_server_args=local.server_args,
+        bundled_model=local.bundled_model,
     )
     return cluster, plan
 

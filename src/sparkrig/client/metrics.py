@@ -10,17 +10,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from pydantic import BaseModel, Field
 
 from sparkrig.client.http_failures import web_page_title
-from sparkrig.engines.llamacpp.metric_names import LLAMACPP_METRICS
-from sparkrig.engines.llamacpp.metric_names import PREFIX as LLAMACPP_PREFIX
 from sparkrig.engines.metric_map import EngineMetricMap, MetricSource, Quantity
-from sparkrig.engines.vllm import PREFIX as VLLM_PREFIX
-from sparkrig.engines.vllm import VLLM_METRICS
+from sparkrig.engines.registry import ENGINES, adapter_by_metrics_name
 from sparkrig.errors import EndpointError, MetricsError, excerpt
-
-ENGINE_MAPS: dict[str, tuple[str, EngineMetricMap]] = {
-    "llama.cpp": (LLAMACPP_PREFIX, LLAMACPP_METRICS),
-    "vllm": (VLLM_PREFIX, VLLM_METRICS),
-}
 
 QuantityValue = float | dict[str, float] | None
 
@@ -43,7 +35,8 @@ class MetricsSnapshot(BaseModel):
         return None if source is None else _read_source(self.samples, source)
 
     def engine_map(self) -> EngineMetricMap:
-        return ENGINE_MAPS[self.engine][1] if self.engine in ENGINE_MAPS else {}
+        adapter = adapter_by_metrics_name(self.engine)
+        return adapter.metric_map if adapter is not None else {}
 
     def canonical(self) -> dict[Quantity, QuantityValue]:
         return {quantity: self.read(quantity) for quantity in Quantity}
@@ -97,9 +90,9 @@ def parse_metrics(text: str, taken_ns: int | None = None) -> MetricsSnapshot:
 
 
 def detect_engine(samples: dict[str, Any]) -> str | None:
-    for engine, (prefix, _) in ENGINE_MAPS.items():
-        if any(name.startswith(prefix) for name in samples):
-            return engine
+    for adapter in ENGINES.entries():
+        if any(name.startswith(adapter.metric_prefix) for name in samples):
+            return adapter.metrics_name
     return None
 
 

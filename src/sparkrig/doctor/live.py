@@ -10,6 +10,7 @@ from sparkrig.client.endpoint import EndpointClient
 from sparkrig.client.metrics import parse_metrics
 from sparkrig.config.cluster import Cluster
 from sparkrig.doctor.model import Finding
+from sparkrig.engines.registry import adapter_for
 from sparkrig.errors import MetricsError
 
 SOURCE = "docs/doctor.md (live server)"
@@ -95,8 +96,10 @@ def _metrics_findings(text: str | None, cluster: Cluster | None) -> list[Finding
                 fix,
             )
         ]
-    expected = {"vllm": "vllm", "llamacpp": "llama.cpp"}.get(
-        cluster.engine.kind if cluster is not None and cluster.engine is not None else ""
+    expected = (
+        adapter_for(cluster.engine.kind).metrics_name
+        if cluster is not None and cluster.engine is not None
+        else None
     )
     if snapshot.engine == "vllm" and cluster is not None:
         info = snapshot.samples.get("vllm:cache_config_info", [])

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from sparkrig.doctor.model import DoctorReport, Finding, NodeCapture, Severity, Skipped
 from sparkrig.doctor.parse import Unreadable
 from sparkrig.fabric.plan_model import FabricPlan, NodePlan
+from sparkrig.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ class Check:
     cluster_function: ClusterCheck | None = None
 
 
-_CHECKS: dict[str, Check] = {}
+CHECKS: Registry[Check] = Registry("doctor check")
 # output a check cannot read: `Unreadable` from the parsers, or a shape they let through
 _UNREADABLE = (Unreadable, ValueError, KeyError, IndexError, TypeError)
 
@@ -76,7 +77,9 @@ def node_check(
     needs_plan: bool = False,
 ) -> Callable[[NodeCheck], NodeCheck]:
     def register(function: NodeCheck) -> NodeCheck:
-        _CHECKS[name] = Check(name, summary, why, source, needs, needs_plan, node_function=function)
+        CHECKS.add(
+            name, Check(name, summary, why, source, needs, needs_plan, node_function=function)
+        )
         return function
 
     return register
@@ -86,7 +89,7 @@ def cluster_check(
     name: str, *, summary: str, why: str, source: str, needs: tuple[str, ...]
 ) -> Callable[[ClusterCheck], ClusterCheck]:
     def register(function: ClusterCheck) -> ClusterCheck:
-        _CHECKS[name] = Check(name, summary, why, source, needs, False, cluster_function=function)
+        CHECKS.add(name, Check(name, summary, why, source, needs, False, cluster_function=function))
         return function
 
     return register
@@ -96,7 +99,7 @@ def checks() -> list[Check]:
     """Every registered check (importing `sparkrig.doctor.checks` registers them)."""
     import sparkrig.doctor.checks  # noqa: F401, PLC0415 - registers; checks import this module
 
-    return list(_CHECKS.values())
+    return CHECKS.entries()
 
 
 def _finding(check: Check, node: str, hit: Hit) -> Finding:

@@ -12,6 +12,7 @@ from sparkrig.config.cluster import Cluster
 from sparkrig.doctor.collect import collect_all
 from sparkrig.doctor.model import DoctorReport, NodeCapture
 from sparkrig.doctor.registry import NodeContext, run_checks
+from sparkrig.engines.registry import adapter_for
 from sparkrig.errors import CablingError
 from sparkrig.fabric.plan import plan_fabric
 from sparkrig.fabric.plan_model import FabricPlan
@@ -33,17 +34,17 @@ def jit_dir_of(cluster: Cluster | None) -> str:
 def engine_version_argv(cluster: Cluster | None) -> list[str] | None:
     if cluster is None or cluster.engine is None:
         return None
-    binary = cluster.engine.binary or ("vllm" if cluster.engine.kind == "vllm" else None)
+    binary = adapter_for(cluster.engine.kind).version_command(cluster.engine)
     if binary is None:
-        return None  # the embedded llama.cpp build: sparkrig installs the same one everywhere
+        return None  # sparkrig installs the same build everywhere
     return ["sh", "-c", f"{shlex.quote(binary)} --version 2>&1"]
 
 
 def engine_python_of(cluster: Cluster | None) -> str | None:
-    """The vLLM command whose venv doctor lists (llama.cpp is one static binary)."""
-    if cluster is None or cluster.engine is None or cluster.engine.kind != "vllm":
+    """The engine command whose venv doctor lists (None for a static binary)."""
+    if cluster is None or cluster.engine is None:
         return None
-    return cluster.engine.binary or "vllm"
+    return adapter_for(cluster.engine.kind).python_command(cluster.engine)
 
 
 def plan_of(cluster: Cluster) -> tuple[FabricPlan | None, str | None]:

@@ -1,7 +1,7 @@
 """What an engine adapter hands the launcher: one process to start on one node, with its
 environment (each variable with its reason) and how to tell that it is ready.
 
-Pure data: the adapters (`engines.vllm_launch`, `engines.llamacpp.rpc`) build it from the
+Pure data: the engine adapters (`engines.vllm.launch`, `engines.llamacpp.rpc`) build it from the
 cluster file and the fabric plan; `sparkrig.launch` starts, watches and stops it.
 """
 
@@ -100,3 +100,12 @@ class LaunchContext(BaseModel):
     @property
     def workers(self) -> list[LaunchNode]:
         return self.nodes[1:]
+
+
+def order_processes(processes: list[ProcessSpec], context: LaunchContext) -> list[ProcessSpec]:
+    """Workers first, unless `engine.start_order` puts the head first."""
+    heads = [p for p in processes if p.role == "head"]
+    workers = [p for p in processes if p.role == "worker"]
+    if context.engine.start_order == "head-first":
+        return heads + workers
+    return workers + heads

@@ -12,7 +12,6 @@ from typing import Any, Final
 from sparkrig.client import EndpointClient
 from sparkrig.client.metrics import try_scrape_metrics
 from sparkrig.client.probe import first_model_id
-from sparkrig.errors import UsageError
 from sparkrig.guards.acceptance import acceptance_guard
 from sparkrig.guards.baseline import default_baseline_path, load_baseline, save_baseline
 from sparkrig.guards.context import CheckSettings, GuardContext, GuardFunction
@@ -29,6 +28,7 @@ from sparkrig.guards.stream_parity import stream_parity_guard
 from sparkrig.guards.structured import structured_guard
 from sparkrig.guards.verdict import GuardResult
 from sparkrig.launch.state import recorded_engine_build
+from sparkrig.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,9 @@ class GuardEntry:
     opening: GuardFunction | None = None  # run when the battery opens, before any guard
 
 
-GUARDS: Final[tuple[GuardEntry, ...]] = (
+GUARDS: Final[Registry[GuardEntry]] = Registry("guard")
+# the battery runs in this order, and the numbers are the ones receipts and docs quote
+for _entry in (
     GuardEntry(1, "exact", exact_guard, True, "count to N and fixed answers vs the baseline"),
     GuardEntry(
         2,
@@ -84,19 +86,16 @@ GUARDS: Final[tuple[GuardEntry, ...]] = (
         "greedy probes at the end (and each soak repeat) vs the same at the start",
         opening=drift_opening,
     ),
-)
-GUARD_NAMES: Final = tuple(entry.name for entry in GUARDS)
+):
+    GUARDS.add(_entry.name, _entry)
+GUARD_NAMES: Final = tuple(GUARDS.names())
 
 
 def choose_guards(names: list[str] | None, quick: bool) -> list[GuardEntry]:
     if names:
-        unknown = [name for name in names if name not in GUARD_NAMES]
-        if unknown:
-            raise UsageError(
-                f"unknown guard {', '.join(unknown)} — choose from {', '.join(GUARD_NAMES)}"
-            )
-        return [entry for entry in GUARDS if entry.name in names]
-    return [entry for entry in GUARDS if entry.quick or not quick]
+        GUARDS.check(names)
+        return [entry for entry in GUARDS.entries() if entry.name in names]  # battery order
+    return [entry for entry in GUARDS.entries() if entry.quick or not quick]
 
 
 async def run_battery(

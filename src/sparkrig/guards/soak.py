@@ -15,7 +15,7 @@ from sparkrig.guards.context import GuardContext
 from sparkrig.guards.receipt import CheckReceipt, save_check_receipt
 from sparkrig.guards.verdict import GuardResult
 
-_REPEATED = tuple(entry for entry in GUARDS if entry.name in ("margin", "drift"))
+_REPEATED = tuple(entry for entry in GUARDS.entries() if entry.name in ("margin", "drift"))
 
 
 async def check_with_soak(

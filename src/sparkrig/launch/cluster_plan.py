@@ -10,10 +10,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from sparkrig.config.cluster import Cluster, Node
 from sparkrig.config.serving import ExecutorSettings, ServingProfile
+from sparkrig.engines.adapter import EngineAdapter, LocalEngine
 from sparkrig.engines.launch_spec import LaunchContext, LaunchNode, ProcessSpec
-from sparkrig.engines.llamacpp.rpc import render_llamacpp
 from sparkrig.engines.llamacpp.server import LlamaServerSpec
-from sparkrig.engines.vllm_launch import render_vllm
+from sparkrig.engines.registry import adapter_for
 from sparkrig.errors import ConfigError
 from sparkrig.fabric.plan import plan_fabric
 from sparkrig.fabric.plan_model import EnvVar, FabricPlan
@@ -117,8 +117,9 @@ def plan_launch(
         raise ConfigError(str(exc)) from exc
     fabric = plan_fabric(cluster, profile.tensor_parallel_size)
     engine = cluster.engine
+    adapter = adapter_for(engine.kind)
     nodes = [_launch_node(cluster, fabric, name, rank) for rank, name in _group(fabric)]
-    binary, rpc_binary = _binaries(cluster, default_binaries)
+    binary, rpc_binary = adapter.binaries(engine, LocalEngine(binaries=default_binaries))
     model_path = cluster.model.path
     if model_path == BUNDLED_MODEL:
         if bundled_model is None:
@@ -135,7 +136,7 @@ def plan_launch(
         model_path=model_path,
         engine_args=list(default_server_args) if engine.binary is None else [],
     )
-    processes = render_vllm(context) if engine.kind == "vllm" else render_llamacpp(context)
+    processes = adapter.render(context)
     access = [
         NodeAccess(
             node=node.name,
@@ -155,7 +156,7 @@ def plan_launch(
     return LaunchPlan(
         cluster=context.cluster,
         engine=engine.kind,
-        backend=engine.backend if engine.kind == "vllm" else "rpc",
+        backend=adapter.backend(engine),
         head=nodes[0].name,
         api_url=f"http://{api_address}:{engine.port}",
         model_name=cluster.model.api_name,
@@ -163,30 +164,15 @@ def plan_launch(
         access=access,
         stall_window_s=engine.stall_window_s,
         ready_timeout_s=engine.ready_timeout_s,
-        warnings=[*fabric.warnings, *_ignored_settings(cluster.engine.kind, profile)],
+        warnings=[*fabric.warnings, *_ignored_settings(adapter, profile)],
     )
 
 
-_LLAMACPP_ONLY = {"context_tokens", "parallel_slots"}
-_VLLM_ONLY = {
-    "max_model_len",
-    "max_num_seqs",
-    "max_num_batched_tokens",
-    "kv_cache_dtype",
-    "block_size",
-    "gpu_memory_utilization",
-    "max_cudagraph_capture_size",
-    "generation_overrides",
-    "default_chat_template_kwargs",
-}
-
-
-def _ignored_settings(kind: str, profile: ServingProfile) -> list[str]:
+def _ignored_settings(adapter: EngineAdapter, profile: ServingProfile) -> list[str]:
     """Profile keys the chosen engine has no flag for: said, not silently dropped."""
-    other = _VLLM_ONLY if kind == "llamacpp" else _LLAMACPP_ONLY
     return [
-        f"profile.{key} does not apply to {kind} and is ignored — remove it"
-        for key in sorted(other & profile.model_fields_set)
+        f"profile.{key} does not apply to {adapter.kind} and is ignored — remove it"
+        for key in sorted(adapter.unsupported_settings & profile.model_fields_set)
     ]
 
 
@@ -212,15 +198,6 @@ def _launch_node(cluster: Cluster, fabric: FabricPlan, name: str, rank: int) -> 
         fabric_env=list(node_plan.env),
         user_env=user,
     )
-
-
-def _binaries(cluster: Cluster, defaults_: tuple[str, str] | None) -> tuple[str, str | None]:
-    assert cluster.engine is not None
-    engine = cluster.engine
-    if engine.kind == "vllm":
-        return engine.binary or "vllm", None
-    server, rpc = defaults_ if defaults_ is not None else ("llama-server", "ggml-rpc-server")
-    return engine.binary or server, engine.rpc_binary or rpc
 
 
 def _log_dir(cluster: Cluster, node: Node, local_state_dir: Path) -> str:

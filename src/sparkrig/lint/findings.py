@@ -1,4 +1,4 @@
-"""What a lint rule returns, and the registry that runs them all."""
+"""What a lint rule returns, and the registry (`sparkrig.registry`) that runs them all."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Literal
 
 from sparkrig.config.cluster import Cluster
 from sparkrig.config.serving import ServingProfile
+from sparkrig.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -36,14 +37,14 @@ class Rule:
     check: RuleCheck
 
 
-_RULES: dict[str, Rule] = {}
+RULES: Registry[Rule] = Registry("lint rule")
 
 
 def rule(name: str, summary: str, source: str) -> Callable[[RuleCheck], RuleCheck]:
     """Register a rule; `check(cluster, profile, profile_key)` returns its findings."""
 
     def register(check: RuleCheck) -> RuleCheck:
-        _RULES[name] = Rule(name=name, summary=summary, source=source, check=check)
+        RULES.add(name, Rule(name=name, summary=summary, source=source, check=check))
         return check
 
     return register
@@ -51,7 +52,7 @@ def rule(name: str, summary: str, source: str) -> Callable[[RuleCheck], RuleChec
 
 def rules() -> list[Rule]:
     """Every registered rule (`sparkrig.lint` imports the rule modules, which register)."""
-    return list(_RULES.values())
+    return RULES.entries()
 
 
 def lint_cluster(cluster: Cluster, profile_name: str | None = None) -> list[Finding]:

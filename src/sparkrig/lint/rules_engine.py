@@ -6,7 +6,7 @@ from pathlib import PurePosixPath
 
 from sparkrig.config.cluster import Cluster
 from sparkrig.config.serving import ServingProfile
-from sparkrig.engines.vllm_launch import JIT_CACHES
+from sparkrig.engines.registry import adapter_for
 from sparkrig.lint.findings import Finding, rule
 
 # 0.85 killed a worker with NV_ERR_NO_MEMORY in one report, while another ran a validated profile
@@ -19,8 +19,16 @@ DSPARK_BLOCK_WIDTH = 5
 DSV4_COMPRESS_RATIO = 128
 
 
-def _is_vllm(cluster: Cluster) -> bool:
-    return cluster.engine is not None and cluster.engine.kind == "vllm"
+def _honours(cluster: Cluster, setting: str) -> bool:
+    """Whether the cluster's engine has a flag for this `[profile]` key."""
+    return (
+        cluster.engine is not None
+        and setting not in adapter_for(cluster.engine.kind).unsupported_settings
+    )
+
+
+def _jit_caches(cluster: Cluster) -> tuple[tuple[str, str], ...]:
+    return () if cluster.engine is None else adapter_for(cluster.engine.kind).jit_caches
 
 
 @rule(
@@ -30,7 +38,7 @@ def _is_vllm(cluster: Cluster) -> bool:
 )
 def capture_size_multiple(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
     spec, size = profile.speculative, profile.max_cudagraph_capture_size
-    if not _is_vllm(cluster) or spec is None or size is None:
+    if not _honours(cluster, "max_cudagraph_capture_size") or spec is None or size is None:
         return []
     step = spec.num_speculative_tokens + 1
     if size % step == 0:
@@ -56,7 +64,7 @@ def capture_size_multiple(cluster: Cluster, profile: ServingProfile, key: str) -
 )
 def capture_size_covers_batch(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
     size, seqs = profile.max_cudagraph_capture_size, profile.max_num_seqs
-    if not _is_vllm(cluster) or size is None or seqs is None:
+    if not _honours(cluster, "max_cudagraph_capture_size") or size is None or seqs is None:
         return []
     step = profile.speculative.num_speculative_tokens + 1 if profile.speculative else 1
     if size >= seqs * step:
@@ -178,11 +186,12 @@ def unified_memory_utilization(
     "docs/field-notes.md#jit-cache-node-local",
 )
 def jit_cache_local(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
-    if not _is_vllm(cluster) or cluster.engine is None:
+    caches = _jit_caches(cluster)
+    if not caches or cluster.engine is None:
         return []
     shared = [PurePosixPath(p) for p in cluster.engine.shared_filesystems]
     candidates = {"engine.jit_cache_dir": cluster.engine.jit_cache_dir}
-    cache_names = {name for name, _ in JIT_CACHES}
+    cache_names = {name for name, _ in caches}
     candidates |= {f"env.{k}": v for k, v in cluster.env.items() if k in cache_names}
     for node in cluster.nodes:
         candidates |= {

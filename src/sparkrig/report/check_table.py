@@ -10,7 +10,7 @@ from sparkrig.guards.receipt import CheckReceipt
 from sparkrig.guards.verdict import GuardResult
 
 _COLOUR = {"PASS": "green", "FAIL": "bold red", "SKIP": "yellow"}
-_NUMBER = {entry.name: entry.number for entry in GUARDS}
+_NUMBER = {entry.name: entry.number for entry in GUARDS.entries()}
 
 
 def result_line(result: GuardResult) -> str:

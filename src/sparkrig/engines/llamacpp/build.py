@@ -22,6 +22,7 @@ from platform import machine
 from pydantic import BaseModel, Field
 
 from sparkrig import defaults
+from sparkrig.engines.adapter import SelfTestOutcome
 from sparkrig.engines.llamacpp.cpu import (
     cpu_model_name,
     cpuinfo_text,
@@ -29,7 +30,7 @@ from sparkrig.engines.llamacpp.cpu import (
     notable_features,
 )
 from sparkrig.engines.llamacpp.gguf_model import resolve_model
-from sparkrig.engines.llamacpp.self_test import NO_REPACK_FLAG, SelfTestOutcome, self_test
+from sparkrig.engines.llamacpp.self_test import NO_REPACK_FLAG, self_test
 from sparkrig.engines.llamacpp.source_build import ProgressCallback, build_from_source
 from sparkrig.errors import EngineBuildError, EngineNotFoundError
 from sparkrig.json_files import read_model_file, write_atomically
@@ -242,7 +243,7 @@ def _build_and_prove(
             shutil.copy2(built / name, staged / "bin" / name)
         progress(f"self-testing the {variant.value} build on the bundled model", None)
         seconds = round(time.monotonic() - started, 1)
-        outcomes = _prove(staged / "bin" / "llama-server", target)
+        outcomes = prove_binary(staged / "bin" / "llama-server", target)
         tried.append(f"{variant.value} build: " + ", then ".join(o.summary() for o in outcomes))
         if not outcomes[-1].passed:
             return None, outcomes
@@ -268,7 +269,7 @@ def _build_and_prove(
     return record, outcomes
 
 
-def _prove(binary: Path, log_stem: Path) -> list[SelfTestOutcome]:
+def prove_binary(binary: Path, log_stem: Path) -> list[SelfTestOutcome]:
     """Self-test with repacking; if that fails, the same binary without it."""
     model = resolve_model(None)
     outcomes = []
@@ -313,7 +314,7 @@ def prove_external(binary: Path, *, note: NoteCallback = lambda _: None) -> Engi
     record_path = _external_record_path(binary)
     if (found := _read_record(record_path)) is not None and found.self_tests:
         return found
-    outcomes = _prove(binary, record_path.with_suffix(""))
+    outcomes = prove_binary(binary, record_path.with_suffix(""))
     if not outcomes[-1].passed:
         first = outcomes[0].process_exit
         fix = (

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sparkrig.engines.launch_spec import LaunchContext, LaunchNode, ProcessSpec
+from sparkrig.engines.launch_spec import LaunchContext, LaunchNode, ProcessSpec, order_processes
 from sparkrig.engines.llamacpp.server import LlamaServerSpec, llama_server_argv
-from sparkrig.engines.vllm_launch import order_processes
 
 # More layers than any model has: every layer goes to the RPC devices.
 ALL_LAYERS = "999"

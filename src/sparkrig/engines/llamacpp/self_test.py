@@ -17,51 +17,17 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from pydantic import BaseModel, Field
-
 from sparkrig import defaults
+from sparkrig.engines.adapter import SelfTestOutcome
 from sparkrig.engines.llamacpp.server import LlamaServerSpec, llama_server_argv
 from sparkrig.local_process import free_port, log_tail
-from sparkrig.process_exit import ProcessExit, from_returncode
+from sparkrig.process_exit import from_returncode
 
 NO_REPACK_FLAG = "--no-repack"
 _PROMPT = "Count from 1 to 5: 1, 2,"
 _POLL_S = 0.2
 _STOP_GRACE_S = 5.0
 _LOG_LINES = 2  # the lines a failed self-test quotes
-
-
-class SelfTestOutcome(BaseModel):
-    """One self-test of one binary with one set of arguments."""
-
-    binary: str
-    repack: bool = Field(description="whether llama.cpp's CPU weight repacking was on")
-    passed: bool
-    seconds: float
-    detail: str = Field(description="the completion's first words, or how the engine failed")
-    signal_name: str | None = Field(default=None, description="the signal that killed it, if any")
-    exit_code: int | None = None
-    timed_out: bool = False
-    log_path: str
-
-    @property
-    def process_exit(self) -> ProcessExit | None:
-        if self.signal_name is not None:
-            return ProcessExit(signal_number=signal.Signals[self.signal_name].value)
-        if self.exit_code is not None:
-            return ProcessExit(exit_code=self.exit_code)
-        return None
-
-    @property
-    def crashed(self) -> bool:
-        found = self.process_exit
-        return found is not None and found.crashed
-
-    def summary(self) -> str:
-        repack = "repack on" if self.repack else "repack off"
-        if self.passed:
-            return f"passed ({repack}, {self.seconds:.1f} s)"
-        return f"failed ({repack}): {self.detail}"
 
 
 def _get_ok(url: str) -> bool:

@@ -11,7 +11,12 @@ from __future__ import annotations
 import json
 
 from sparkrig.config.serving import ServingProfile
-from sparkrig.engines.launch_spec import LaunchContext, LaunchNode, ProcessSpec
+from sparkrig.engines.launch_spec import (
+    LaunchContext,
+    LaunchNode,
+    ProcessSpec,
+    order_processes,
+)
 from sparkrig.fabric.plan_model import EnvVar
 
 # The seven JIT and workspace caches a shared HF cache put in one tree (field notes:
@@ -200,11 +205,3 @@ def _render_ray(context: LaunchContext) -> list[ProcessSpec]:
     ]
     # Ray needs its head before workers can join; the serving process still starts last.
     return [ray_head, *ray_workers, _head(head, serve, engine_env, context)]
-
-
-def order_processes(processes: list[ProcessSpec], context: LaunchContext) -> list[ProcessSpec]:
-    heads = [p for p in processes if p.role == "head"]
-    workers = [p for p in processes if p.role == "worker"]
-    if context.engine.start_order == "head-first":
-        return heads + workers
-    return workers + heads
