@@ -13,7 +13,7 @@ from sparkrig.bench.receipt import load_receipt
 from sparkrig.bench.run import run_bench
 from sparkrig.gateway import Fault, GatewayConfig, running_gateway
 from sparkrig.launch.process_record import InstanceRecord
-from sparkrig.report.bench_table import bench_table
+from sparkrig.cli.views.bench_table import bench_table
 
 pytestmark = [pytest.mark.engine, pytest.mark.asyncio(loop_scope="session")]
 

@@ -18,7 +18,7 @@ from sparkrig.bench.statistics import summarize
 from sparkrig.guards.context import CheckSettings
 from sparkrig.guards.receipt import CheckReceipt, save_check_receipt
 from sparkrig.guards.verdict import GuardResult
-from sparkrig.report.bench_table import bench_table
+from sparkrig.cli.views.bench_table import bench_table
 from sparkrig.report.html_report import render_report
 from sparkrig.report.svg_charts import Bar, bar_chart, position_chart
 from tests.conftest import SPARKRIG

@@ -153,7 +153,7 @@ def bench(
     from sparkrig.bench.run import check_suites, run_bench
     from sparkrig.client.endpoint import api_key_from_env
     from sparkrig.client.http_failures import checked_base_url
-    from sparkrig.report.bench_table import bench_table, spec_table
+    from sparkrig.cli.views.bench_table import bench_table, spec_table
     from sparkrig.report.html_report import write_report
 
     if (url is None) == (not local):
@@ -258,7 +258,7 @@ def compare(
     """Compare two bench receipts point by point (Welch 95% interval). Exits 1 on a regression."""
     from sparkrig.bench.compare import compare_receipts
     from sparkrig.bench.receipt import load_receipt
-    from sparkrig.report.bench_table import compare_table
+    from sparkrig.cli.views.bench_table import compare_table
 
     rows = compare_receipts(load_receipt(before), load_receipt(after), tolerance)
     if as_json:
@@ -294,7 +294,7 @@ def report(
     from sparkrig.doctor.telemetry_record import is_telemetry_path, telemetry_beside
     from sparkrig.fabric.collectives.results import FabricTestReceipt
     from sparkrig.guards.receipt import CheckReceipt
-    from sparkrig.report.bench_table import bench_table, spec_table
+    from sparkrig.cli.views.bench_table import bench_table, spec_table
     from sparkrig.report.check_table import check_table
     from sparkrig.report.fabric_test_table import fabric_test_view
     from sparkrig.report.html_report import render_report
