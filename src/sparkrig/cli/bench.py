@@ -185,7 +185,7 @@ def bench(
     out_path = out or Path("sparkrig-runs") / f"bench-{stamp}.json"
     refuse_to_replace(out_path, force=force)
 
-    from sparkrig.report.bench_progress import BenchProgress
+    from sparkrig.cli.views.bench_progress import BenchProgress
 
     async def go(progress: BenchProgress) -> Any:
         kwargs: dict[str, Any] = {
