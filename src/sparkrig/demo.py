@@ -23,7 +23,7 @@ from sparkrig.guards.battery import run_battery
 from sparkrig.guards.context import CheckSettings
 from sparkrig.guards.receipt import CheckReceipt
 from sparkrig.cli.views.bench_table import bench_table, spec_table
-from sparkrig.report.check_table import check_table, result_line
+from sparkrig.cli.views.check_table import check_table, result_line
 from sparkrig.report.html_report import write_report
 from sparkrig.report.smoke_table import metrics_line, smoke_table
 

@@ -99,7 +99,7 @@ def check(
     from sparkrig.client.http_failures import checked_base_url
     from sparkrig.guards.battery import choose_guards
     from sparkrig.guards.context import CheckSettings
-    from sparkrig.report.check_table import check_table, result_line
+    from sparkrig.cli.views.check_table import check_table, result_line
 
     if (url is None) == (not local):
         raise UsageError("give either a server URL or --local — e.g. `sparkrig check --local`")
