@@ -59,7 +59,7 @@ def doctor(
     from sparkrig.doctor.capture_files import load_captures, save_captures
     from sparkrig.doctor.session import check_captures, collect_for, local_node_name
     from sparkrig.launch.executors import LocalExecutor, executor_for
-    from sparkrig.report.doctor_table import doctor_view
+    from sparkrig.cli.views.doctor_table import doctor_view
 
     cluster = None
     if cluster_file is not None:
