@@ -296,7 +296,7 @@ def report(
     from sparkrig.guards.receipt import CheckReceipt
     from sparkrig.cli.views.bench_table import bench_table, spec_table
     from sparkrig.cli.views.check_table import check_table
-    from sparkrig.report.fabric_test_table import fabric_test_view
+    from sparkrig.cli.views.fabric_test_table import fabric_test_view
     from sparkrig.report.html_report import render_report
     from sparkrig.report.receipts import load_any_receipt
 

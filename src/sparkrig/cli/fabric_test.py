@@ -116,7 +116,7 @@ def fabric_test_command(
     if as_json:
         _print_json(receipt.model_dump(mode="json"))
     else:
-        from sparkrig.report.fabric_test_table import fabric_test_view
+        from sparkrig.cli.views.fabric_test_table import fabric_test_view
 
         console.print(fabric_test_view(receipt))
     failed = sum(len(c.failed) for c in receipt.checks)
