@@ -25,7 +25,7 @@ from sparkrig.guards.receipt import CheckReceipt
 from sparkrig.cli.views.bench_table import bench_table, spec_table
 from sparkrig.cli.views.check_table import check_table, result_line
 from sparkrig.report.html_report import write_report
-from sparkrig.report.smoke_table import metrics_line, smoke_table
+from sparkrig.cli.views.smoke_table import metrics_line, smoke_table
 
 # short enough for a first look (about 20 s on 2 cores); `sparkrig bench --local` goes further
 DEMO_BENCH = BenchSettings(
