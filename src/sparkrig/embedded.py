@@ -18,7 +18,7 @@ from sparkrig.engines.llamacpp.gguf_model import resolve_model
 from sparkrig.engines.llamacpp.server import LlamaServerSpec, SpeculativeOptions
 from sparkrig.launch.local import free_port, plan_local, start_local, stop_instances
 from sparkrig.launch.process_record import InstanceRecord
-from sparkrig.report.build_progress import install_engine_with_progress
+from sparkrig.cli.views.build_progress import install_engine_with_progress
 
 
 @asynccontextmanager
