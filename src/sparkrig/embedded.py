@@ -12,13 +12,13 @@ from rich.console import Console
 from sparkrig import defaults
 from sparkrig.bench.receipt import BenchReceipt, save_receipt
 from sparkrig.bench.run import run_bench
+from sparkrig.cli.views.build_progress import install_engine_with_progress
 from sparkrig.client.readiness import answer_one_completion
 from sparkrig.engines.llamacpp.build import install
 from sparkrig.engines.llamacpp.gguf_model import resolve_model
 from sparkrig.engines.llamacpp.server import LlamaServerSpec, SpeculativeOptions
 from sparkrig.launch.local import free_port, plan_local, start_local, stop_instances
 from sparkrig.launch.process_record import InstanceRecord
-from sparkrig.cli.views.build_progress import install_engine_with_progress
 
 
 @asynccontextmanager

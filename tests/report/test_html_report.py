@@ -15,10 +15,10 @@ from sparkrig.bench.point import BenchSettings, PointResult, RequestSummary, Sam
 from sparkrig.bench.receipt import BenchReceipt, save_receipt
 from sparkrig.bench.spec import SpecAccounting
 from sparkrig.bench.statistics import summarize
+from sparkrig.cli.views.bench_table import bench_table
 from sparkrig.guards.context import CheckSettings
 from sparkrig.guards.receipt import CheckReceipt, save_check_receipt
 from sparkrig.guards.verdict import GuardResult
-from sparkrig.cli.views.bench_table import bench_table
 from sparkrig.report.html_report import render_report
 from sparkrig.report.svg_charts import Bar, bar_chart, position_chart
 from tests.conftest import SPARKRIG

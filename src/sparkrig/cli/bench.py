@@ -151,9 +151,9 @@ def bench(
     after every sample, so an interrupted run keeps what it measured."""
     from sparkrig.bench.point import BenchSettings
     from sparkrig.bench.run import check_suites, run_bench
+    from sparkrig.cli.views.bench_table import bench_table, spec_table
     from sparkrig.client.endpoint import api_key_from_env
     from sparkrig.client.http_failures import checked_base_url
-    from sparkrig.cli.views.bench_table import bench_table, spec_table
     from sparkrig.report.html_report import write_report
 
     if (url is None) == (not local):
@@ -291,12 +291,12 @@ def report(
     content type, concurrency aggregate vs per stream, speculative acceptance per draft position).
     It opens without a network. A point with degenerate output reads "invalid", never a number."""
     from sparkrig.bench.soak_receipt import SoakReceipt
-    from sparkrig.doctor.telemetry_record import is_telemetry_path, telemetry_beside
-    from sparkrig.fabric.collectives.results import FabricTestReceipt
-    from sparkrig.guards.receipt import CheckReceipt
     from sparkrig.cli.views.bench_table import bench_table, spec_table
     from sparkrig.cli.views.check_table import check_table
     from sparkrig.cli.views.fabric_test_table import fabric_test_view
+    from sparkrig.doctor.telemetry_record import is_telemetry_path, telemetry_beside
+    from sparkrig.fabric.collectives.results import FabricTestReceipt
+    from sparkrig.guards.receipt import CheckReceipt
     from sparkrig.report.html_report import render_report
     from sparkrig.report.receipts import load_any_receipt
 

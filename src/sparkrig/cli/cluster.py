@@ -58,10 +58,10 @@ def load_plan(path: Path, profile: str | None) -> tuple[Cluster, LaunchPlan]:
 def up_cluster(
     path: Path, *, profile: str | None, apply: bool, replace: bool, as_json: bool
 ) -> None:
+    from sparkrig.cli.views.cluster_table import plan_view
     from sparkrig.client.readiness import answer_one_completion
     from sparkrig.launch.cluster_state import load_state
     from sparkrig.launch.cluster_up import bring_down, bring_up, runners_for
-    from sparkrig.cli.views.cluster_table import plan_view
 
     _, plan = load_plan(path, profile)
     if not apply:
@@ -103,9 +103,9 @@ def _state_for(path: Path) -> Any:
 
 
 def status_cluster(path: Path, *, as_json: bool) -> None:
+    from sparkrig.cli.views.cluster_table import status_table
     from sparkrig.client.readiness import answer_one_completion
     from sparkrig.launch.cluster_up import cluster_status
-    from sparkrig.cli.views.cluster_table import status_table
 
     cluster, state = _state_for(path)
     if state is None:

@@ -37,8 +37,8 @@ def engine_install(
     Every build is self-tested on the bundled model (one real completion) before it is recorded.
     If the native build cannot run here, sparkrig retries it without weight repacking, then
     builds the portable variant, and says which one passed."""
-    from sparkrig.engines.llamacpp.build import install
     from sparkrig.cli.views.build_progress import install_engine_with_progress
+    from sparkrig.engines.llamacpp.build import install
 
     found = install_engine_with_progress(console, install, force=rebuild, portable=portable)
     console.print(f"llama-server ready: {found.server_binary} ({found.label})")
