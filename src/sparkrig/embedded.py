@@ -12,9 +12,8 @@ from rich.console import Console
 from sparkrig import defaults
 from sparkrig.bench.receipt import BenchReceipt, save_receipt
 from sparkrig.bench.run import run_bench
-from sparkrig.cli.views.build_progress import install_engine_with_progress
+from sparkrig.cli.engine import find_or_build_engine
 from sparkrig.client.readiness import answer_one_completion
-from sparkrig.engines.llamacpp.build import install
 from sparkrig.engines.llamacpp.gguf_model import resolve_model
 from sparkrig.engines.llamacpp.server import LlamaServerSpec, SpeculativeOptions
 from sparkrig.launch.local import free_port, plan_local, start_local, stop_instances
@@ -30,7 +29,7 @@ async def embedded_engine(
     parallel_slots: int = defaults.LOCAL_PARALLEL_SLOTS,
     context_tokens: int = defaults.LOCAL_CONTEXT_TOKENS,
 ) -> AsyncIterator[InstanceRecord]:
-    engine = install_engine_with_progress(console, install)
+    engine = find_or_build_engine(console)
     model_path = resolve_model(model)
     server = LlamaServerSpec(
         binary=engine.server_binary,
