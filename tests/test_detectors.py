@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkrig.guards.detectors import (
+from sparkrig.detectors import (
     LOOP_MIN_CHARS,
     LOOP_NOVELTY_MAX,
     LOOP_WINDOW_CHARS,
@@ -27,7 +27,7 @@ from sparkrig.guards.detectors import (
     window_novelty,
 )
 
-TEXT = Path(__file__).parents[1] / "fixtures" / "text"
+TEXT = Path(__file__).parent / "fixtures" / "text"
 CLEAN = ["clean_prose.txt", "clean_long.txt"]
 
 
