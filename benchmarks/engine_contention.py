@@ -18,7 +18,7 @@ import statistics
 
 from sparkrig import defaults
 from sparkrig.client import ChatRequest, EndpointClient
-from sparkrig.client.readiness import answer_one_completion
+from sparkrig.client.first_completion import answer_one_completion
 from sparkrig.engines.llamacpp.build import require_installed
 from sparkrig.engines.llamacpp.gguf_model import resolve_model
 from sparkrig.engines.llamacpp.server import LlamaServerSpec

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from sparkrig import defaults
 from sparkrig.client import ChatRequest, EndpointClient
-from sparkrig.client.readiness import answer_one_completion
+from sparkrig.client.first_completion import answer_one_completion
 from sparkrig.engines.llamacpp.build import EngineVariant, recorded_build
 from sparkrig.engines.llamacpp.gguf_model import resolve_model
 from sparkrig.engines.llamacpp.self_test import NO_REPACK_FLAG

@@ -13,7 +13,7 @@ from sparkrig import defaults
 from sparkrig.bench.receipt import BenchReceipt, save_receipt
 from sparkrig.bench.run import run_bench
 from sparkrig.cli.engine import find_or_build_engine
-from sparkrig.client.readiness import answer_one_completion
+from sparkrig.client.first_completion import answer_one_completion
 from sparkrig.engines.llamacpp.gguf_model import resolve_model
 from sparkrig.engines.llamacpp.server import LlamaServerSpec, SpeculativeOptions
 from sparkrig.launch.local import free_port, plan_local, start_local, stop_instances

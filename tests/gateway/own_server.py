@@ -7,7 +7,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from sparkrig import defaults
-from sparkrig.client.readiness import answer_one_completion
+from sparkrig.client.first_completion import answer_one_completion
 from sparkrig.engines.llamacpp.build import EngineInstall
 from sparkrig.engines.llamacpp.server import LlamaServerSpec
 from sparkrig.launch.local import free_port, plan_local, start_local, stop_instances

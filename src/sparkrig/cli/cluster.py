@@ -59,7 +59,7 @@ def up_cluster(
     path: Path, *, profile: str | None, apply: bool, replace: bool, as_json: bool
 ) -> None:
     from sparkrig.cli.views.cluster_table import plan_view
-    from sparkrig.client.readiness import answer_one_completion
+    from sparkrig.client.first_completion import answer_one_completion
     from sparkrig.launch.cluster_state import load_state
     from sparkrig.launch.cluster_up import bring_down, bring_up, runners_for
 
@@ -104,7 +104,7 @@ def _state_for(path: Path) -> Any:
 
 def status_cluster(path: Path, *, as_json: bool) -> None:
     from sparkrig.cli.views.cluster_table import status_table
-    from sparkrig.client.readiness import answer_one_completion
+    from sparkrig.client.first_completion import answer_one_completion
     from sparkrig.launch.cluster_up import cluster_status
 
     cluster, state = _state_for(path)

@@ -85,7 +85,7 @@ def up(
     With a cluster file: print the per-node plan; with --apply start the
     workers, then the head, and wait ready by liveness (every node alive and advancing, head
     healthy, one real completion). With --local: llama-server on 127.0.0.1."""
-    from sparkrig.client.readiness import answer_one_completion
+    from sparkrig.client.first_completion import answer_one_completion
     from sparkrig.engines.llamacpp.build import require_installed
     from sparkrig.engines.llamacpp.gguf_model import resolve_model
     from sparkrig.engines.llamacpp.server import LlamaServerSpec
