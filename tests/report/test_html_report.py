@@ -13,7 +13,7 @@ from rich.console import Console
 
 from sparkrig.bench.point import BenchSettings, PointResult, RequestSummary, Sample
 from sparkrig.bench.receipt import BenchReceipt, save_receipt
-from sparkrig.bench.spec import SpecAccounting
+from sparkrig.bench.speculative import SpecAccounting
 from sparkrig.bench.statistics import summarize
 from sparkrig.cli.views.bench_table import bench_table
 from sparkrig.guards.context import CheckSettings
