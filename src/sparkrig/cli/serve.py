@@ -1,4 +1,4 @@
-"""`sparkrig up / status / logs / down / lint / plan-capacity`: local instances and clusters."""
+"""`sparkrig up / status / logs / down`: local instances and clusters."""
 
 from __future__ import annotations
 
@@ -256,42 +256,6 @@ def down(
         return
     for record, outcome in stop_instances(records):
         console.print(f"{record.name} pid {record.pid}: {outcome}")
-
-
-@app.command()
-def lint(
-    cluster_file: Annotated[Path, typer.Argument(help="cluster TOML to check")],
-    profile: Annotated[
-        str | None, typer.Option(help="check only the table profiles.NAME (default: every profile)")
-    ] = None,
-    as_json: JsonFlag = False,
-) -> None:
-    """Check a cluster file against the field reports' pitfalls; exit 1 on any error.
-
-    Rules: cudagraph sizes, DSpark k,
-    memory on unified memory, JIT caches on NFS, TP on the cables, …); each finding names its
-    fix and its source. Exits 1 on any error."""
-    from sparkrig.cli.cluster import lint_file
-
-    lint_file(cluster_file, profile, as_json)
-
-
-@app.command("plan-capacity")
-def plan_capacity(
-    cluster_file: Annotated[Path, typer.Argument(help="cluster TOML with a profile table")],
-    profile: Annotated[str | None, typer.Option(help="the table profiles.NAME instead")] = None,
-    steps_per_second: Annotated[
-        float | None, ranged("measured decode steps/s, for the spec-decode ceiling", POSITIVE)
-    ] = None,
-    as_json: JsonFlag = False,
-) -> None:
-    """KV pool math of a serving profile: what fits, per sequence, and the spec ceiling.
-
-    Full-length requests that fit (pool / max_model_len), tokens per sequence
-    with every sequence live, and the speculative ceiling steps/s × (k+1)."""
-    from sparkrig.cli.cluster import capacity_file
-
-    capacity_file(cluster_file, profile, steps_per_second, as_json)
 
 
 # --- endpoint tools ---------------------------------------------------------------------------
