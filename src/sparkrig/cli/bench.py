@@ -291,6 +291,7 @@ def report(
     content type, concurrency aggregate vs per stream, speculative acceptance per draft position).
     It opens without a network. A point with degenerate output reads "invalid", never a number."""
     from sparkrig.bench.soak_receipt import SoakReceipt
+    from sparkrig.cli.receipt_files import load_any_receipt
     from sparkrig.cli.views.bench_table import bench_table, spec_table
     from sparkrig.cli.views.check_table import check_table
     from sparkrig.cli.views.fabric_test_table import fabric_test_view
@@ -298,7 +299,6 @@ def report(
     from sparkrig.fabric.collectives.results import FabricTestReceipt
     from sparkrig.guards.receipt import CheckReceipt
     from sparkrig.report.html_report import render_report
-    from sparkrig.report.receipts import load_any_receipt
 
     # `report runs/*.json` also matches the telemetry files: each is drawn with its receipt
     receipts = [path for path in receipts if not is_telemetry_path(path)] or receipts
