@@ -14,6 +14,7 @@ from rich.console import Console
 from sparkrig.bench.point import BenchSettings
 from sparkrig.bench.run import run_bench
 from sparkrig.bench.smoke import SmokeReceipt, SmokeResult, run_smoke
+from sparkrig.cli.receipt_files import write_report
 from sparkrig.cli.views.bench_table import bench_table, spec_table
 from sparkrig.cli.views.check_table import check_table, result_line
 from sparkrig.cli.views.smoke_table import metrics_line, smoke_table
@@ -25,7 +26,6 @@ from sparkrig.guards.baseline import default_baseline_path
 from sparkrig.guards.battery import run_battery
 from sparkrig.guards.context import CheckSettings
 from sparkrig.guards.receipt import CheckReceipt
-from sparkrig.report.html_report import write_report
 
 # short enough for a first look (about 20 s on 2 cores); `sparkrig bench --local` goes further
 DEMO_BENCH = BenchSettings(

@@ -151,10 +151,10 @@ def bench(
     after every sample, so an interrupted run keeps what it measured."""
     from sparkrig.bench.point import BenchSettings
     from sparkrig.bench.run import check_suites, run_bench
+    from sparkrig.cli.receipt_files import write_report
     from sparkrig.cli.views.bench_table import bench_table, spec_table
     from sparkrig.client.endpoint import api_key_from_env
     from sparkrig.client.http_failures import checked_base_url
-    from sparkrig.report.html_report import write_report
 
     if (url is None) == (not local):
         raise UsageError("give either a server URL or --local — e.g. `sparkrig bench --local`")
