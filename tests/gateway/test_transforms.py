@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from sparkrig.detectors import loop_findings
+from sparkrig.detectors.text import loop_findings
 from sparkrig.gateway.config import Fault, parse_faults
 from sparkrig.gateway.count_faults import inflate_counts
 from sparkrig.gateway.reasoning import ReasoningEmulation

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from sparkrig.detectors import (
+from sparkrig.detectors.text import (
     loop_findings,
     markup_leak_findings,
     replacement_char_findings,

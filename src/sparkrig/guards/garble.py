@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from typing import Final
 
-from sparkrig.detectors import all_findings
+from sparkrig.detectors.text import all_findings
 from sparkrig.guards.context import GuardContext
 from sparkrig.guards.verdict import GuardResult, failed, passed
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkrig.detectors import (
+from sparkrig.detectors.text import (
     LOOP_MIN_CHARS,
     LOOP_NOVELTY_MAX,
     LOOP_WINDOW_CHARS,
@@ -27,7 +27,7 @@ from sparkrig.detectors import (
     window_novelty,
 )
 
-TEXT = Path(__file__).parent / "fixtures" / "text"
+TEXT = Path(__file__).parents[1] / "fixtures" / "text"
 CLEAN = ["clean_prose.txt", "clean_long.txt"]
 
 
