@@ -8,12 +8,12 @@ import pytest
 
 from sparkrig.client import ChatRequest
 from sparkrig.client.records import RequestError, RequestRecord, TokenLogprob, TopLogprob
+from sparkrig.detectors.empty_content import classify_empty_content
 from sparkrig.errors import UsageError
 from sparkrig.guards.baseline import Baseline, load_baseline, save_baseline
 from sparkrig.guards.battery import choose_guards
 from sparkrig.guards.determinism import both_paths, path_label
 from sparkrig.guards.divergence import first_difference, first_divergence, reference_problem
-from sparkrig.guards.empty_content import classify_empty_content
 from sparkrig.guards.exact import contains_answer, counts_correctly
 from sparkrig.guards.kv_integrity import (
     block_size_in_metrics,
