@@ -11,13 +11,13 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from sparkrig.detectors.empty_content import classify_empty_content
+from sparkrig.detectors.schema import schema_problems
 from sparkrig.detectors.text import (
     loop_findings,
     markup_leak_findings,
     replacement_char_findings,
 )
 from sparkrig.gateway.shaping import ReplyText
-from sparkrig.guards.structured import schema_problems
 
 
 class LiveFinding(BaseModel):
