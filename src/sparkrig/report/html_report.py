@@ -17,7 +17,7 @@ from sparkrig.bench.receipt import BenchReceipt
 from sparkrig.bench.soak_receipt import SoakReceipt
 from sparkrig.bench.statistics import precision_checkpoints
 from sparkrig.bench.suites import per_stream_mean
-from sparkrig.doctor.telemetry_record import TelemetryRecord
+from sparkrig.doctor.telemetry_model import TelemetryRecord
 from sparkrig.fabric.collectives.results import FabricTestReceipt
 from sparkrig.guards.receipt import CheckReceipt
 from sparkrig.report.check_html import CHECK_CSS, check_section
