@@ -13,15 +13,31 @@ FILE_CALLS = frozenset(
 )
 
 
-def imported_modules(source: str) -> set[str]:
-    """Every module named by an import statement, at any depth (lazy imports count too)."""
+def imported_modules(source: str, *, skip_type_only: bool = False) -> set[str]:
+    """Every module named by an import statement, at any depth (lazy imports count too);
+    with `skip_type_only`, leave out those under `if TYPE_CHECKING:`."""
     names: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
+    todo: list[ast.AST] = [ast.parse(source)]
+    while todo:
+        node = todo.pop()
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module is not None and node.level == 0:
             names.add(node.module)
+        if skip_type_only and isinstance(node, ast.If) and _is_type_checking(node.test):
+            todo.extend(node.orelse)
+            continue
+        todo.extend(ast.iter_child_nodes(node))
     return names
+
+
+def runtime_imports(source: str) -> set[str]:
+    """The imports a module runs: those under `if TYPE_CHECKING:` are left out."""
+    return imported_modules(source, skip_type_only=True)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return ast.unparse(test) in {"TYPE_CHECKING", "typing.TYPE_CHECKING"}
 
 
 def file_calls(source: str) -> set[str]:
