@@ -17,7 +17,7 @@ import asyncio
 import statistics
 
 from sparkrig.client import ChatRequest, EndpointClient
-from sparkrig.client.readiness import answer_one_completion
+from sparkrig.client.first_completion import answer_one_completion
 from sparkrig.engines.llamacpp.build import require_installed
 from sparkrig.engines.llamacpp.gguf_model import resolve_model
 from sparkrig.launch.local import (

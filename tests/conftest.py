@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from sparkrig.client.readiness import answer_one_completion
+from sparkrig.client.first_completion import answer_one_completion
 from sparkrig.engines.llamacpp.build import EngineInstall, find_installed, install
 from sparkrig.engines.llamacpp.gguf_model import resolve_model
 from sparkrig.engines.llamacpp.server import SpeculativeOptions

@@ -11,9 +11,9 @@ from rich.console import Console
 from sparkrig.bench.point import INVALID_COUNTS, BenchSettings
 from sparkrig.bench.receipt import load_receipt
 from sparkrig.bench.run import run_bench
+from sparkrig.cli.views.bench_table import bench_table
 from sparkrig.gateway import Fault, GatewayConfig, running_gateway
 from sparkrig.launch.local import LocalInstance
-from sparkrig.report.bench_table import bench_table
 
 pytestmark = [pytest.mark.engine, pytest.mark.asyncio(loop_scope="session")]
 

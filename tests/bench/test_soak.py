@@ -16,15 +16,14 @@ import pytest
 from sparkrig.bench.soak import SoakRun, new_receipt
 from sparkrig.bench.soak_receipt import SoakReceipt, load_soak_receipt, save_soak_receipt
 from sparkrig.bench.soak_traffic import KINDS, mixed_traffic, replayed_traffic
-from sparkrig.bench.workload_log import read_workload
+from sparkrig.cli.receipt_files import load_any_receipt, write_soak_report
 from sparkrig.client import EndpointClient
 from sparkrig.engines.llamacpp.build import EngineInstall
 from sparkrig.gateway import Fault, GatewayConfig, running_gateway
 from sparkrig.gateway.serve import running_serving_gateway
 from sparkrig.gateway.serve_config import ServeConfig
+from sparkrig.gateway.workload_log import read_workload
 from sparkrig.launch.local import LocalInstance
-from sparkrig.report.receipts import load_any_receipt
-from sparkrig.report.soak_page import write_soak_report
 from tests.conftest import SPARKRIG
 from tests.gateway.own_server import own_llama_server
 

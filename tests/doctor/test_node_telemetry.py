@@ -12,7 +12,8 @@ import pytest
 
 from sparkrig.doctor import node_telemetry
 from sparkrig.doctor.node_telemetry import gpu_rows, parse_stream
-from sparkrig.doctor.telemetry_record import TelemetryRecord, telemetry_path
+from sparkrig.doctor.telemetry_model import TelemetryRecord
+from sparkrig.doctor.telemetry_record import telemetry_path
 from sparkrig.launch.local import LocalInstance
 from tests.conftest import SPARKRIG
 from tests.fabric.netns_lab import netns_lab, why_netns_unavailable

@@ -18,7 +18,8 @@ from sparkrig.doctor.telemetry import (
     rdma_counters,
     swap_pages,
 )
-from sparkrig.doctor.telemetry_record import TelemetryRecord, telemetry_path
+from sparkrig.doctor.telemetry_model import TelemetryRecord
+from sparkrig.doctor.telemetry_record import telemetry_path
 from sparkrig.launch.local import LocalInstance
 from tests.conftest import SPARKRIG
 

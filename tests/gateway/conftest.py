@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest_asyncio
 
-from sparkrig.client.readiness import answer_one_completion
+from sparkrig.client.first_completion import answer_one_completion
 from sparkrig.engines.llamacpp.build import EngineInstall
 from sparkrig.launch.local import (
     LocalInstance,

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from sparkrig.client.readiness import answer_one_completion
+from sparkrig.client.first_completion import answer_one_completion
 from sparkrig.engines.llamacpp.build import EngineInstall
 from sparkrig.launch.local import (
     LocalInstance,

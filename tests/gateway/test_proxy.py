@@ -7,8 +7,8 @@ import aiohttp
 import pytest
 
 from sparkrig.client import ChatRequest, EndpointClient
+from sparkrig.detectors.text import loop_findings
 from sparkrig.gateway import Fault, GatewayConfig, running_gateway
-from sparkrig.guards.detectors import loop_findings
 from tests.gateway.fake_upstream import TOOL_ARGUMENTS, FakeUpstream, last_prompt, serve_fake
 from tests.gateway.replies import chat, completion, fake_behind_gateway, send
 

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from sparkrig.detectors.text import loop_findings
 from sparkrig.gateway.config import Fault, parse_faults
 from sparkrig.gateway.count_faults import inflate_counts
 from sparkrig.gateway.reasoning import ReasoningEmulation
@@ -27,7 +28,6 @@ from sparkrig.gateway.text_faults import (
     TextChain,
     TextTransform,
 )
-from sparkrig.guards.detectors import loop_findings
 
 TEXT = "The answer is 4096, then 17 and 23 follow."
 

@@ -8,23 +8,24 @@ import pytest
 
 from sparkrig.client import ChatRequest
 from sparkrig.client.records import RequestError, RequestRecord, TokenLogprob, TopLogprob
+from sparkrig.detectors.empty_content import classify_empty_content
+from sparkrig.detectors.schema import schema_problems
 from sparkrig.errors import UsageError
 from sparkrig.guards.baseline import Baseline, load_baseline, save_baseline
 from sparkrig.guards.battery import choose_guards
 from sparkrig.guards.determinism import both_paths, path_label
 from sparkrig.guards.divergence import first_difference, first_divergence, reference_problem
-from sparkrig.guards.empty_content import classify_empty_content
 from sparkrig.guards.exact import contains_answer, counts_correctly
 from sparkrig.guards.kv_integrity import (
     block_size_in_metrics,
     fact,
     item_code,
     item_name,
-    judge_reference,
+    result_if_reference_bad,
 )
 from sparkrig.guards.needle import ladder, where_found
 from sparkrig.guards.stop_in_reasoning import stop_word_from
-from sparkrig.guards.structured import PERSON_SCHEMA, schema_problems
+from sparkrig.guards.structured import PERSON_SCHEMA
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 
@@ -228,25 +229,26 @@ def test_stopping_where_the_other_went_on_is_a_near_tie_when_ending_was_an_alter
 
 def test_a_kv_reference_that_lost_facts_against_its_baseline_fails() -> None:
     baseline = Baseline(model="m")
-    assert judge_reference(baseline, 8, 9, {}, record=True) is None  # recorded, then compared
+    # recorded, then compared
+    assert result_if_reference_bad(baseline, 8, 9, {}, record=True) is None
     assert baseline.scores["kv_integrity"] == {"reference_correct": 8, "cells": 9}
-    lost = judge_reference(baseline, 0, 9, {}, record=False)
+    lost = result_if_reference_bad(baseline, 0, 9, {}, record=False)
     assert lost is not None
     assert lost.verdict == "FAIL"
     assert "0 of 9 facts read back alone, 8 in the baseline" in lost.evidence
-    assert judge_reference(baseline, 7, 9, {}, record=False) is None  # one flip is allowed
-    assert judge_reference(baseline, 9, 9, {}, record=False) is None
+    assert result_if_reference_bad(baseline, 7, 9, {}, record=False) is None  # one flip is allowed
+    assert result_if_reference_bad(baseline, 9, 9, {}, record=False) is None
 
 
 def test_a_kv_reference_that_found_nothing_without_a_baseline_skips() -> None:
     empty = Baseline(model="m")
-    nothing = judge_reference(empty, 0, 9, {}, record=False)
+    nothing = result_if_reference_bad(empty, 0, 9, {}, record=False)
     assert nothing is not None
     assert nothing.verdict == "SKIP"
-    assert judge_reference(empty, 5, 9, {}, record=False) is None
+    assert result_if_reference_bad(empty, 5, 9, {}, record=False) is None
     # a baseline of another shape (other --kv-* settings) is not held against this run
     other = Baseline(model="m", scores={"kv_integrity": {"reference_correct": 8, "cells": 12}})
-    assert judge_reference(other, 3, 9, {}, record=False) is None
+    assert result_if_reference_bad(other, 3, 9, {}, record=False) is None
 
 
 def test_determinism_sends_every_prompt_on_both_reply_paths_interleaved() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkrig.client.readiness import answer_one_completion
+from sparkrig.client.first_completion import answer_one_completion
 from sparkrig.config import Cluster, load_cluster
 from sparkrig.engines.launch_spec import ProcessSpec
 from sparkrig.engines.llamacpp.server import LlamaServerSpec

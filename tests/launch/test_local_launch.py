@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkrig.client.readiness import answer_one_completion
+from sparkrig.client.first_completion import answer_one_completion
 from sparkrig.engines.llamacpp.server import LlamaServerSpec
 from sparkrig.errors import LaunchError
 from sparkrig.launch.local import free_port, plan_local, start_local

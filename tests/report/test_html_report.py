@@ -13,12 +13,12 @@ from rich.console import Console
 
 from sparkrig.bench.point import BenchSettings, PointResult, RequestSummary, Sample
 from sparkrig.bench.receipt import BenchReceipt, save_receipt
-from sparkrig.bench.spec import SpecAccounting
+from sparkrig.bench.speculative import SpecAccounting
 from sparkrig.bench.statistics import summarize
+from sparkrig.cli.views.bench_table import bench_table
 from sparkrig.guards.context import CheckSettings
 from sparkrig.guards.receipt import CheckReceipt, save_check_receipt
 from sparkrig.guards.verdict import GuardResult
-from sparkrig.report.bench_table import bench_table
 from sparkrig.report.html_report import render_report
 from sparkrig.report.svg_charts import Bar, bar_chart, position_chart
 from tests.conftest import SPARKRIG

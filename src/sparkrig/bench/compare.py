@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 from sparkrig.bench.point import PointResult
 from sparkrig.bench.receipt import BenchReceipt
-from sparkrig.bench.statistics import Verdict, WelchComparison, verdict, welch_change
+from sparkrig.bench.statistics import ChangeVerdict, WelchComparison, verdict, welch_change
 from sparkrig.errors import UsageError
 
 Quantity = Literal["tok/s", "TTFT s"]
@@ -25,7 +25,7 @@ class PointComparison(BaseModel):
         "(lower is better: queueing shows here when throughput does not move)"
     )
     change: WelchComparison | None = Field(description="None when a side has no samples")
-    verdict: Verdict | None
+    verdict: ChangeVerdict | None
     note: str | None = None
 
 

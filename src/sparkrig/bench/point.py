@@ -21,7 +21,7 @@ from sparkrig.bench.accounting import (
     reply_text,
     text_count_finding,
 )
-from sparkrig.bench.spec import SpecAccounting, spec_accounting
+from sparkrig.bench.speculative import SpecAccounting, spec_accounting
 from sparkrig.bench.statistics import (
     PointSummary,
     precision_checkpoints,

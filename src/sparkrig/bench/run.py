@@ -13,9 +13,9 @@ from sparkrig.client import EndpointClient
 from sparkrig.client.metrics import try_scrape_metrics
 from sparkrig.client.probe import first_model_id
 from sparkrig.client.tokenize import server_tokenize
+from sparkrig.detectors.text import degeneration_findings
 from sparkrig.engines.metric_map import Quantity
 from sparkrig.errors import EndpointError, UsageError, excerpt
-from sparkrig.guards.detectors import degeneration_findings
 from sparkrig.launch.state import recorded_engine_build
 
 

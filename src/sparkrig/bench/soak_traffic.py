@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from sparkrig import defaults
-from sparkrig.bench.workload_log import WorkloadRecord
 from sparkrig.client.endpoint import ChatRequest, CompletionRequest
+from sparkrig.gateway.workload_log import WorkloadRecord
 
 Kind = Literal["tool_call", "json", "code", "summary", "prose", "replay"]
 KINDS: Final[tuple[Kind, ...]] = ("tool_call", "json", "code", "summary", "prose")

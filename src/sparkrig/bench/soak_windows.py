@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from sparkrig.bench.soak_receipt import SoakWindow
 from sparkrig.bench.soak_traffic import PERSON_FORMAT, Kind
 from sparkrig.client.records import RequestRecord
-from sparkrig.guards.detectors import (
+from sparkrig.detectors.schema import schema_problems
+from sparkrig.detectors.text import (
     loop_findings,
     markup_leak_findings,
     replacement_char_findings,
 )
-from sparkrig.guards.structured import schema_problems
 
 
 @dataclass

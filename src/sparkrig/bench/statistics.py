@@ -22,7 +22,7 @@ _CONTINUED_FRACTION_EPS: Final = 1e-15
 _CONTINUED_FRACTION_MAX_TERMS: Final = 10_000
 _TINY: Final = 1e-300  # keeps Lentz's method away from division by zero
 
-Verdict = Literal["same", "faster", "slower"]
+ChangeVerdict = Literal["same", "faster", "slower"]
 
 
 def t_quantile_975(df: float) -> float:
@@ -241,7 +241,9 @@ def welch_change(before: Sequence[float], after: Sequence[float]) -> WelchCompar
     )
 
 
-def verdict(comparison: WelchComparison, tolerance_pct: float, higher_is_better: bool) -> Verdict:
+def verdict(
+    comparison: WelchComparison, tolerance_pct: float, higher_is_better: bool
+) -> ChangeVerdict:
     """ "faster" or "slower" only when the interval excludes 0 and |change| exceeds the tolerance.
 
     Set `higher_is_better` for throughputs; leave it False for latencies, where a rise is slower.

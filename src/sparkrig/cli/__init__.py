@@ -10,7 +10,7 @@ happens inside the command that needs it, so `sparkrig --help` stays fast.
 from __future__ import annotations
 
 from sparkrig.cli.common import app
-from sparkrig.cli import engine, serve, client, bench, check, soak  # noqa: F401
+from sparkrig.cli import engine, serve, cluster_file, client, bench, check, soak  # noqa: F401
 from sparkrig.cli import doctor, fabric, fabric_test, gateway  # noqa: F401 - fabric_test registers `fabric test`
 
 app.add_typer(fabric.fabric_app, name="fabric")

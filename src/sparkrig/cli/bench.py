@@ -52,7 +52,7 @@ def demo(
     records and the HTML report, stop the engine.
 
     It starts and stops only its own engine, so it needs no --apply."""
-    from sparkrig.demo import run_demo
+    from sparkrig.cli.demo import run_demo
 
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out_path = out or Path("sparkrig-runs") / f"demo-{stamp}.json"
@@ -151,10 +151,10 @@ def bench(
     after every sample, so an interrupted run keeps what it measured."""
     from sparkrig.bench.point import BenchSettings
     from sparkrig.bench.run import check_suites, run_bench
+    from sparkrig.cli.receipt_files import write_report
+    from sparkrig.cli.views.bench_table import bench_table, spec_table
     from sparkrig.client.endpoint import api_key_from_env
     from sparkrig.client.http_failures import checked_base_url
-    from sparkrig.report.bench_table import bench_table, spec_table
-    from sparkrig.report.html_report import write_report
 
     if (url is None) == (not local):
         raise UsageError("give either a server URL or --local — e.g. `sparkrig bench --local`")
@@ -185,7 +185,7 @@ def bench(
     out_path = out or Path("sparkrig-runs") / f"bench-{stamp}.json"
     refuse_to_replace(out_path, force=force)
 
-    from sparkrig.report.bench_progress import BenchProgress
+    from sparkrig.cli.views.bench_progress import BenchProgress
 
     async def go(progress: BenchProgress) -> Any:
         kwargs: dict[str, Any] = {
@@ -197,7 +197,7 @@ def bench(
             "on_point_done": progress.point_done,
         }
         if local:
-            from sparkrig.embedded import bench_embedded
+            from sparkrig.cli.embedded import bench_embedded
 
             return await bench_embedded(
                 err_console, suites=suites, slots=slots, speculative=speculative, **kwargs
@@ -258,7 +258,7 @@ def compare(
     """Compare two bench receipts point by point (Welch 95% interval). Exits 1 on a regression."""
     from sparkrig.bench.compare import compare_receipts
     from sparkrig.bench.receipt import load_receipt
-    from sparkrig.report.bench_table import compare_table
+    from sparkrig.cli.views.bench_table import compare_table
 
     rows = compare_receipts(load_receipt(before), load_receipt(after), tolerance)
     if as_json:
@@ -291,14 +291,14 @@ def report(
     content type, concurrency aggregate vs per stream, speculative acceptance per draft position).
     It opens without a network. A point with degenerate output reads "invalid", never a number."""
     from sparkrig.bench.soak_receipt import SoakReceipt
+    from sparkrig.cli.receipt_files import load_any_receipt
+    from sparkrig.cli.views.bench_table import bench_table, spec_table
+    from sparkrig.cli.views.check_table import check_table
+    from sparkrig.cli.views.fabric_test_table import fabric_test_view
     from sparkrig.doctor.telemetry_record import is_telemetry_path, telemetry_beside
     from sparkrig.fabric.collectives.results import FabricTestReceipt
     from sparkrig.guards.receipt import CheckReceipt
-    from sparkrig.report.bench_table import bench_table, spec_table
-    from sparkrig.report.check_table import check_table
-    from sparkrig.report.fabric_test_table import fabric_test_view
     from sparkrig.report.html_report import render_report
-    from sparkrig.report.receipts import load_any_receipt
 
     # `report runs/*.json` also matches the telemetry files: each is drawn with its receipt
     receipts = [path for path in receipts if not is_telemetry_path(path)] or receipts

@@ -95,11 +95,11 @@ def check(
     Each guard compares the server with itself (alone vs concurrent, streamed vs not, cold vs
     cached) or with a recorded baseline (docs/guards.md). The receipt is rewritten after every
     guard, so an interrupted run keeps what it found."""
+    from sparkrig.cli.views.check_table import check_table, result_line
     from sparkrig.client.endpoint import api_key_from_env
     from sparkrig.client.http_failures import checked_base_url
     from sparkrig.guards.battery import choose_guards
     from sparkrig.guards.context import CheckSettings
-    from sparkrig.report.check_table import check_table, result_line
 
     if (url is None) == (not local):
         raise UsageError("give either a server URL or --local — e.g. `sparkrig check --local`")
@@ -132,7 +132,7 @@ def check(
             "say": lambda line: err_console.print(line, highlight=False),
         }
         if local:
-            from sparkrig.embedded import embedded_engine
+            from sparkrig.cli.embedded import embedded_engine
 
             kwargs["baseline_scope"] = "embedded"
             async with embedded_engine(

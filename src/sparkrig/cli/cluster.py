@@ -11,7 +11,6 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from sparkrig.config.cluster import Cluster
 from sparkrig.engines.adapter import LocalEngine
@@ -49,10 +48,10 @@ def load_plan(path: Path, profile: str | None) -> tuple[Cluster, LaunchPlan]:
 def up_cluster(
     path: Path, *, profile: str | None, apply: bool, replace: bool, as_json: bool
 ) -> None:
-    from sparkrig.client.readiness import answer_one_completion
+    from sparkrig.cli.views.cluster_table import plan_view
+    from sparkrig.client.first_completion import answer_one_completion
     from sparkrig.launch.lifecycle import bring_down, bring_up, runners_for
     from sparkrig.launch.state import load_state
-    from sparkrig.report.cluster_table import plan_view
 
     _, plan = load_plan(path, profile)
     if not apply:
@@ -94,9 +93,9 @@ def _state_for(path: Path) -> Any:
 
 
 def status_cluster(path: Path, *, as_json: bool) -> None:
-    from sparkrig.client.readiness import answer_one_completion
+    from sparkrig.cli.views.cluster_table import status_table
+    from sparkrig.client.first_completion import answer_one_completion
     from sparkrig.launch.lifecycle import launch_status
-    from sparkrig.report.cluster_table import status_table
 
     cluster, state = _state_for(path)
     if state is None:
@@ -161,49 +160,3 @@ def down_cluster(path: Path, *, apply: bool) -> None:
             f"could not reach {', '.join(unreached)}; their records are kept — fix the "
             f"connection and run `sparkrig down {path} --apply` again"
         )
-
-
-def lint_file(path: Path, profile: str | None, as_json: bool) -> None:
-    from sparkrig.config import load_cluster
-    from sparkrig.lint import lint_cluster
-
-    cluster = load_cluster(path)
-    try:
-        findings = lint_cluster(cluster, profile)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from exc
-    if as_json:
-        _print_json([finding.__dict__ for finding in findings])
-    else:
-        for finding in findings:
-            style = "red" if finding.severity == "error" else "yellow"
-            rest = escape(finding.line().split(" ", 1)[1])
-            console.print(f"[{style}]{finding.severity}[/] {rest}", highlight=False, soft_wrap=True)
-        errors = sum(f.severity == "error" for f in findings)
-        console.print(
-            f"{path}: {errors} errors, {len(findings) - errors} warnings", highlight=False
-        )
-    if any(f.severity == "error" for f in findings):
-        raise typer.Exit(1)
-
-
-def capacity_file(
-    path: Path, profile: str | None, steps_per_second: float | None, as_json: bool
-) -> None:
-    from sparkrig.config import load_cluster
-    from sparkrig.config.capacity import plan_capacity
-
-    cluster = load_cluster(path)
-    try:
-        chosen = cluster.chosen_profile(profile)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from exc
-    capacity = plan_capacity(chosen, steps_per_second)
-    if as_json:
-        _print_json(capacity.model_dump(mode="json"))
-        return
-    for field, value in capacity.model_dump().items():
-        if field != "notes":
-            console.print(f"{field.replace('_', ' ')}: {'—' if value is None else value}")
-    for note in capacity.notes:
-        console.print(f"[yellow]note[/]: {escape(note)}", highlight=False)

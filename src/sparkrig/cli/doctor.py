@@ -56,10 +56,10 @@ def doctor(
     """Collect each node's tool output once (ip, sysfs, nvidia-smi, dpkg, meminfo, vmstat,
     findmnt, chronyc, systemctl …) and run every check on it: each finding says what was seen,
     why it matters and the exact fix, which doctor prints and never runs. Exit 1 on any error."""
+    from sparkrig.cli.views.doctor_table import doctor_view
     from sparkrig.doctor.capture_files import load_captures, save_captures
     from sparkrig.doctor.session import check_captures, collect_for, local_node_name
     from sparkrig.launch.executors import LocalExecutor, executor_for
-    from sparkrig.report.doctor_table import doctor_view
 
     cluster = None
     if cluster_file is not None:

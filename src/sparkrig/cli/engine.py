@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -14,8 +14,29 @@ from sparkrig.cli.common import (
     console,
 )
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from sparkrig.engines.llamacpp.build import EngineInstall
+
 engine_app = typer.Typer(help="The embedded llama.cpp engine: build it, show what is built.")
 app.add_typer(engine_app, name="engine")
+
+
+def find_or_build_engine(
+    console: Console, *, force: bool = False, portable: bool = False
+) -> EngineInstall:
+    """The cached, self-tested llama-server; or build and self-test it with a progress bar."""
+    from sparkrig.cli.views.build_progress import BUILD_ANNOUNCEMENT, build_progress
+    from sparkrig.engines.llamacpp.build import find_installed, install
+
+    found = find_installed()
+    if not force and not portable and found is not None and found.self_tests:
+        return found
+    if found is None or force or portable:
+        console.print(BUILD_ANNOUNCEMENT)
+    with build_progress(console) as (show_phase, show_line):
+        return install(show_phase, force=force, portable=portable, note=show_line)
 
 
 @engine_app.command("install")
@@ -37,10 +58,7 @@ def engine_install(
     Every build is self-tested on the bundled model (one real completion) before it is recorded.
     If the native build cannot run here, sparkrig retries it without weight repacking, then
     builds the portable variant, and says which one passed."""
-    from sparkrig.engines.llamacpp.build import install
-    from sparkrig.report.build_progress import install_engine_with_progress
-
-    found = install_engine_with_progress(console, install, force=rebuild, portable=portable)
+    found = find_or_build_engine(console, force=rebuild, portable=portable)
     console.print(f"llama-server ready: {found.server_binary} ({found.label})")
 
 

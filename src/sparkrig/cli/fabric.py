@@ -61,10 +61,10 @@ def plan_command(
     as_json: JsonFlag = False,
 ) -> None:
     """Show ranks in cable order, each cable's subnets and addresses, and relay routes."""
+    from sparkrig.cli.views.fabric_table import plan_view
     from sparkrig.config import load_cluster
     from sparkrig.fabric.plan import plan_fabric
     from sparkrig.fabric.render import write_plan_files
-    from sparkrig.report.fabric_table import plan_view
 
     plan = plan_fabric(load_cluster(cluster_file), tp)
     written = write_plan_files(plan, out) if out is not None else []

@@ -116,7 +116,7 @@ def fabric_test_command(
     if as_json:
         _print_json(receipt.model_dump(mode="json"))
     else:
-        from sparkrig.report.fabric_test_table import fabric_test_view
+        from sparkrig.cli.views.fabric_test_table import fabric_test_view
 
         console.print(fabric_test_view(receipt))
     failed = sum(len(c.failed) for c in receipt.checks)
@@ -155,6 +155,7 @@ def _run(
     from rich.progress import Progress
 
     from sparkrig.cli.common import err_console
+    from sparkrig.cli.receipt_files import write_report
     from sparkrig.fabric.collectives.fabric_test import decide_backend, receipt_update, worker_argv
     from sparkrig.fabric.collectives.results import (
         FabricTestReceipt,
@@ -163,7 +164,6 @@ def _run(
     )
     from sparkrig.launch.executors import LocalExecutor, executor_for
     from sparkrig.launch.fabric_test_run import Worker, run_workers
-    from sparkrig.report.html_report import write_report
 
     order = list(plan.rank_order)
     runners: dict[str, Executor] = {

@@ -1,4 +1,4 @@
-"""`sparkrig up / status / logs / down / lint / plan-capacity`: local instances and clusters."""
+"""`sparkrig up / status / logs / down`: local instances and clusters."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ def up(
     With a cluster file: print the per-node plan; with --apply start the
     workers, then the head, and wait ready by liveness (every node alive and advancing, head
     healthy, one real completion). With --local: llama-server on 127.0.0.1."""
-    from sparkrig.client.readiness import answer_one_completion
+    from sparkrig.client.first_completion import answer_one_completion
     from sparkrig.engines.llamacpp.build import require_installed
     from sparkrig.engines.llamacpp.gguf_model import resolve_model
     from sparkrig.launch.local import embedded_server, plan_local, start_local
@@ -160,7 +160,7 @@ def status(cluster_file: ClusterFileArg = None, as_json: JsonFlag = False) -> No
 
     With a cluster file: per node phase, pid, uptime and last log line, and whether the
     cluster is ready (exit 1 when not). Without: the --local instances."""
-    from sparkrig.client.readiness import answer_one_completion
+    from sparkrig.client.first_completion import answer_one_completion
     from sparkrig.launch.local import instance_status
     from sparkrig.launch.state import load_local_states
 
@@ -284,42 +284,6 @@ def down(
     for state in states:
         for record, outcome in asyncio.run(bring_down(state)):
             console.print(f"{state.cluster} pid {record.pid}: {outcome}")
-
-
-@app.command()
-def lint(
-    cluster_file: Annotated[Path, typer.Argument(help="cluster TOML to check")],
-    profile: Annotated[
-        str | None, typer.Option(help="check only the table profiles.NAME (default: every profile)")
-    ] = None,
-    as_json: JsonFlag = False,
-) -> None:
-    """Check a cluster file against the field reports' pitfalls; exit 1 on any error.
-
-    Rules: cudagraph sizes, DSpark k,
-    memory on unified memory, JIT caches on NFS, TP on the cables, …); each finding names its
-    fix and its source. Exits 1 on any error."""
-    from sparkrig.cli.cluster import lint_file
-
-    lint_file(cluster_file, profile, as_json)
-
-
-@app.command("plan-capacity")
-def plan_capacity(
-    cluster_file: Annotated[Path, typer.Argument(help="cluster TOML with a profile table")],
-    profile: Annotated[str | None, typer.Option(help="the table profiles.NAME instead")] = None,
-    steps_per_second: Annotated[
-        float | None, ranged("measured decode steps/s, for the spec-decode ceiling", POSITIVE)
-    ] = None,
-    as_json: JsonFlag = False,
-) -> None:
-    """KV pool math of a serving profile: what fits, per sequence, and the spec ceiling.
-
-    Full-length requests that fit (pool / max_model_len), tokens per sequence
-    with every sequence live, and the speculative ceiling steps/s × (k+1)."""
-    from sparkrig.cli.cluster import capacity_file
-
-    capacity_file(cluster_file, profile, steps_per_second, as_json)
 
 
 # --- endpoint tools ---------------------------------------------------------------------------

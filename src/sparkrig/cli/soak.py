@@ -46,10 +46,10 @@ def soak(
     from sparkrig.bench.soak import SoakRun, new_receipt
     from sparkrig.bench.soak_receipt import SoakReceipt, save_soak_receipt
     from sparkrig.bench.soak_traffic import mixed_traffic, replayed_traffic
-    from sparkrig.bench.workload_log import read_workload
+    from sparkrig.cli.receipt_files import write_soak_report
     from sparkrig.client import EndpointClient
     from sparkrig.client.endpoint import api_key_from_env
-    from sparkrig.report.soak_page import write_soak_report
+    from sparkrig.gateway.workload_log import read_workload
 
     records = read_workload(replay) if replay is not None else None
 

@@ -27,7 +27,7 @@ class _CumulativeCount:
         self.last = 0
         self.chunks = 0
 
-    def advance(self, now: int) -> int:
+    def chunk_share(self, now: int) -> int:
         self.chunks += 1
         grown, self.last = now - self.last, now
         return grown
@@ -144,11 +144,11 @@ class StreamAccumulator:
         if timings is not None:
             predicted = field.count(timings.get("predicted_n"), "timings.predicted_n")
             if predicted is not None:
-                return self._predicted_n.advance(predicted)
+                return self._predicted_n.chunk_share(predicted)
         if usage is not None:
             completion = field.count(usage.get("completion_tokens"), "usage.completion_tokens")
             if completion is not None:
-                return self._usage_tokens.advance(completion)
+                return self._usage_tokens.chunk_share(completion)
         return None
 
     def _merge_tool_call(self, call: Any, where: str) -> None:

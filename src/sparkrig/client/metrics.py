@@ -17,7 +17,9 @@ from sparkrig.errors import EndpointError, MetricsError, excerpt
 QuantityValue = float | dict[str, float] | None
 
 
-class Sample(BaseModel):
+class MetricSample(BaseModel):
+    """One Prometheus sample: its labels and value."""
+
     labels: dict[str, str]
     value: float
 
@@ -27,7 +29,7 @@ class MetricsSnapshot(BaseModel):
 
     engine: str | None = Field(description="llama.cpp, vllm, or None when not recognised")
     taken_ns: int = Field(description="perf_counter_ns when the text was received")
-    samples: dict[str, list[Sample]]
+    samples: dict[str, list[MetricSample]]
 
     def read(self, quantity: Quantity) -> QuantityValue:
         """The canonical value, or None when this engine does not expose it."""
@@ -56,7 +58,7 @@ class MetricsDelta(BaseModel):
 
 
 def parse_metrics(text: str, taken_ns: int | None = None) -> MetricsSnapshot:
-    samples: dict[str, list[Sample]] = {}
+    samples: dict[str, list[MetricSample]] = {}
     first = text.strip().splitlines()[0][:80] if text.strip() else "(empty)"
     if (title := web_page_title(text.encode(errors="replace"))) is not None:
         raise MetricsError(
@@ -68,7 +70,7 @@ def parse_metrics(text: str, taken_ns: int | None = None) -> MetricsSnapshot:
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
                 samples.setdefault(sample.name, []).append(
-                    Sample(labels=dict(sample.labels), value=float(sample.value))
+                    MetricSample(labels=dict(sample.labels), value=float(sample.value))
                 )
     except (ValueError, TypeError, IndexError, KeyError) as exc:
         raise MetricsError(
@@ -96,7 +98,7 @@ def detect_engine(samples: dict[str, Any]) -> str | None:
     return None
 
 
-def _read_source(samples: dict[str, list[Sample]], source: MetricSource) -> QuantityValue:
+def _read_source(samples: dict[str, list[MetricSample]], source: MetricSource) -> QuantityValue:
     for names in (source.names, *source.alternatives):
         present = [name for name in names if name in samples]
         if not present:
@@ -144,7 +146,7 @@ def metrics_delta(before: MetricsSnapshot, after: MetricsSnapshot) -> MetricsDel
     )
 
 
-def _matching_value(samples: list[Sample], labels: dict[str, str]) -> float:
+def _matching_value(samples: list[MetricSample], labels: dict[str, str]) -> float:
     for sample in samples:
         if sample.labels == labels:
             return sample.value

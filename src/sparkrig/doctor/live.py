@@ -9,15 +9,15 @@ from typing import Any
 from sparkrig.client.endpoint import EndpointClient
 from sparkrig.client.metrics import parse_metrics
 from sparkrig.config.cluster import Cluster
-from sparkrig.doctor.model import Finding
+from sparkrig.doctor.model import DoctorFinding
 from sparkrig.engines.registry import adapter_for
 from sparkrig.errors import MetricsError
 
 SOURCE = "docs/doctor.md (live server)"
 
 
-def _finding(check: str, severity: str, seen: str, why: str, fix: str) -> Finding:
-    return Finding.model_validate(
+def _finding(check: str, severity: str, seen: str, why: str, fix: str) -> DoctorFinding:
+    return DoctorFinding.model_validate(
         {
             "check": check,
             "severity": severity,
@@ -30,8 +30,10 @@ def _finding(check: str, severity: str, seen: str, why: str, fix: str) -> Findin
     )
 
 
-def live_checks(models: Any, metrics_text: str | None, cluster: Cluster | None) -> list[Finding]:
-    findings: list[Finding] = []
+def live_checks(
+    models: Any, metrics_text: str | None, cluster: Cluster | None
+) -> list[DoctorFinding]:
+    findings: list[DoctorFinding] = []
     entries = models.get("data") if isinstance(models, dict) else None
     ids = [str(e.get("id")) for e in entries or [] if isinstance(e, dict)]
     if not ids:
@@ -72,7 +74,7 @@ def live_checks(models: Any, metrics_text: str | None, cluster: Cluster | None) 
     return findings
 
 
-def _metrics_findings(text: str | None, cluster: Cluster | None) -> list[Finding]:
+def _metrics_findings(text: str | None, cluster: Cluster | None) -> list[DoctorFinding]:
     fix = "enable metrics (llama-server --metrics; vLLM serves them by default)"
     if text is None:
         return [
@@ -121,7 +123,7 @@ def _metrics_findings(text: str | None, cluster: Cluster | None) -> list[Finding
     return []
 
 
-def _cache_config_findings(labels: dict[str, str], cluster: Cluster) -> list[Finding]:
+def _cache_config_findings(labels: dict[str, str], cluster: Cluster) -> list[DoctorFinding]:
     """vLLM's `cache_config_info` labels against the profile's flags, where the file sets them."""
     profile = cluster.profile
     wanted = {
@@ -164,7 +166,7 @@ async def _fetch(url: str) -> tuple[Any, str | None]:
     return models, metrics
 
 
-def live_findings(url: str, cluster: Cluster | None) -> list[Finding]:
+def live_findings(url: str, cluster: Cluster | None) -> list[DoctorFinding]:
     try:
         models, metrics = asyncio.run(_fetch(url))
     except Exception as exc:  # noqa: BLE001 - any failure to reach the server is the finding

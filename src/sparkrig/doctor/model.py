@@ -51,7 +51,9 @@ class NodeCapture(_Frozen):
         return output.stdout
 
 
-class Finding(_Frozen):
+class DoctorFinding(_Frozen):
+    """One problem doctor saw on a node or across nodes: what, why, where documented, the fix."""
+
     check: str = Field(description="the check's registered name")
     severity: Severity
     node: str = Field(description="the node it is about, or `cluster` for a comparison")
@@ -73,10 +75,10 @@ class DoctorReport(_Frozen):
     version: Literal[1] = 1
     cluster: str | None = Field(default=None, description="cluster name, None on one machine")
     nodes: list[str]
-    findings: list[Finding]
+    findings: list[DoctorFinding]
     skipped: list[Skipped]
     checks_run: int = Field(description="check × node evaluations that ran")
 
     @property
-    def errors(self) -> list[Finding]:
+    def errors(self) -> list[DoctorFinding]:
         return [f for f in self.findings if f.severity == "error"]

@@ -12,13 +12,11 @@ from sparkrig import defaults
 from sparkrig.doctor.parse import sysfs_values
 from sparkrig.doctor.telemetry import (
     PROC_FILES,
-    GpuSample,
-    Telemetry,
-    TelemetrySample,
     rdma_counters,
     reading,
     sample_between,
 )
+from sparkrig.doctor.telemetry_model import GpuSample, Telemetry, TelemetrySample
 from sparkrig.errors import ExecutorError
 from sparkrig.fabric.runner import CommandRunner
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from sparkrig.doctor.model import DoctorReport, Finding, NodeCapture, Severity, Skipped
+from sparkrig.doctor.model import DoctorFinding, DoctorReport, NodeCapture, Severity, Skipped
 from sparkrig.doctor.parse import Unreadable
 from sparkrig.fabric.plan_model import FabricPlan, NodePlan
 from sparkrig.registry import Registry
@@ -102,8 +102,8 @@ def checks() -> list[Check]:
     return CHECKS.entries()
 
 
-def _finding(check: Check, node: str, hit: Hit) -> Finding:
-    return Finding(
+def _finding(check: Check, node: str, hit: Hit) -> DoctorFinding:
+    return DoctorFinding(
         check=check.name,
         severity=hit.severity,
         node=hit.node or node,
@@ -123,8 +123,8 @@ def _blocked(capture: NodeCapture, needs: tuple[str, ...]) -> str | None:
     return None
 
 
-def _unreachable(name: str, capture: NodeCapture) -> Finding:
-    return Finding(
+def _unreachable(name: str, capture: NodeCapture) -> DoctorFinding:
+    return DoctorFinding(
         check="node-reachable",
         severity="error",
         node=name,
@@ -139,7 +139,7 @@ class _Run:
     """One pass of the checks: findings, the skipped checks by (node, reason), checks run."""
 
     def __init__(self) -> None:
-        self.findings: list[Finding] = []
+        self.findings: list[DoctorFinding] = []
         self.held: dict[tuple[str, str], list[str]] = {}
         self.ran = 0
 

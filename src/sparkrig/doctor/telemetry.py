@@ -13,58 +13,10 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, Field
+from typing import Any
 
 from sparkrig import defaults
-
-
-class GpuSample(BaseModel):
-    index: int
-    sm_clock_mhz: int | None = None
-    mem_clock_mhz: int | None = None
-    power_w: float | None = None
-    temperature_c: int | None = None
-    utilization_percent: int | None = None
-    clock_event_reasons: int | None = Field(default=None, description="NVML bit mask; 1 = idle")
-
-
-class TelemetrySample(BaseModel):
-    t_s: float = Field(description="seconds since the sampler started")
-    cpu_percent: float = Field(description="busy share of all CPUs since the previous sample")
-    memory_used_bytes: int = Field(description="MemTotal - MemAvailable")
-    swap_in_pages_s: float
-    swap_out_pages_s: float
-    net_rx_bytes_s: dict[str, float] = Field(description="per interface (lo left out)")
-    net_tx_bytes_s: dict[str, float]
-    rdma_rx_bytes_s: dict[str, float] = Field(
-        default_factory=dict, description="per RDMA port (`device/port`), from port_rcv_data"
-    )
-    rdma_tx_bytes_s: dict[str, float] = Field(default_factory=dict)
-    roce_errors: dict[str, int] = Field(
-        default_factory=dict,
-        description="per RDMA port, the rise of roce_adp_retrans + packet_seq_err + "
-        "out_of_sequence since the previous sample (field notes: RoCE retransmits)",
-    )
-    gpus: list[GpuSample] = Field(default_factory=list)
-
-
-class Telemetry(BaseModel):
-    version: Literal[1] = 1
-    host: str
-    interval_s: float
-    started_at: float = Field(description="unix time of the first sample")
-    samples: list[TelemetrySample]
-    gpu_source: str = Field(description="`nvml`, or why there are no GPU figures")
-    sampler_cpu_s: float = Field(description="CPU time the sampler thread itself used")
-    sampler_wall_s: float
-
-    @property
-    def sampler_cpu_percent(self) -> float:
-        """The sampler's own cost, as a share of one CPU."""
-        return 100 * self.sampler_cpu_s / self.sampler_wall_s if self.sampler_wall_s else 0.0
-
+from sparkrig.doctor.telemetry_model import GpuSample, Telemetry, TelemetrySample
 
 # --- pure readers -------------------------------------------------------------------------------
 

@@ -8,23 +8,14 @@ import socket
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal
-
-from pydantic import BaseModel
 
 from sparkrig import defaults
 from sparkrig.doctor import node_telemetry
-from sparkrig.doctor.telemetry import Sampler, Telemetry
+from sparkrig.doctor.telemetry import Sampler
+from sparkrig.doctor.telemetry_model import TelemetryRecord
 from sparkrig.errors import ExecutorError
 from sparkrig.fabric.runner import CommandRunner
 from sparkrig.json_files import write_atomically
-
-
-class TelemetryRecord(BaseModel):
-    version: Literal[1] = 1
-    hosts: list[Telemetry]
-    problems: list[str] = []
-    """a node whose sampler could not start or stop: `what happened — how to fix it`"""
 
 
 def telemetry_path(receipt_path: Path) -> Path:

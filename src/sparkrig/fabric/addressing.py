@@ -19,7 +19,7 @@ from sparkrig.fabric.plan_model import CablePlan, Rail, RailEnd, Route
 from sparkrig.fabric.topology import Topology
 
 
-def check_pool(cluster: Cluster, needed: int) -> list[ipaddress.IPv4Network]:
+def subnets_from_pool(cluster: Cluster, needed: int) -> list[ipaddress.IPv4Network]:
     """The first `needed` subnets of the pool, after checking it overlaps no management LAN."""
     pool = cluster.fabric.subnet_pool
     for node in cluster.nodes:
@@ -51,7 +51,7 @@ def plan_cables(cluster: Cluster, topology: Topology) -> list[CablePlan]:
     rank = {name: r for r, name in enumerate(topology.rank_order)}
     cables = [cluster.cables[i] for i in topology.cable_order]
     width = max((_function_count(cluster, c) for c in cables), default=0)
-    subnets = check_pool(cluster, len(cables) * max(width, 2))
+    subnets = subnets_from_pool(cluster, len(cables) * max(width, 2))
     plans = []
     for index, cable in enumerate(cables):
         low, high = sorted((cable.a, cable.b), key=lambda end: rank[end.node])
@@ -101,7 +101,7 @@ def _plan_switched(cluster: Cluster, topology: Topology) -> list[CablePlan]:
         plane_of.append(seen.get(end.node, 0))
         seen[end.node] = plane_of[-1] + 1
     planes = max(plane_of, default=-1) + 1
-    subnets = check_pool(cluster, planes * 2)
+    subnets = subnets_from_pool(cluster, planes * 2)
     rank = {name: r for r, name in enumerate(topology.rank_order)}
     plans = []
     for index, cable in enumerate(cluster.cables):

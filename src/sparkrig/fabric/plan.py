@@ -15,14 +15,14 @@ from sparkrig.fabric.addressing import (
 from sparkrig.fabric.graph_xml import ring_graph_xml
 from sparkrig.fabric.nccl_env import graph_file_path, node_env
 from sparkrig.fabric.plan_model import CablePlan, FabricPlan, InterfacePlan, NodePlan, Route
-from sparkrig.fabric.topology import Topology, analyse, check_tensor_parallel
+from sparkrig.fabric.topology import Topology, check_tensor_parallel, topology_of
 
 LOOPBACK = ipaddress.IPv4Address("127.0.0.1")
 
 
 def plan_fabric(cluster: Cluster, tensor_parallel_size: int | None = None) -> FabricPlan:
     """`tensor_parallel_size` overrides the file's `fabric.tensor_parallel_size`."""
-    topology = analyse(cluster)
+    topology = topology_of(cluster)
     size = tensor_parallel_size or cluster.fabric.tensor_parallel_size
     group = check_tensor_parallel(topology, size)
     cables = plan_cables(cluster, topology)

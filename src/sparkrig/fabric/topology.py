@@ -77,7 +77,8 @@ def _check_port_exists(cluster: Cluster, cable: Cable, end: PortRef) -> None:
         )
 
 
-def analyse(cluster: Cluster) -> Topology:
+def topology_of(cluster: Cluster) -> Topology:
+    """The cluster's topology class, rank order and cable walk, after checking the cabling."""
     check_cabling(cluster)
     names = [n.name for n in cluster.nodes]
     if cluster.switch is not None:

@@ -10,14 +10,14 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from sparkrig.gateway.shaping import ReplyText
-from sparkrig.guards.detectors import (
+from sparkrig.detectors.empty_content import classify_empty_content
+from sparkrig.detectors.schema import schema_problems
+from sparkrig.detectors.text import (
     loop_findings,
     markup_leak_findings,
     replacement_char_findings,
 )
-from sparkrig.guards.empty_content import classify_empty_content
-from sparkrig.guards.structured import schema_problems
+from sparkrig.gateway.shaping import ReplyText
 
 
 class LiveFinding(BaseModel):

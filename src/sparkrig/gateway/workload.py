@@ -1,4 +1,4 @@
-"""One workload line per request `gateway serve` answered (bench/workload_log.py has the model;
+"""One workload line per request `gateway serve` answered (gateway/workload_log.py has the model;
 `sparkrig soak --replay` reads it back). Token counts come from the server's usage or llama.cpp's
 timings; the prompt text is kept only when asked; the Authorization header is never read here."""
 
@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sparkrig.bench.workload_log import WorkloadRecord, safe_params
 from sparkrig.gateway.live_guards import completion_tokens
 from sparkrig.gateway.request_faults import prompt_chars
 from sparkrig.gateway.shaping import ReplyText
+from sparkrig.gateway.workload_log import WorkloadRecord, safe_params
 
 if TYPE_CHECKING:
     from sparkrig.gateway.serve import Trace

@@ -1,1 +1,1 @@
-"""Guards: pure text detectors, probes, the battery that runs them, and verdicts."""
+"""Guards: probes (one module per guard), the battery that runs them, and verdicts."""

@@ -11,8 +11,8 @@ from __future__ import annotations
 import uuid
 from typing import Final
 
+from sparkrig.detectors.text import all_findings
 from sparkrig.guards.context import GuardContext
-from sparkrig.guards.detectors import all_findings
 from sparkrig.guards.verdict import GuardResult, failed, passed
 
 NAME: Final = "garble"

@@ -184,11 +184,11 @@ async def kv_integrity_guard(context: GuardContext) -> GuardResult:
         "cells": len(cells),
         "reference_correct": correct,
     }
-    judged = judge_reference(
+    refused = result_if_reference_bad(
         context.baseline, correct, len(cells), details, record=context.record_baseline
     )
-    if judged is not None:
-        return judged
+    if refused is not None:
+        return refused
     phases = {"all documents in flight": together, "under churn": under_churn}
     for phase, reads in phases.items():
         for cell, record in reads.items():
@@ -220,13 +220,14 @@ async def kv_integrity_guard(context: GuardContext) -> GuardResult:
     )
 
 
-def judge_reference(
+def result_if_reference_bad(
     baseline: Baseline, correct: int, cells: int, details: dict[str, Any], *, record: bool
 ) -> GuardResult | None:
-    """The reference reads judged by themselves: recorded into the baseline, held to it, or
-    (with no baseline) refused when they found no fact at all. A reference that lost its facts
-    makes every later read agree with it (a truncated prompt is truncated alike every time),
-    so the differential comparison alone would pass. None: go on and compare."""
+    """A FAIL or SKIP when the reference reads, judged by themselves, cannot be trusted: held to
+    the baseline (recorded into it with `record`), or (with no baseline) refused when they
+    found no fact at all. A reference that lost its facts makes every later read agree with it
+    (a truncated prompt is truncated alike every time), so the differential comparison alone
+    would pass. None: go on and compare."""
     if record:
         baseline.scores[NAME] = {"reference_correct": correct, "cells": cells}
         return None

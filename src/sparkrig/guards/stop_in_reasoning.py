@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from sparkrig.detectors.empty_content import classify_empty_content
 from sparkrig.guards.context import GuardContext
-from sparkrig.guards.empty_content import classify_empty_content
 from sparkrig.guards.verdict import GuardResult, failed, passed, skipped
 
 NAME: Final = "stop_in_reasoning"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
+from sparkrig.detectors.schema import schema_problems
 from sparkrig.guards.context import GuardContext
 from sparkrig.guards.verdict import GuardResult, failed, passed, skipped
 
@@ -28,28 +29,6 @@ WEATHER_TOOL: Final = {
         },
     },
 }
-_JSON_TYPES: Final[dict[str, type | tuple[type, ...]]] = {
-    "string": str,
-    "integer": int,
-    "number": (int, float),
-    "boolean": bool,
-    "object": dict,
-    "array": list,
-}
-
-
-def schema_problems(value: Any, schema: dict[str, Any]) -> list[str]:
-    """The subset of JSON Schema the probes use: type, properties, required."""
-    expected = _JSON_TYPES.get(schema.get("type", ""), object)
-    if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
-        return [f"expected {schema.get('type')}, got {type(value).__name__}"]
-    problems = []
-    if isinstance(value, dict):
-        problems += [f"missing {key!r}" for key in schema.get("required", []) if key not in value]
-        for key, sub in schema.get("properties", {}).items():
-            if key in value:
-                problems += [f"{key}: {p}" for p in schema_problems(value[key], sub)]
-    return problems
 
 
 def _parse(text: str) -> tuple[Any, str | None]:

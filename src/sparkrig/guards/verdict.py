@@ -6,12 +6,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-Verdict = Literal["PASS", "FAIL", "SKIP"]
+GuardVerdict = Literal["PASS", "FAIL", "SKIP"]
 
 
 class GuardResult(BaseModel):
     guard: str = Field(description="the guard's registered name")
-    verdict: Verdict
+    verdict: GuardVerdict
     evidence: str = Field(description="one line: what was seen, or why the guard was skipped")
     details: dict[str, Any] = Field(
         default_factory=dict, description="the measurements behind the verdict, for the receipt"

@@ -1,1 +1,3 @@
-"""Terminal tables for what sparkrig measured."""
+"""HTML pages of receipts: the report page, its sections and SVG charts.
+
+Terminal tables and progress bars live in `sparkrig.cli.views`."""

@@ -11,14 +11,13 @@ import statistics
 from collections import Counter
 from collections.abc import Sequence
 from html import escape
-from pathlib import Path
 
 from sparkrig.bench.point import BenchSettings, PointResult, invalid_reasons
 from sparkrig.bench.receipt import BenchReceipt
 from sparkrig.bench.soak_receipt import SoakReceipt
 from sparkrig.bench.statistics import precision_checkpoints
 from sparkrig.bench.suites import per_stream_mean
-from sparkrig.doctor.telemetry_record import TelemetryRecord, telemetry_beside
+from sparkrig.doctor.telemetry_model import TelemetryRecord
 from sparkrig.fabric.collectives.results import FabricTestReceipt
 from sparkrig.guards.receipt import CheckReceipt
 from sparkrig.report.check_html import CHECK_CSS, check_section
@@ -355,19 +354,3 @@ def _charts(receipt: BenchReceipt) -> str:
         metrics = "; ".join(dict.fromkeys(point.metric for point in prefill))
         figures.append(_figure(svg, f"{metrics}. {_INTERVAL_NOTE}"))
     return "\n".join(figures) or '<p class="muted">no points to chart</p>'
-
-
-def write_report(
-    receipt_path: Path, receipt: Receipt, also: Sequence[tuple[Path, Receipt]] = ()
-) -> Path:
-    """Write the report for a receipt (and `also` these, after it) beside it, same name with
-    .html; return the page's path."""
-    page_path = receipt_path.with_suffix(".html")
-    pairs = [(receipt_path, receipt), *also]
-    page = render_report(
-        [r for _, r in pairs],
-        names=[path.name for path, _ in pairs],
-        telemetry=[telemetry_beside(path) for path, _ in pairs],
-    )
-    page_path.write_text(page, encoding="utf-8")
-    return page_path

@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from sparkrig.doctor.telemetry import Telemetry
-from sparkrig.doctor.telemetry_record import TelemetryRecord
+from sparkrig.doctor.telemetry_model import Telemetry, TelemetryRecord
 from sparkrig.report.svg_charts import PALETTE
 
 WIDTH, HEIGHT = 640, 220

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from sparkrig.guards.detectors import (
+from sparkrig.detectors.text import (
     LOOP_MIN_CHARS,
     LOOP_NOVELTY_MAX,
     LOOP_WINDOW_CHARS,
-    Finding,
+    TextFinding,
     all_findings,
     char_run_findings,
     degeneration_findings,
@@ -39,7 +39,7 @@ def exhausted(novelties: list[float | None]) -> bool:
     return all(value is not None and value < LOOP_NOVELTY_MAX for value in novelties)
 
 
-def only(findings: list[Finding], detector: str) -> Finding:
+def only(findings: list[TextFinding], detector: str) -> TextFinding:
     assert [finding.detector for finding in findings] == [detector]
     return findings[0]
 

@@ -17,7 +17,7 @@ from typing import Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Severity = Literal["error", "warning"]
-Detector = Callable[[str], list["Finding"]]
+Detector = Callable[[str], list["TextFinding"]]
 
 # How much of the text a finding quotes, starting at its offset.
 EVIDENCE_CHARS: Final = 80
@@ -156,7 +156,7 @@ _NOT_A_SCRIPT: Final = frozenset(
 _SCRIPT_ALIASES: Final = {"CJK": "Han", "IDEOGRAPHIC": "Han", "KATAKANA-HIRAGANA": "Katakana"}
 
 
-class Finding(BaseModel):
+class TextFinding(BaseModel):
     """One problem a detector saw in a text."""
 
     model_config = ConfigDict(frozen=True)
@@ -172,7 +172,7 @@ def _excerpt(text: str, offset: int) -> str:
     return text[offset : offset + EVIDENCE_CHARS]
 
 
-def replacement_char_findings(text: str) -> list[Finding]:
+def replacement_char_findings(text: str) -> list[TextFinding]:
     """Any U+FFFD is an error: a field report gates on zero over three passes.
 
     (field notes: replacement-char-gate)
@@ -187,7 +187,7 @@ def replacement_char_findings(text: str) -> list[Finding]:
         "the text is damaged: check the engine and its detokenizer, not the prompt"
     )
     return [
-        Finding(
+        TextFinding(
             detector="replacement_char",
             severity="error",
             message=message,
@@ -221,7 +221,7 @@ def window_novelty(text: str) -> list[float | None]:
     return [n / t if t else None for n, t in zip(novel, total, strict=True)]
 
 
-def loop_findings(text: str) -> list[Finding]:
+def loop_findings(text: str) -> list[TextFinding]:
     """A repetition loop: novelty under 2% in 3 consecutive 4,000-character windows.
 
     Texts shorter than `LOOP_MIN_CHARS` hold fewer than 3 whole windows and cannot be judged by
@@ -243,7 +243,7 @@ def loop_findings(text: str) -> list[Finding]:
                 "recommended temperature) and the serving stack"
             )
             return [
-                Finding(
+                TextFinding(
                     detector="loop",
                     severity="error",
                     message=message,
@@ -254,7 +254,7 @@ def loop_findings(text: str) -> list[Finding]:
     return []
 
 
-def char_run_findings(text: str) -> list[Finding]:
+def char_run_findings(text: str) -> list[TextFinding]:
     """Runs of one non-space character: `CHAR_RUN_MIN` long, or `SEPARATOR_RUN_MIN` for rules."""
     runs = [
         match
@@ -271,7 +271,7 @@ def char_run_findings(text: str) -> list[Finding]:
         "degenerated into repeating one token; check the engine's decode path and sampling"
     )
     return [
-        Finding(
+        TextFinding(
             detector="char_run",
             severity="error",
             message=message,
@@ -281,7 +281,7 @@ def char_run_findings(text: str) -> list[Finding]:
     ]
 
 
-def empty_findings(text: str) -> list[Finding]:
+def empty_findings(text: str) -> list[TextFinding]:
     """Empty or whitespace-only content is an error."""
     if text.strip():
         return []
@@ -291,7 +291,7 @@ def empty_findings(text: str) -> list[Finding]:
         "(a stop string inside reasoning, a budget too small for the reasoning, or a loop)"
     )
     return [
-        Finding(
+        TextFinding(
             detector="empty",
             severity="error",
             message=message,
@@ -301,7 +301,7 @@ def empty_findings(text: str) -> list[Finding]:
     ]
 
 
-def markup_leak_findings(text: str) -> list[Finding]:
+def markup_leak_findings(text: str) -> list[TextFinding]:
     """Special tokens and reasoning/tool tags in the content, in ASCII and full-width forms."""
     matches = sorted(
         [*_SPECIAL_TOKEN.finditer(text), *_MARKUP_TAG.finditer(text)], key=lambda m: m.start()
@@ -317,7 +317,7 @@ def markup_leak_findings(text: str) -> list[Finding]:
         "not strip the markers, which would hide the fault"
     )
     return [
-        Finding(
+        TextFinding(
             detector="markup_leak",
             severity="error",
             message=message,
@@ -349,7 +349,7 @@ def letter_script(char: str) -> str | None:
 
 def script_drift_findings(
     text: str, expected_script: str | tuple[str, ...] = DEFAULT_SCRIPT
-) -> list[Finding]:
+) -> list[TextFinding]:
     """Too many letters outside the expected script(s), e.g. Han inside an English answer.
 
     Pass a tuple for text that mixes scripts by design, e.g. ("Latin", "Greek") for maths.
@@ -381,7 +381,7 @@ def script_drift_findings(
         "expected script"
     )
     return [
-        Finding(
+        TextFinding(
             detector="script_drift",
             severity="error",
             message=message,
@@ -391,7 +391,7 @@ def script_drift_findings(
     ]
 
 
-def mid_word_start_findings(text: str) -> list[Finding]:
+def mid_word_start_findings(text: str) -> list[TextFinding]:
     """The reply opens with a word ending such as "ing the ..." (heuristic; see the constants)."""
     match = _LEADING_WORD.match(text)
     if match is None or match.group(1) not in MID_WORD_FRAGMENTS:
@@ -404,7 +404,7 @@ def mid_word_start_findings(text: str) -> list[Finding]:
         "warm server or with speculative decoding off"
     )
     return [
-        Finding(
+        TextFinding(
             detector="mid_word_start",
             severity="warning",
             message=message,
@@ -422,14 +422,14 @@ DEGENERATION_DETECTORS: Final[tuple[Detector, ...]] = (
 )
 
 
-def degeneration_findings(text: str) -> list[Finding]:
+def degeneration_findings(text: str) -> list[TextFinding]:
     """The checks a benchmark applies to every scored output: empty, loop, U+FFFD, char runs."""
     return [finding for detect in DEGENERATION_DETECTORS for finding in detect(text)]
 
 
 def all_findings(
     text: str, expected_script: str | tuple[str, ...] = DEFAULT_SCRIPT
-) -> list[Finding]:
+) -> list[TextFinding]:
     """Every detector in this module, for a reply expected in `expected_script`."""
     return [
         *degeneration_findings(text),

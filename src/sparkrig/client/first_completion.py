@@ -1,4 +1,4 @@
-"""Ready by liveness: an engine is ready only when it answers one real completion."""
+"""The first completion: an engine is ready only when it answers one real completion with tokens."""
 
 from __future__ import annotations
 

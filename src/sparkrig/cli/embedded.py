@@ -12,8 +12,8 @@ from rich.console import Console
 from sparkrig import defaults
 from sparkrig.bench.receipt import BenchReceipt, save_receipt
 from sparkrig.bench.run import run_bench
-from sparkrig.client.readiness import answer_one_completion
-from sparkrig.engines.llamacpp.build import install
+from sparkrig.cli.engine import find_or_build_engine
+from sparkrig.client.first_completion import answer_one_completion
 from sparkrig.engines.llamacpp.gguf_model import resolve_model
 from sparkrig.engines.llamacpp.server import SpeculativeOptions
 from sparkrig.launch.local import (
@@ -23,7 +23,6 @@ from sparkrig.launch.local import (
     start_local,
     stop_local,
 )
-from sparkrig.report.build_progress import install_engine_with_progress
 
 
 @asynccontextmanager
@@ -35,7 +34,7 @@ async def embedded_engine(
     parallel_slots: int = defaults.LOCAL_PARALLEL_SLOTS,
     context_tokens: int = defaults.LOCAL_CONTEXT_TOKENS,
 ) -> AsyncIterator[LocalInstance]:
-    engine = install_engine_with_progress(console, install)
+    engine = find_or_build_engine(console)
     model_path = resolve_model(model)
     server = embedded_server(
         engine,

@@ -29,7 +29,7 @@ class EmptyDiagnosis(BaseModel):
     message: str
 
 
-def classify_empty_content(
+def classify_empty_content(  # noqa: PLR0911 - one return per cause of the table
     *,
     content: str,
     reasoning: str,

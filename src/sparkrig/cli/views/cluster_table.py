@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from sparkrig.launch.cluster_plan import LaunchPlan
-from sparkrig.launch.lifecycle import LaunchStatus
+
+if TYPE_CHECKING:
+    # The status model lives in the module that starts and stops launches; only its type is
+    # needed here, so drawing a status table loads no executor or HTTP session.
+    from sparkrig.launch.lifecycle import LaunchStatus
 
 
 def plan_view(plan: LaunchPlan) -> RenderableType:

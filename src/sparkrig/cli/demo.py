@@ -14,18 +14,18 @@ from rich.console import Console
 from sparkrig.bench.point import BenchSettings
 from sparkrig.bench.run import run_bench
 from sparkrig.bench.smoke import SmokeReceipt, SmokeResult, run_smoke
+from sparkrig.cli.embedded import embedded_engine
+from sparkrig.cli.receipt_files import write_report
+from sparkrig.cli.views.bench_table import bench_table, spec_table
+from sparkrig.cli.views.check_table import check_table, result_line
+from sparkrig.cli.views.smoke_table import metrics_line, smoke_table
 from sparkrig.client import EndpointClient
 from sparkrig.client.metrics import metrics_delta, try_scrape_metrics
-from sparkrig.embedded import embedded_engine
 from sparkrig.engines.llamacpp.server import SpeculativeOptions
 from sparkrig.guards.baseline import default_baseline_path
 from sparkrig.guards.battery import run_battery
 from sparkrig.guards.context import CheckSettings
 from sparkrig.guards.receipt import CheckReceipt
-from sparkrig.report.bench_table import bench_table, spec_table
-from sparkrig.report.check_table import check_table, result_line
-from sparkrig.report.html_report import write_report
-from sparkrig.report.smoke_table import metrics_line, smoke_table
 
 # short enough for a first look (about 20 s on 2 cores); `sparkrig bench --local` goes further
 DEMO_BENCH = BenchSettings(

@@ -8,7 +8,7 @@ import pytest
 
 from sparkrig.bench.point import BenchSettings
 from sparkrig.bench.run import run_bench
-from sparkrig.bench.spec import spec_accounting
+from sparkrig.bench.speculative import spec_accounting
 from sparkrig.launch.local import LocalInstance
 from tests.conftest import SYNTH_RATES
 
