@@ -100,7 +100,7 @@ def bench(
         ranged("stop a point when the 95% half-width is within this share of the mean", SHARE),
     ] = defaults.BENCH_PRECISION,
     max_samples: Annotated[
-        int, ranged("samples per point at most", SAMPLES)
+        int, ranged("samples per point in each round at most", SAMPLES)
     ] = defaults.BENCH_MAX_SAMPLES,
     tokens: Annotated[
         int, ranged("tokens generated per request", DECODE_TOKENS)
