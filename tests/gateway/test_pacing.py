@@ -6,6 +6,7 @@ that can change between the two gateways is the stretch."""
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 
 import aiohttp
@@ -14,6 +15,7 @@ import pytest
 from sparkrig.gateway.pacing import stretched_ns
 from sparkrig.gateway.serve import running_serving_gateway
 from sparkrig.gateway.serve_config import ServeConfig
+from tests.conftest import SPARKRIG
 from tests.gateway.fake_upstream import FakeUpstream, serve_fake
 from tests.gateway.replies import chat
 
@@ -82,3 +84,18 @@ async def test_a_stretched_whole_reply_arrives_later_and_unchanged() -> None:
                 elapsed.append(time.perf_counter() - start)
     assert replies[0] == replies[1]
     assert 1.6 < elapsed[1] / elapsed[0] < 2.5
+
+
+@pytest.mark.parametrize("stretch", ["-0.1", "10"])
+def test_a_stretch_out_of_range_is_refused_in_one_line(stretch: str) -> None:
+    result = subprocess.run(
+        [SPARKRIG, "gateway", "serve", "http://127.0.0.1:9", "--stretch", stretch],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "--stretch" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
