@@ -64,7 +64,8 @@ async def test_stretch_slows_the_first_token_and_every_gap_by_its_share() -> Non
     assert plain_span > 10 * TOKEN_DELAY_S  # enough gaps to time
     # twice as long, not once (stretch off) or compounding (each wait delaying the next stamp)
     assert 1.7 < slow_span / plain_span < 2.3
-    assert 1.5 < slow_first / plain_first < 2.6
+    # the time before the gateway (connection, request parsing) is not stretched: a looser floor
+    assert 1.35 < slow_first / plain_first < 2.6
 
 
 async def test_a_stretched_whole_reply_arrives_later_and_unchanged() -> None:
@@ -83,7 +84,7 @@ async def test_a_stretched_whole_reply_arrives_later_and_unchanged() -> None:
                     replies.append((await response.json())["choices"][0]["message"]["content"])
                 elapsed.append(time.perf_counter() - start)
     assert replies[0] == replies[1]
-    assert 1.6 < elapsed[1] / elapsed[0] < 2.5
+    assert 1.35 < elapsed[1] / elapsed[0] < 2.5  # unstretched: about 1
 
 
 @pytest.mark.parametrize("stretch", ["-0.1", "10"])
