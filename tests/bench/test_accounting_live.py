@@ -25,6 +25,7 @@ SETTINGS = BenchSettings(
     decode_tokens=TOKENS,
     concurrency=[2],
     precision=0.5,
+    rounds=1,
 )
 
 

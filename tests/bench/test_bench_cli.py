@@ -66,6 +66,8 @@ def test_local_bench_gives_the_spec_suite_its_own_engine(
             "decode,spec",
             "--max-samples",
             "2",
+            "--rounds",
+            "1",
             "--tokens",
             "32",
             "--precision",

@@ -65,7 +65,7 @@ async def bare_server() -> AsyncIterator[str]:
 async def test_without_metrics_or_tokenize_the_bench_runs_and_says_so(
     bare_server: str, tmp_path: Path
 ) -> None:
-    settings = BenchSettings(max_samples=2, decode_tokens=TOKENS, prefill_depths=[32])
+    settings = BenchSettings(max_samples=2, decode_tokens=TOKENS, prefill_depths=[32], rounds=1)
     receipt = await run_bench(
         bare_server, suites=["decode", "prefill"], settings=settings, out_path=tmp_path / "r.json"
     )
@@ -84,7 +84,7 @@ async def test_a_model_that_404s_discards_samples_with_the_reason(
     receipt = await run_bench(
         bare_server,
         suites=["decode"],
-        settings=BenchSettings(max_samples=2, warmup_requests=0),
+        settings=BenchSettings(max_samples=2, warmup_requests=0, rounds=1),
         out_path=tmp_path / "r.json",
         model="missing",
     )

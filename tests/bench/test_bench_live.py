@@ -18,7 +18,7 @@ from sparkrig.launch.local import LocalInstance
 pytestmark = [pytest.mark.engine, pytest.mark.asyncio(loop_scope="session")]
 
 QUICK = BenchSettings(
-    max_samples=3, min_samples=3, decode_tokens=32, concurrency=[1, 2], precision=0.5
+    max_samples=3, min_samples=3, decode_tokens=32, concurrency=[1, 2], precision=0.5, rounds=1
 )
 
 
@@ -56,6 +56,10 @@ async def test_rounds_add_samples_to_the_same_points(
     assert [point.name for point in receipt.points] == ["c=1 cold", "c=1 cached"]
     assert {sample.round for sample in receipt.points[0].samples} == {1, 2}
     assert receipt.points[0].summary is not None
+    cold, cached = receipt.points
+    # the engine is warm after round 1: only the cache-priming warm-up runs again
+    assert cold.requests_sent == 1 + 3 + 3
+    assert cached.requests_sent == (1 + 3) * 2
     assert receipt.points[0].summary.n == len(receipt.points[0].samples)
 
 
@@ -77,7 +81,7 @@ async def test_a_sample_with_foreign_traffic_is_discarded_and_retaken(
             PointResult(suite="test", name="foreign", metric="tok/s"),
             make_requests=make_requests,
             value_of=single_decode_rate,
-            settings=BenchSettings(max_samples=2, warmup_requests=0, precision=0.5),
+            settings=BenchSettings(max_samples=2, warmup_requests=0, precision=0.5, rounds=1),
             check_text=lambda text: [],
             on_sample=lambda point: None,
         )
@@ -94,7 +98,7 @@ async def test_degenerate_output_marks_the_point_invalid(llama_server: LocalInst
             PointResult(suite="test", name="nonsense", metric="tok/s"),
             make_requests=lambda: [chat(llama_server.alias, "Say hi.", 16)],
             value_of=single_decode_rate,
-            settings=BenchSettings(max_samples=2, warmup_requests=0, precision=0.5),
+            settings=BenchSettings(max_samples=2, warmup_requests=0, precision=0.5, rounds=1),
             check_text=lambda text: ["loop: flagged by the test's detector"],
             on_sample=lambda point: None,
         )
@@ -105,7 +109,7 @@ async def test_degenerate_output_marks_the_point_invalid(llama_server: LocalInst
 async def test_prefill_prompts_have_exact_depths_and_replays_hit_the_cache(
     llama_server: LocalInstance, tmp_path: Path
 ) -> None:
-    settings = BenchSettings(max_samples=3, prefill_depths=[64, 192], precision=0.5)
+    settings = BenchSettings(max_samples=3, prefill_depths=[64, 192], precision=0.5, rounds=1)
     receipt = await run_bench(
         llama_server.base_url, suites=["prefill"], settings=settings, out_path=tmp_path / "p.json"
     )
@@ -140,6 +144,7 @@ async def test_a_point_takes_its_minimum_before_it_looks(llama_server: LocalInst
                 precision_checks=[5],
                 warmup_requests=0,
                 precision=0.99,
+                rounds=1,
             ),
             check_text=lambda text: [],
             on_sample=lambda point: None,
@@ -158,7 +163,7 @@ async def test_a_point_that_ends_at_its_cap_short_of_precision_is_imprecise(
             make_requests=lambda: [chat(llama_server.alias, "Count from 1 to 50.", 16)],
             value_of=single_decode_rate,
             settings=BenchSettings(
-                min_samples=2, max_samples=3, warmup_requests=0, precision=1e-9
+                min_samples=2, max_samples=3, warmup_requests=0, precision=1e-9, rounds=1
             ),  # a real rate never varies by under a billionth
             check_text=lambda text: [],
             on_sample=lambda point: None,
@@ -168,11 +173,46 @@ async def test_a_point_that_ends_at_its_cap_short_of_precision_is_imprecise(
     assert any("imprecise: round 1 ended at 3 samples with ±" in w for w in point.warnings)
 
 
+@pytest.mark.parametrize(("precision", "imprecise"), [(1e-9, True), (0.99, False)])
+async def test_with_rounds_a_point_is_judged_on_all_its_samples_after_its_last_round(
+    llama_server: LocalInstance, precision: float, imprecise: bool
+) -> None:
+    """A round's few samples are not meant to be precise alone: no flag after round 1 of 2,
+    whatever its interval; after round 2 the flag follows the interval over all 4 samples."""
+    settings = BenchSettings(
+        min_samples=2, max_samples=2, warmup_requests=0, precision=precision, rounds=2
+    )
+    point = PointResult(suite="test", name="rounds", metric="tok/s")
+    async with EndpointClient(llama_server.base_url) as client:
+        for round_index in (1, 2):
+            await measure_point(
+                client,
+                point,
+                make_requests=lambda: [chat(llama_server.alias, "Count from 1 to 50.", 16)],
+                value_of=single_decode_rate,
+                settings=settings,
+                check_text=lambda text: [],
+                on_sample=lambda point: None,
+                round_index=round_index,
+            )
+            if round_index == 1:
+                assert not point.imprecise
+    assert len(point.samples) == 4
+    assert point.imprecise is imprecise
+    flagged = [w for w in point.warnings if w.startswith("imprecise: 2 rounds ended at 4 samples")]
+    assert len(flagged) == int(imprecise)
+
+
 async def test_concurrency_prompts_are_cold_and_distinct_and_replays_are_their_own_point(
     llama_server: LocalInstance, tmp_path: Path
 ) -> None:
     settings = BenchSettings(
-        max_samples=3, decode_tokens=16, concurrency=[2], prompt_tokens=192, precision=0.5
+        max_samples=3,
+        decode_tokens=16,
+        concurrency=[2],
+        prompt_tokens=192,
+        precision=0.5,
+        rounds=1,
     )
     receipt = await run_bench(
         llama_server.base_url,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from sparkrig import defaults
 from sparkrig.bench.compare import compare_receipts
 from sparkrig.bench.point import BenchSettings, PointResult, RequestSummary, Sample
 from sparkrig.bench.receipt import BenchReceipt, load_receipt, save_receipt
@@ -103,6 +104,32 @@ def test_a_large_slowdown_survives_round_level_judging() -> None:
     before = receipt([131, 132, 145, 146, 138, 139], three, rounds=[1, 1, 2, 2, 3, 3])
     after = receipt([65, 66, 72, 73, 69, 70], three, rounds=[1, 1, 2, 2, 3, 3])
     assert verdicts(before, after)["tok/s"] == "slower"
+
+
+def _rounds_of(means: list[float]) -> tuple[list[float], list[int]]:
+    """Four samples per round around each round mean (±0.5%), as a default run takes."""
+    values = [m * f for m in means for f in (0.995, 1.005, 0.998, 1.002)]
+    return values, [r for r in range(1, len(means) + 1) for _ in range(4)]
+
+
+def test_the_defaults_call_drift_same_and_a_ten_percent_slowdown_slower() -> None:
+    """Issue 12 item 5 on made-up rounds: the round means of one configuration drift ±3%
+    between passes (samples within a pass agree to ±0.5%). At the default rounds and tolerance
+    a rerun is 'same', judged on round means; the same engine 10% slower (rates / 1.1) with the
+    same drift is 'slower'."""
+    settings = BenchSettings()
+    assert settings.rounds == defaults.BENCH_ROUNDS >= 3
+    tolerance = defaults.BENCH_COMPARE_TOLERANCE_PCT
+
+    def run(means: list[float]) -> BenchReceipt:
+        values, rounds = _rounds_of(means)
+        return receipt(values, settings, rounds=rounds)
+
+    first = run([100, 103, 97])
+    rerun = run([98, 101, 104])
+    slower = run([100 / 1.1, 103 / 1.1, 97 / 1.1])
+    assert compare_receipts(first, rerun, tolerance)[0].verdict == "same"
+    assert compare_receipts(first, slower, tolerance)[0].verdict == "slower"
 
 
 def test_mismatched_settings_are_refused_by_name() -> None:

@@ -23,7 +23,12 @@ async def test_spec_suite_reports_the_synthetic_acceptance(
     spec_server: LocalInstance, tmp_path: Path
 ) -> None:
     settings = BenchSettings(
-        max_samples=2, min_samples=2, warmup_requests=0, decode_tokens=128, precision=0.5
+        max_samples=2,
+        min_samples=2,
+        warmup_requests=0,
+        decode_tokens=128,
+        precision=0.5,
+        rounds=1,
     )
     receipt = await run_bench(
         spec_server.base_url, suites=["spec"], settings=settings, out_path=tmp_path / "s.json"
@@ -54,7 +59,7 @@ async def test_spec_suite_is_skipped_with_a_reason_without_speculation(
     receipt = await run_bench(
         llama_server.base_url,
         suites=["spec"],
-        settings=BenchSettings(max_samples=2),
+        settings=BenchSettings(max_samples=2, rounds=1),
         out_path=tmp_path / "s.json",
     )
     assert len(receipt.points) <= 1  # one point shows no drafts, then the suite stops

@@ -67,13 +67,18 @@ async def test_a_request_the_upstream_rejects_comes_back_unchanged(
     assert through[:2] == direct[:2]
 
 
+@pytest.mark.parametrize("stretch", [0.0, 0.5])
 async def test_an_upstream_dying_mid_stream_ends_the_stream_with_an_error_event(
-    engine: EngineInstall, bundled_model: Path
+    engine: EngineInstall, bundled_model: Path, stretch: float
 ) -> None:
+    """With --stretch the cut is read by the stretch's reader task and raised in order."""
     async with own_llama_server(engine, bundled_model) as record:
         body = chat("Tell a very long story.", stream=True, max_tokens=2000, ignore_eos=True)
         async with (
-            running_serving_gateway(record.base_url) as (url, gateway),
+            running_serving_gateway(record.base_url, ServeConfig(stretch=stretch)) as (
+                url,
+                gateway,
+            ),
             aiohttp.ClientSession() as session,
             session.post(url + "/v1/chat/completions", json=body) as response,
         ):

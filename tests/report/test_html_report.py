@@ -273,7 +273,10 @@ def test_an_imprecise_point_is_flagged_in_the_page_and_the_table() -> None:
     page = render_report([receipt])
     assert page.count("imprecise: ended without reaching the precision asked for") == 1
     assert "imprecise: round 1 ended at 12 samples with ±5.5%" in page
-    assert "looks at 5, 8, 12" in page  # the declared looks are part of the settings shown
+    # the declared looks and the rounds are part of the settings shown (defaults: 3 and 4 of
+    # 3 rounds)
+    assert "samples 3–4, looks at 3, 4" in page
+    assert "· 3 rounds" in page
     console = Console(record=True, width=300)
     console.print(bench_table(receipt))
     rows = [line for line in console.export_text().splitlines() if "imprecise" in line]

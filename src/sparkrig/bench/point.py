@@ -24,6 +24,7 @@ from sparkrig.bench.accounting import (
 from sparkrig.bench.speculative import SpecAccounting, spec_accounting
 from sparkrig.bench.statistics import (
     PointSummary,
+    precise_enough,
     precision_checkpoints,
     stop_on_precision,
     summarize,
@@ -75,9 +76,10 @@ class BenchSettings(BaseModel):
         "as separate points named 'cached'",
     )
     rounds: int = Field(
-        default=1,
+        default=defaults.BENCH_ROUNDS,
         ge=1,
-        description="passes over every point; compare judges by the spread between rounds",
+        description="passes over every point, each taking min_samples to max_samples samples; "
+        "compare judges by the spread between rounds",
     )
 
 
@@ -249,11 +251,15 @@ async def measure_point(
     round_index: int = 1,
     count_text: CountText | None = None,
 ) -> PointResult:
-    """Warm up, then sample until this round's samples are precise enough or max_samples.
+    """Warm up (in round 1, or every round when the warm-up primes the prefix cache), then
+    sample until this round's samples are precise enough or max_samples.
 
     With `count_text` (the server's /tokenize), every reply's completion count is checked
     against its text; without it only max_tokens and /metrics check the counts."""
-    for _ in range(settings.warmup_requests):
+    # later rounds follow a whole pass over a warm engine: only a warm-up that primes this
+    # point's prefix cache runs again (the other points' prompts may have evicted it)
+    warmups = settings.warmup_requests if round_index == 1 or point.warmup_primes_cache else 0
+    for _ in range(warmups):
         records = await asyncio.gather(*(client.send(r) for r in make_requests()))
         point.count_requests(records)
         warm_value = value_of(list(records))
@@ -290,8 +296,11 @@ async def measure_point(
         point.warnings.append(
             f"stopped after {retries} discarded samples in a row: {point.discarded[-1].reason}"
         )
-    if not precise:
-        _flag_imprecise(point, this_round, settings.precision, round_index)
+    if settings.rounds == 1 and not precise:
+        _flag_imprecise(point, this_round, settings.precision, f"round {round_index}")
+    elif round_index == settings.rounds and not _precise_over_rounds(point, settings.precision):
+        values = [sample.value for sample in point.samples]
+        _flag_imprecise(point, values, settings.precision, f"{settings.rounds} rounds")
     _flag_cold_start(point)
     median = point.summary.median if point.summary else None
     point.spec = spec_accounting((sample.metrics for sample in point.samples), median)
@@ -385,15 +394,21 @@ async def _count_findings(
     return findings
 
 
-def _flag_imprecise(
-    point: PointResult, values: list[float], precision: float, round_index: int
-) -> None:
+def _precise_over_rounds(point: PointResult, precision: float) -> bool:
+    """With several rounds, a round's 3 or 4 samples are not meant to reach the precision on
+    their own: the point is judged once, on all its samples, after its last round."""
+    values = [sample.value for sample in point.samples]
+    return bool(values) and precise_enough(summarize(values), precision, 2)
+
+
+def _flag_imprecise(point: PointResult, values: list[float], precision: float, when: str) -> None:
     point.imprecise = True
     relative = summarize(values).relative_half_width if values else None
     spread = "no interval" if relative is None else f"±{relative:.1%}"
     point.warnings.append(
-        f"imprecise: round {round_index} ended at {len(values)} samples with {spread}, short of "
-        f"the ±{precision:.1%} asked for — raise --max-samples, or read this point as rough"
+        f"imprecise: {when} ended at {len(values)} samples with {spread}, short of the "
+        f"±{precision:.1%} asked for — raise --max-samples or --rounds, or read this point as "
+        "rough"
     )
 
 
@@ -409,7 +424,7 @@ def _flag_cold_start(point: PointResult) -> None:
         return
     first = point.warmup_values[0]
     slower = 1 - first / point.summary.median
-    if slower > defaults.BENCH_COLD_PENALTY:
+    if slower > defaults.BENCH_COLD_PENALTY and not point.cold_start:  # once, not every round
         point.cold_start = True
         point.warnings.append(
             f"cold engine: first request {first:.1f} vs steady median {point.summary.median:.1f} "

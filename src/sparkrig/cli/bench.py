@@ -100,7 +100,7 @@ def bench(
         ranged("stop a point when the 95% half-width is within this share of the mean", SHARE),
     ] = defaults.BENCH_PRECISION,
     max_samples: Annotated[
-        int, ranged("samples per point at most", SAMPLES)
+        int, ranged("samples per point in each round at most", SAMPLES)
     ] = defaults.BENCH_MAX_SAMPLES,
     tokens: Annotated[
         int, ranged("tokens generated per request", DECODE_TOKENS)
@@ -122,11 +122,11 @@ def bench(
     rounds: Annotated[
         int,
         ranged(
-            "passes over every point; compare judges by the spread between rounds, so "
-            "3 gives verdicts that hold across runs on a shared machine",
+            "passes over every point; compare judges by the spread between rounds, which "
+            "carries the drift of a shared machine (1: samples only, docs/metrics.md)",
             COUNT,
         ),
-    ] = 1,
+    ] = defaults.BENCH_ROUNDS,
     model: Annotated[
         str | None, typer.Option(help="model id (default: the server's first)")
     ] = None,
@@ -252,7 +252,7 @@ def compare(
     after: Annotated[Path, typer.Argument(help="the receipt to judge")],
     tolerance: Annotated[
         float, ranged("percent change below which a point is 'same'", NON_NEGATIVE)
-    ] = 3.0,
+    ] = defaults.BENCH_COMPARE_TOLERANCE_PCT,
     as_json: JsonFlag = False,
 ) -> None:
     """Compare two bench receipts point by point (Welch 95% interval). Exits 1 on a regression."""

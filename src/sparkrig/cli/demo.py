@@ -29,7 +29,7 @@ from sparkrig.guards.receipt import CheckReceipt
 
 # short enough for a first look (about 20 s on 2 cores); `sparkrig bench --local` goes further
 DEMO_BENCH = BenchSettings(
-    max_samples=3, min_samples=3, decode_tokens=64, concurrency=[1, 2], precision=0.05
+    max_samples=3, min_samples=3, decode_tokens=64, concurrency=[1, 2], precision=0.05, rounds=1
 )
 
 

@@ -10,7 +10,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from sparkrig.cli.common import NON_NEGATIVE, PORT, ranged
+from sparkrig import defaults
+from sparkrig.cli.common import NON_NEGATIVE, PORT, Range, ranged
 
 
 def serve(
@@ -62,6 +63,14 @@ def serve(
         bool | None,
         typer.Option("--record-prompts/--no-record-prompts", help="keep prompt text [off]"),
     ] = None,
+    stretch: Annotated[
+        float | None,
+        ranged(
+            "deliver replies this share slower than the upstream made them, e.g. 0.1 "
+            "(benchmarks) [0]",
+            Range(low=0, high=defaults.GATEWAY_MAX_STRETCH),
+        ),
+    ] = None,
     drain_s: Annotated[
         float | None, ranged("SIGTERM: seconds in-flight replies get to finish", NON_NEGATIVE)
     ] = None,
@@ -87,6 +96,7 @@ def serve(
             "guard_log": guard_log,
             "workload_log": workload_log,
             "record_prompts": record_prompts,
+            "stretch": stretch,
             "drain_s": drain_s,
         },
     )

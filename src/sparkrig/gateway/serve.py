@@ -3,7 +3,7 @@ the serving features on generation requests: stops scoped to content, one reason
 guards, workload recording, its own /metrics and /health, and a drain on SIGTERM.
 
 A reply is never altered by the guards; it is altered only by the two shaping features, each
-switchable (serve_config.ServeConfig).
+switchable (serve_config.ServeConfig), and delayed only by --stretch (pacing.py, off by default).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +24,7 @@ from sparkrig import defaults
 from sparkrig.gateway.config import GatewayConfig
 from sparkrig.gateway.jsonl import JsonlLog
 from sparkrig.gateway.live_guards import empty_content_cause, reply_findings
+from sparkrig.gateway.pacing import stretched_blocks, wait_until_stretched
 from sparkrig.gateway.proxy import Gateway, _bad_gateway, _forwarded, _listen, relay_reader
 from sparkrig.gateway.reasoning_fields import UPSTREAM_KEYS, ReasoningKeys
 from sparkrig.gateway.request_faults import Api, without_stop
@@ -182,6 +183,8 @@ class ServingGateway(Gateway):
         trace: Trace,
     ) -> web.Response:
         raw = await up.read()
+        if self.serve.stretch:
+            await wait_until_stretched(trace.start_ns, time.perf_counter_ns(), self.serve.stretch)
         parsed = json_object(raw)
         trace.output_sent()
         if parsed is None:
@@ -199,8 +202,13 @@ class ServingGateway(Gateway):
     ) -> web.StreamResponse:
         response = web.StreamResponse(status=up.status, headers=headers)
         await response.prepare(request)
+        blocks = (
+            stretched_blocks(up.content, trace.start_ns, self.serve.stretch)
+            if self.serve.stretch
+            else up.content.iter_any()
+        )
         try:
-            async with aclosing(sse_events(up.content.iter_any(), relay_reader())) as events:
+            async with aclosing(sse_events(blocks, relay_reader())) as events:
                 done = False
                 async for event in events:
                     if done := await self._event(event, response, shaper, trace):
@@ -219,6 +227,8 @@ class ServingGateway(Gateway):
             await _end_with_error(response, error_event(message, "upstream_cut"))
         except ConnectionResetError:
             trace.error = "the client went away mid-reply"
+        finally:
+            await _close(blocks)
         return response
 
     async def _event(
@@ -301,6 +311,12 @@ def _carries_output(chunk: dict[str, Any]) -> bool:
         ):
             return True
     return False
+
+
+async def _close(blocks: AsyncIterator[bytes]) -> None:
+    """The stretch's reader stops with the reply, even one that ended before the upstream's."""
+    if isinstance(blocks, AsyncGenerator):
+        await blocks.aclose()
 
 
 async def _end_with_error(response: web.StreamResponse, event: bytes) -> None:

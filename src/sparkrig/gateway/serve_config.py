@@ -55,6 +55,13 @@ class ServeConfig(BaseModel):
     record_prompts: bool = Field(
         default=False, description="put the prompt text in the workload log (off: counts only)"
     )
+    stretch: float = Field(
+        default=0.0,
+        ge=0,
+        le=defaults.GATEWAY_MAX_STRETCH,
+        description="deliver every reply this share slower than the upstream made it (0.1: "
+        "first token and every token gap 10% later); for benchmarks, off (0) in service",
+    )
     drain_s: float = Field(
         default=defaults.GATEWAY_DRAIN_S, ge=0, description="SIGTERM: time in-flight replies get"
     )

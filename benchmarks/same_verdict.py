@@ -1,0 +1,294 @@
+"""Same configuration, same verdict? And a configuration 10% slower, still called slower?
+
+Starts the embedded engine (llama-server, the bundled model, as `bench --local` does), then runs
+the default bench (default settings; suites decode, concurrency and prefill) three times back
+to back, each through its own `sparkrig gateway serve` process in front of that one engine:
+- A and A': the same configuration, the gateway passing replies on as they come;
+- B: the same engine behind `gateway serve --stretch 0.1`, which delivers every reply 10% later
+  (first token and every token gap, measured from the request's arrival: gateway/pacing.py),
+  so rates fall to 1/1.1 of A's and times rise by 1.1: an exact, deterministic slowdown.
+All three go through a gateway so the only difference between A and B is the stretch. A
+gateway's /metrics is its own, so these runs have no idle wait or foreign-traffic check: the
+other developers' load on this machine is part of the test, as it is in any run here.
+
+Prints compare's verdict counts (default tolerance, and a few others for the spread) for
+A vs A' and A vs B, judged on round means (the default) and, on the same receipts, on samples
+only (as one round would be judged); the ratios B/A measured; and every row of A vs A' that was
+not 'same'. The spec suite is left out: it needs a second engine (drafting), whose start-up
+would sit between A and B.
+
+Run: .venv/bin/python benchmarks/same_verdict.py [--out DIR] [--suites decode,concurrency,prefill]
+     [--report-only]  (the report again from the receipts in --out)
+     [--stretch-check]  (only the stretch, plain and stretched requests interleaved)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from sparkrig.client.readiness import answer_one_completion
+
+from sparkrig import defaults
+from sparkrig.bench.compare import PointComparison, compare_receipts, round_means
+from sparkrig.bench.point import BenchSettings
+from sparkrig.bench.receipt import BenchReceipt, load_receipt
+from sparkrig.bench.run import run_bench
+from sparkrig.bench.workloads import DECODE_PROMPTS, chat
+from sparkrig.client import EndpointClient
+from sparkrig.engines.llamacpp.build import require_installed
+from sparkrig.engines.llamacpp.gguf_model import resolve_model
+from sparkrig.engines.llamacpp.server import LlamaServerSpec
+from sparkrig.launch.local import free_port, plan_local, start_local, stop_instances
+from sparkrig.launch.signals import stop_cleanly_on_sigterm
+
+SPARKRIG = str(Path(sys.executable).parent / "sparkrig")
+STRETCH = 0.10
+TOLERANCES = (3.0, defaults.BENCH_COMPARE_TOLERANCE_PCT, 7.0, 10.0)
+GATEWAY_START_S = 30.0
+
+
+@contextmanager
+def gateway(upstream: str, stretch: float) -> Iterator[str]:
+    """`sparkrig gateway serve` in its own process (its own event loop and core time)."""
+    port = free_port(defaults.LOCAL_HOST)
+    command = [SPARKRIG, "gateway", "serve", upstream, "--port", str(port)]
+    process = subprocess.Popen(
+        [*command, "--stretch", str(stretch)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    url = f"http://{defaults.LOCAL_HOST}:{port}"
+    try:
+        deadline = time.monotonic() + GATEWAY_START_S
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=1):  # noqa: S310 - our http URL
+                    break
+            except (urllib.error.URLError, ConnectionError):
+                if process.poll() is not None or time.monotonic() > deadline:
+                    _, err = process.communicate(timeout=5)
+                    message = f"gateway serve did not start: {err.decode()[-500:]}"
+                    raise SystemExit(message) from None
+                time.sleep(0.2)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=defaults.GATEWAY_SHUTDOWN_GRACE_S + 10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def counts(rows: list[PointComparison]) -> str:
+    tally: Counter[str] = Counter(row.verdict or "not compared" for row in rows)
+    order = ("same", "faster", "slower", "not compared")
+    return f"{len(rows)} rows: " + ", ".join(f"{tally[k]} {k}" for k in order if tally[k])
+
+
+def samples_only(receipt: BenchReceipt) -> BenchReceipt:
+    """The same receipt with every sample in round 1: compare then judges samples only."""
+    copy = receipt.model_copy(deep=True)
+    for point in copy.points:
+        for sample in point.samples:
+            sample.round = 1
+    return copy
+
+
+def ratios(a: BenchReceipt, b: BenchReceipt) -> dict[str, list[float]]:
+    """B/A of each point's mean, tok/s and worst TTFT, from compare's own rows."""
+    out: dict[str, list[float]] = {"tok/s": [], "TTFT s": []}
+    for row in compare_receipts(a, b, 0.0):
+        if row.change is not None and row.change.before_mean:
+            out[row.quantity].append(row.change.after_mean / row.change.before_mean)
+    return out
+
+
+def round_spreads(receipt: BenchReceipt) -> list[float]:
+    """Per point: the relative sd of its round means (tok/s), the spread compare judges by."""
+    spreads = []
+    for point in receipt.points:
+        means = round_means([(sample.round, sample.value) for sample in point.samples])
+        if len(means) >= 2 and statistics.mean(means) > 0:
+            spreads.append(statistics.stdev(means) / statistics.mean(means))
+    return spreads
+
+
+def describe(values: list[float]) -> str:
+    if not values:
+        return "none"
+    return (
+        f"median {statistics.median(values):.3f}, range {min(values):.3f}-{max(values):.3f} "
+        f"over {len(values)} points"
+    )
+
+
+def report(receipts: dict[str, BenchReceipt], walls: dict[str, float]) -> dict[str, object]:
+    a, a2, b = receipts["A"], receipts["A'"], receipts["B"]
+    summary: dict[str, object] = {"wall_s": walls, "stretch": STRETCH}
+    print(f"\nwall time per run: {', '.join(f'{k} {v:.0f} s' for k, v in walls.items())}")
+    print(
+        f"rounds {a.settings.rounds}, {a.settings.min_samples}-{a.settings.max_samples} "
+        f"samples a round, suites {', '.join(a.suites)}"
+    )
+    for label, judge in (("round means (default)", lambda r: r), ("samples only", samples_only)):
+        print(f"\njudged on {label}:")
+        for tolerance in TOLERANCES:
+            same = compare_receipts(judge(a), judge(a2), tolerance)
+            slow = compare_receipts(judge(a), judge(b), tolerance)
+            mark = " (default)" if tolerance == defaults.BENCH_COMPARE_TOLERANCE_PCT else ""
+            print(f"  tolerance {tolerance:g}%{mark}: A vs A' {counts(same)}")
+            print(f"  {'':>{len(f'tolerance {tolerance:g}%{mark}')}}  A vs B  {counts(slow)}")
+            summary[f"{label} tol {tolerance:g}"] = {
+                "A vs A'": dict(Counter(r.verdict or "none" for r in same)),
+                "A vs B": dict(Counter(r.verdict or "none" for r in slow)),
+            }
+    measured = ratios(a, b)
+    same_ratio = ratios(a, a2)
+    print(f"\nB/A tok/s: {describe(measured['tok/s'])} (expected {1 / (1 + STRETCH):.3f})")
+    print(f"B/A TTFT:  {describe(measured['TTFT s'])} (expected {1 + STRETCH:.3f})")
+    print(f"A'/A tok/s: {describe(same_ratio['tok/s'])}")
+    print(f"A'/A TTFT:  {describe(same_ratio['TTFT s'])}")
+    spreads = [s for r in (a, a2, b) for s in round_spreads(r)]
+    if spreads:
+        print(
+            f"round-to-round spread (sd of round means / mean, tok/s, all runs): median "
+            f"{statistics.median(spreads):.1%}, largest {max(spreads):.1%}"
+        )
+        summary["round spreads"] = spreads
+    summary["ratios B/A"] = measured
+    summary["ratios A'/A"] = same_ratio
+    default = defaults.BENCH_COMPARE_TOLERANCE_PCT
+    rows = compare_receipts(a, a2, default)
+    changes = sorted(abs(r.change.change_pct) for r in rows if r.change is not None)
+    if changes:
+        print(
+            f"A vs A' |change|: median {statistics.median(changes):.1f}%, "
+            f"largest {changes[-1]:.1f}%"
+        )
+    print(f"\nA vs A' rows not 'same' at {default:g}%, and A vs B rows not 'slower':")
+    for name, rows_, expected in (
+        ("A'", rows, "same"),
+        ("B", compare_receipts(a, b, default), "slower"),
+    ):
+        for row in rows_:
+            if row.verdict != expected and row.change is not None:
+                c = row.change
+                print(
+                    f"  {name} {row.suite}/{row.name} {row.quantity}: {row.verdict}, "
+                    f"{c.change_pct:+.1f}% "
+                    f"[{c.ci95_low_pct or 0:+.1f}, {c.ci95_high_pct or 0:+.1f}]"
+                )
+    return summary
+
+
+RUNS = (("A", 0.0), ("A'", 0.0), ("B", STRETCH))
+CHECK_PAIRS = 12
+
+
+async def stretch_check(upstream: str, model: str) -> dict[str, float]:
+    """B's slowdown without the drift: one request through the plain gateway and one through
+    the stretched one, back to back (order alternating), CHECK_PAIRS times; the median of the
+    pairs' ratios of decode rate and of TTFT."""
+    rates: list[float] = []
+    ttfts: list[float] = []
+    request = chat(model, DECODE_PROMPTS["count"], defaults.BENCH_DECODE_TOKENS)
+    with gateway(upstream, 0.0) as plain, gateway(upstream, STRETCH) as slow:
+        async with EndpointClient(plain) as to_plain, EndpointClient(slow) as to_slow:
+            for index in range(CHECK_PAIRS):
+                order = (to_plain, to_slow) if index % 2 == 0 else (to_slow, to_plain)
+                records = {id(c): await c.send(request) for c in order}
+                a, b = records[id(to_plain)], records[id(to_slow)]
+                if a.decode_tps and b.decode_tps and a.ttft_s and b.ttft_s:
+                    rates.append(b.decode_tps / a.decode_tps)
+                    ttfts.append(b.ttft_s / a.ttft_s)
+    result = {"tok/s": statistics.median(rates), "TTFT s": statistics.median(ttfts)}
+    print(
+        f"stretch check, {len(rates)} interleaved pairs: stretched/plain decode tok/s "
+        f"{result['tok/s']:.3f} (expected {1 / (1 + STRETCH):.3f}, pairs "
+        f"{min(rates):.3f}-{max(rates):.3f}), TTFT {result['TTFT s']:.3f} "
+        f"(expected {1 + STRETCH:.3f}, pairs {min(ttfts):.3f}-{max(ttfts):.3f})",
+        flush=True,
+    )
+    return result
+
+
+def receipt_path(out: Path, name: str) -> Path:
+    return out / f"bench-{name.replace(chr(39), '2')}.json"
+
+
+def report_saved(out: Path) -> None:
+    """The report again from the receipts of an earlier run (wall time: first to last save)."""
+    receipts, walls = {}, {}
+    for name, _ in RUNS:
+        path = receipt_path(out, name)
+        receipts[name] = load_receipt(path)
+        walls[name] = path.stat().st_mtime - receipts[name].created_at.timestamp()
+    report(receipts, walls)
+
+
+async def main(out: Path, suites: list[str], check_only: bool = False) -> None:
+    stop_cleanly_on_sigterm()
+    engine = require_installed()
+    server = LlamaServerSpec(
+        binary=engine.server_binary,
+        model=resolve_model(None),
+        alias=defaults.BUNDLED_MODEL_ALIAS,
+        port=free_port(defaults.LOCAL_HOST),
+        parallel_slots=defaults.LOCAL_PARALLEL_SLOTS,
+        context_tokens=defaults.LOCAL_CONTEXT_TOKENS,
+        extra_args=engine.server_args,
+    )
+    plan = plan_local(server, port_was_chosen=True, engine_build=engine.label)
+    record = await start_local(plan, answer_one_completion)
+    receipts: dict[str, BenchReceipt] = {}
+    walls: dict[str, float] = {}
+    try:
+        if check_only:
+            await stretch_check(record.base_url, defaults.BUNDLED_MODEL_ALIAS)
+            return
+        for name, stretch in RUNS:
+            with gateway(record.base_url, stretch) as url:
+                started = time.monotonic()
+                path = receipt_path(out, name)
+                print(f"run {name} (stretch {stretch:g}) -> {path}", flush=True)
+                receipts[name] = await run_bench(
+                    url, suites=suites, settings=BenchSettings(), out_path=path
+                )
+                walls[name] = time.monotonic() - started
+                print(f"run {name}: {walls[name]:.0f} s", flush=True)
+    finally:
+        stop_instances([record])
+    summary = report(receipts, walls)
+    (out / "same_verdict.json").write_text(json.dumps(summary, indent=2))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("sparkrig-runs/same-verdict"))
+    parser.add_argument("--suites", default="decode,concurrency,prefill")
+    parser.add_argument(
+        "--report-only", action="store_true", help="print the report of the receipts in --out"
+    )
+    parser.add_argument(
+        "--stretch-check",
+        action="store_true",
+        help="only measure the stretch itself, plain and stretched requests interleaved",
+    )
+    args = parser.parse_args()
+    if args.report_only:
+        report_saved(args.out)
+        sys.exit(0)
+    args.out.mkdir(parents=True, exist_ok=True)
+    suites = [s.strip() for s in args.suites.split(",") if s.strip()]
+    asyncio.run(main(args.out, suites, check_only=args.stretch_check))
