@@ -22,8 +22,8 @@ from sparkrig.engines.llamacpp.build import EngineInstall
 from sparkrig.gateway import Fault, GatewayConfig, running_gateway
 from sparkrig.gateway.serve import running_serving_gateway
 from sparkrig.gateway.serve_config import ServeConfig
-from sparkrig.gateway.workload_log import read_workload
 from sparkrig.launch.local import LocalInstance
+from sparkrig.wire.workload_log import read_workload
 from tests.conftest import SPARKRIG
 from tests.gateway.own_server import own_llama_server
 

@@ -16,8 +16,8 @@ import pytest
 from sparkrig.gateway import Fault, GatewayConfig, running_gateway
 from sparkrig.gateway.serve import ServingGateway, running_serving_gateway
 from sparkrig.gateway.serve_config import ServeConfig
-from sparkrig.gateway.workload_log import read_workload
 from sparkrig.launch.local import LocalInstance
+from sparkrig.wire.workload_log import read_workload
 from tests.gateway.fake_upstream import FakeUpstream, serve_fake
 from tests.gateway.replies import Reply, chat, parse_stream, send
 

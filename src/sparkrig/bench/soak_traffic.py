@@ -10,7 +10,7 @@ from typing import Any, Final, Literal
 
 from sparkrig import defaults
 from sparkrig.client.endpoint import ChatRequest, CompletionRequest
-from sparkrig.gateway.workload_log import WorkloadRecord
+from sparkrig.wire.workload_log import WorkloadRecord
 
 Kind = Literal["tool_call", "json", "code", "summary", "prose", "replay"]
 KINDS: Final[tuple[Kind, ...]] = ("tool_call", "json", "code", "summary", "prose")

@@ -49,7 +49,7 @@ def soak(
     from sparkrig.cli.receipt_files import write_soak_report
     from sparkrig.client import EndpointClient
     from sparkrig.client.endpoint import api_key_from_env
-    from sparkrig.gateway.workload_log import read_workload
+    from sparkrig.wire.workload_log import read_workload
 
     records = read_workload(replay) if replay is not None else None
 

@@ -1,4 +1,4 @@
-"""One workload line per request `gateway serve` answered (gateway/workload_log.py has the model;
+"""One workload line per request `gateway serve` answered (wire/workload_log.py has the model;
 `sparkrig soak --replay` reads it back). Token counts come from the server's usage or llama.cpp's
 timings; the prompt text is kept only when asked; the Authorization header is never read here."""
 
@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from sparkrig.gateway.live_guards import completion_tokens
 from sparkrig.gateway.request_faults import prompt_chars
 from sparkrig.gateway.shaping import ReplyText
-from sparkrig.gateway.workload_log import WorkloadRecord, safe_params
+from sparkrig.wire.workload_log import WorkloadRecord, safe_params
 
 if TYPE_CHECKING:
     from sparkrig.gateway.serve import Trace
