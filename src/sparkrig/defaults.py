@@ -152,6 +152,14 @@ BENCH_CHARS_PER_TOKEN_ESTIMATE: Final = 4
 # warmup-penalty). A first request this much slower than the steady median is flagged as a cold
 # start.
 BENCH_COLD_PENALTY: Final = 0.15
+# Two speeds in one point (bench/modes.py). On an H200, llama.cpp with 16 slots and a KV cache per
+# slot ran 8 streams at 3.2 ms per step when the batch's slots were adjacent and 11.7 ms when they
+# wrapped around (slots 0-3 with 12-15): samples of one point alternated between ~700 and ~2,600
+# tok/s (benchmarks/results/gpu-ladder/, docs/metrics.md#two-speeds). A group is 2 samples or
+# more; the gap between the groups holds no sample and spans 1.3x; the medians differ 1.5x.
+BENCH_TWO_SPEEDS_MIN_SAMPLES: Final = 2
+BENCH_TWO_SPEEDS_MIN_GAP: Final = 1.3
+BENCH_TWO_SPEEDS_MIN_RATIO: Final = 1.5
 # A sample waits at most this long for the server to be idle (running = 0 in /metrics).
 BENCH_IDLE_WAIT_S: Final = 30.0
 # A sample disturbed by foreign traffic is retried at most this many times in a row.

@@ -21,6 +21,7 @@ from sparkrig.bench.accounting import (
     reply_text,
     text_count_finding,
 )
+from sparkrig.bench.modes import TWO_SPEEDS_PREFIX, TwoSpeeds, two_speeds
 from sparkrig.bench.speculative import SpecAccounting, spec_accounting
 from sparkrig.bench.statistics import (
     PointSummary,
@@ -142,6 +143,11 @@ class PointResult(BaseModel):
         default=False,
         description="a round ended (at its sample cap, or on discards) with its interval wider "
         "than the precision asked for",
+    )
+    two_speeds: TwoSpeeds | None = Field(
+        default=None,
+        description="the samples form two groups far apart: the median is one of them, and the "
+        "engine's speed depends on something the point does not set (docs/metrics.md#two-speeds)",
     )
     warmup_primes_cache: bool = Field(
         default=False, description="the warm-up fills the prefix cache on purpose: no cold flag"
@@ -302,6 +308,7 @@ async def measure_point(
         values = [sample.value for sample in point.samples]
         _flag_imprecise(point, values, settings.precision, f"{settings.rounds} rounds")
     _flag_cold_start(point)
+    _flag_two_speeds(point)
     median = point.summary.median if point.summary else None
     point.spec = spec_accounting((sample.metrics for sample in point.samples), median)
     on_sample(point)
@@ -410,6 +417,23 @@ def _flag_imprecise(point: PointResult, values: list[float], precision: float, w
         f"±{precision:.1%} asked for — raise --max-samples or --rounds, or read this point as "
         "rough"
     )
+
+
+def _flag_two_speeds(point: PointResult) -> None:
+    """Look again over every sample so far (all rounds); the warning says the latest finding."""
+    point.two_speeds = two_speeds([sample.value for sample in point.samples])
+    point.warnings = [w for w in point.warnings if not w.startswith(TWO_SPEEDS_PREFIX)]
+    if point.two_speeds is not None:
+        point.warnings.append(
+            f"{point.two_speeds.describe(_unit(point.metric))} — the median is one of "
+            "them and the interval spans both; the engine's speed depends on something this "
+            "point does not set (on llama.cpp with --parallel: which slots a batch lands on; try "
+            "--kv-unified, docs/metrics.md#two-speeds)"
+        )
+
+
+def _unit(metric: str) -> str:
+    return "tok/s" if "tok/s" in metric else ""
 
 
 def _warn_once(point: PointResult, warning: str) -> None:

@@ -3,6 +3,6 @@ is a pure function of the cluster and its serving profile; every finding says ho
 which report it comes from."""
 
 from sparkrig.lint import rules_engine, rules_fabric
-from sparkrig.lint.findings import Finding, Rule, lint_cluster, rules
+from sparkrig.lint.findings import LintFinding, Rule, lint_cluster, rules
 
-__all__ = ["Finding", "Rule", "lint_cluster", "rules", "rules_engine", "rules_fabric"]
+__all__ = ["LintFinding", "Rule", "lint_cluster", "rules", "rules_engine", "rules_fabric"]

@@ -12,7 +12,7 @@ from sparkrig.registry import Registry
 
 
 @dataclass(frozen=True)
-class Finding:
+class LintFinding:
     rule: str
     severity: Literal["error", "warning"]
     key: str  # dotted key the finding is about, e.g. profile.gpu_memory_utilization
@@ -26,7 +26,7 @@ class Finding:
         )
 
 
-RuleCheck = Callable[[Cluster, ServingProfile, str], list[Finding]]
+RuleCheck = Callable[[Cluster, ServingProfile, str], list[LintFinding]]
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ def rules() -> list[Rule]:
     return RULES.entries()
 
 
-def lint_cluster(cluster: Cluster, profile_name: str | None = None) -> list[Finding]:
+def lint_cluster(cluster: Cluster, profile_name: str | None = None) -> list[LintFinding]:
     """Every finding for the chosen profile, or for [profile] and each of [profiles]."""
     chosen = (
         [(f"profiles.{profile_name}", cluster.chosen_profile(profile_name))]
@@ -63,7 +63,7 @@ def lint_cluster(cluster: Cluster, profile_name: str | None = None) -> list[Find
         else [("profile", cluster.profile)]
         + [(f"profiles.{name}", p) for name, p in cluster.profiles.items()]
     )
-    findings: list[Finding] = []
+    findings: list[LintFinding] = []
     for key, profile in chosen:
         for entry in rules():
             for finding in entry.check(cluster, profile, key):

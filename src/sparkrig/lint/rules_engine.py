@@ -7,7 +7,7 @@ from pathlib import PurePosixPath
 from sparkrig.config.cluster import Cluster
 from sparkrig.config.serving import ServingProfile
 from sparkrig.engines.registry import adapter_for
-from sparkrig.lint.findings import Finding, rule
+from sparkrig.lint.findings import LintFinding, rule
 
 # 0.85 killed a worker with NV_ERR_NO_MEMORY in one report, while another ran a validated profile
 # at 0.85 on the same hardware: 0.80 is the margin the first one settled on (field notes:
@@ -36,7 +36,7 @@ def _jit_caches(cluster: Cluster) -> tuple[tuple[str, str], ...]:
     "cudagraph capture size is a multiple of k+1",
     "docs/field-notes.md#capture-size-seqs-k1",
 )
-def capture_size_multiple(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
+def capture_size_multiple(cluster: Cluster, profile: ServingProfile, key: str) -> list[LintFinding]:
     spec, size = profile.speculative, profile.max_cudagraph_capture_size
     if not _honours(cluster, "max_cudagraph_capture_size") or spec is None or size is None:
         return []
@@ -45,7 +45,7 @@ def capture_size_multiple(cluster: Cluster, profile: ServingProfile, key: str) -
         return []
     seqs = profile.max_num_seqs or 1
     return [
-        Finding(
+        LintFinding(
             "capture-size-multiple",
             "error",
             f"{key}.max_cudagraph_capture_size",
@@ -62,7 +62,9 @@ def capture_size_multiple(cluster: Cluster, profile: ServingProfile, key: str) -
     "a full batch hits a captured graph",
     "docs/field-notes.md#cold-concurrent-garble",
 )
-def capture_size_covers_batch(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
+def capture_size_covers_batch(
+    cluster: Cluster, profile: ServingProfile, key: str
+) -> list[LintFinding]:
     size, seqs = profile.max_cudagraph_capture_size, profile.max_num_seqs
     if not _honours(cluster, "max_cudagraph_capture_size") or size is None or seqs is None:
         return []
@@ -70,7 +72,7 @@ def capture_size_covers_batch(cluster: Cluster, profile: ServingProfile, key: st
     if size >= seqs * step:
         return []
     return [
-        Finding(
+        LintFinding(
             "capture-size-covers-batch",
             "warning",
             f"{key}.max_cudagraph_capture_size",
@@ -87,7 +89,7 @@ def capture_size_covers_batch(cluster: Cluster, profile: ServingProfile, key: st
     "k ≤ 5 or a multiple of 5 on the DSpark runtime",
     "docs/field-notes.md#dspark-k-block-5",
 )
-def dspark_k(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
+def dspark_k(cluster: Cluster, profile: ServingProfile, key: str) -> list[LintFinding]:
     spec = profile.speculative
     if spec is None or spec.method != "dspark" or spec.runtime == "anemll":
         return []
@@ -95,7 +97,7 @@ def dspark_k(cluster: Cluster, profile: ServingProfile, key: str) -> list[Findin
     if k <= DSPARK_BLOCK_WIDTH or k % DSPARK_BLOCK_WIDTH == 0:
         return []
     return [
-        Finding(
+        LintFinding(
             "dspark-k",
             "error",
             f"{key}.speculative.num_speculative_tokens",
@@ -112,11 +114,13 @@ def dspark_k(cluster: Cluster, profile: ServingProfile, key: str) -> list[Findin
     "no repetition_penalty on the speculative path",
     "docs/field-notes.md#spec-repetition-penalty",
 )
-def spec_repetition_penalty(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
+def spec_repetition_penalty(
+    cluster: Cluster, profile: ServingProfile, key: str
+) -> list[LintFinding]:
     if profile.speculative is None or "repetition_penalty" not in profile.generation_overrides:
         return []
     return [
-        Finding(
+        LintFinding(
             "spec-repetition-penalty",
             "error",
             f"{key}.generation_overrides",
@@ -135,12 +139,12 @@ def spec_repetition_penalty(cluster: Cluster, profile: ServingProfile, key: str)
 )
 def reasoning_none_with_thinking(
     cluster: Cluster, profile: ServingProfile, key: str
-) -> list[Finding]:
+) -> list[LintFinding]:
     thinking = profile.default_chat_template_kwargs.get("thinking") is True
     if not (thinking and profile.default_reasoning_effort == "none"):
         return []
     return [
-        Finding(
+        LintFinding(
             "reasoning-none-with-thinking",
             "error",
             f"{key}.default_reasoning_effort",
@@ -160,13 +164,13 @@ def reasoning_none_with_thinking(
 )
 def unified_memory_utilization(
     cluster: Cluster, profile: ServingProfile, key: str
-) -> list[Finding]:
+) -> list[LintFinding]:
     value = profile.gpu_memory_utilization
     unified = cluster.engine is not None and cluster.engine.unified_memory
     if not unified or value is None or value <= UNIFIED_MEMORY_MAX_UTILIZATION:
         return []
     return [
-        Finding(
+        LintFinding(
             "unified-memory-utilization",
             "error",
             f"{key}.gpu_memory_utilization",
@@ -185,7 +189,7 @@ def unified_memory_utilization(
     "JIT caches on node-local disk, not a shared filesystem",
     "docs/field-notes.md#jit-cache-node-local",
 )
-def jit_cache_local(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
+def jit_cache_local(cluster: Cluster, profile: ServingProfile, key: str) -> list[LintFinding]:
     caches = _jit_caches(cluster)
     if not caches or cluster.engine is None:
         return []
@@ -202,7 +206,7 @@ def jit_cache_local(cluster: Cluster, profile: ServingProfile, key: str) -> list
         under = next((m for m in shared if PurePosixPath(path).is_relative_to(m)), None)
         if under is not None:
             findings.append(
-                Finding(
+                LintFinding(
                     "jit-cache-local",
                     "error",
                     where,
@@ -224,13 +228,13 @@ def jit_cache_local(cluster: Cluster, profile: ServingProfile, key: str) -> list
     "DeepSeek-V4 main KV store keeps block 256",
     "docs/field-notes.md#kv-block-256",
 )
-def dsv4_block_size(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
+def dsv4_block_size(cluster: Cluster, profile: ServingProfile, key: str) -> list[LintFinding]:
     block = profile.block_size
     is_dsv4 = cluster.model is not None and "deepseek-v4" in cluster.model.path.lower()
     if not is_dsv4 or block is None or block % DSV4_COMPRESS_RATIO == 0:
         return []
     return [
-        Finding(
+        LintFinding(
             "dsv4-block-size",
             "error",
             f"{key}.block_size",
@@ -249,13 +253,15 @@ def dsv4_block_size(cluster: Cluster, profile: ServingProfile, key: str) -> list
     "max_model_len within the calibrated context",
     "docs/field-notes.md#yarn-1m-ceiling",
 )
-def max_model_len_calibrated(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
+def max_model_len_calibrated(
+    cluster: Cluster, profile: ServingProfile, key: str
+) -> list[LintFinding]:
     ceiling = cluster.model.calibrated_context if cluster.model else None
     length = profile.max_model_len
     if ceiling is None or length is None or length <= ceiling:
         return []
     return [
-        Finding(
+        LintFinding(
             "max-model-len-calibrated",
             "error",
             f"{key}.max_model_len",
@@ -272,12 +278,14 @@ def max_model_len_calibrated(cluster: Cluster, profile: ServingProfile, key: str
     "the KV pool holds one full-length request",
     "docs/field-notes.md#kv-pool-shared",
 )
-def kv_pool_holds_one_request(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
+def kv_pool_holds_one_request(
+    cluster: Cluster, profile: ServingProfile, key: str
+) -> list[LintFinding]:
     pool, length = profile.kv_pool_tokens, profile.max_model_len
     if pool is None or length is None or pool >= length:
         return []
     return [
-        Finding(
+        LintFinding(
             "kv-pool-holds-one-request",
             "error",
             f"{key}.kv_pool_tokens",
@@ -295,12 +303,14 @@ def kv_pool_holds_one_request(cluster: Cluster, profile: ServingProfile, key: st
     "benchmarks count tokens, not stream chunks",
     "docs/field-notes.md#stream-chunks-not-tokens",
 )
-def bench_no_stream_chunks(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
+def bench_no_stream_chunks(
+    cluster: Cluster, profile: ServingProfile, key: str
+) -> list[LintFinding]:
     if not profile.bench_streaming_chunk_counts:
         return []
     under = "by the acceptance length" if profile.speculative else "whenever a chunk holds >1"
     return [
-        Finding(
+        LintFinding(
             "bench-no-stream-chunks",
             "error",
             f"{key}.bench_streaming_chunk_counts",

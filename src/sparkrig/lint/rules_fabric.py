@@ -6,7 +6,7 @@ from sparkrig.config.cluster import Cluster
 from sparkrig.config.serving import ServingProfile
 from sparkrig.errors import CablingError
 from sparkrig.fabric.plan import plan_fabric
-from sparkrig.lint.findings import Finding, rule
+from sparkrig.lint.findings import LintFinding, rule
 
 
 @rule(
@@ -14,12 +14,12 @@ from sparkrig.lint.findings import Finding, rule
     "the TP group is a closed collective on the cables",
     "docs/field-notes.md#ring-tp3-is-a-line",
 )
-def tp_closed_collective(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
+def tp_closed_collective(cluster: Cluster, profile: ServingProfile, key: str) -> list[LintFinding]:
     try:
         plan_fabric(cluster, profile.tensor_parallel_size)
     except CablingError as exc:
         return [
-            Finding(
+            LintFinding(
                 "tp-closed-collective",
                 "error",
                 f"{key}.tensor_parallel_size",
@@ -37,11 +37,11 @@ def tp_closed_collective(cluster: Cluster, profile: ServingProfile, key: str) ->
     "workers start before the head",
     "docs/field-notes.md#worker-first; research §3 item 5",
 )
-def workers_first(cluster: Cluster, profile: ServingProfile, key: str) -> list[Finding]:
+def workers_first(cluster: Cluster, profile: ServingProfile, key: str) -> list[LintFinding]:
     if cluster.engine is None or cluster.engine.start_order == "workers-first":
         return []
     return [
-        Finding(
+        LintFinding(
             "workers-first",
             "error",
             "engine.start_order",

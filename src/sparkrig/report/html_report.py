@@ -197,6 +197,11 @@ def _flags(point: PointResult) -> str:
         detail = f" ({'; '.join(list(findings)[:3])})" if findings else ""
         why = ", ".join(invalid_reasons(point))
         flags.append(f'<span class="flag bad">INVALID: {escape(why + detail)}</span>')
+    if point.two_speeds is not None:
+        flags.append(
+            f'<span class="flag warn">{escape(point.two_speeds.describe(""))}: the median is one '
+            "of them (see warnings)</span>"
+        )
     if point.imprecise:
         flags.append(
             '<span class="flag warn">imprecise: ended without reaching the precision asked for '

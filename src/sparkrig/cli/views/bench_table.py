@@ -18,6 +18,8 @@ def _flags(point: PointResult) -> str:
         flags.append(f"[red]INVALID: {', '.join(invalid_reasons(point))}[/]")
     if point.imprecise:
         flags.append("[yellow]imprecise[/]")
+    if point.two_speeds is not None:
+        flags.append(f"[yellow]two speeds {point.two_speeds.ratio:.1f}×[/]")
     if point.cold_start:
         flags.append("[yellow]cold start[/]")
     if point.discarded:
