@@ -7,6 +7,7 @@ nobody in this run asked for (foreign traffic). Degenerate output marks the poin
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import time
 from collections.abc import Callable, Sequence
@@ -21,6 +22,7 @@ from sparkrig.bench.accounting import (
     reply_text,
     text_count_finding,
 )
+from sparkrig.bench.client_shards import ClientLoad, SendAll, send_in_process
 from sparkrig.bench.spec import SpecAccounting, spec_accounting
 from sparkrig.bench.statistics import (
     PointSummary,
@@ -79,6 +81,13 @@ class BenchSettings(BaseModel):
         ge=1,
         description="passes over every point; compare judges by the spread between rounds",
     )
+    client_processes: int | None = Field(
+        default=None,
+        ge=1,
+        description="processes that send a sample's streams: None splits them past "
+        "BENCH_CLIENT_STREAMS_PER_PROCESS streams (one process per core at most), 1 never "
+        "splits, N always splits over N",
+    )
 
 
 class RequestSummary(BaseModel):
@@ -110,6 +119,9 @@ class Sample(BaseModel):
         default_factory=list,
         description="token counts that disagree with the text, max_tokens or /metrics",
     )
+    client: ClientLoad | None = Field(
+        default=None, description="the client's processes and how busy each was"
+    )
 
 
 class Discarded(BaseModel):
@@ -140,6 +152,11 @@ class PointResult(BaseModel):
         default=False,
         description="a round ended (at its sample cap, or on discards) with its interval wider "
         "than the precision asked for",
+    )
+    client_limited: bool = Field(
+        default=False,
+        description="a client process was near one full core in a sample: the client, not "
+        "the server, may have been the limit",
     )
     warmup_primes_cache: bool = Field(
         default=False, description="the warm-up fills the prefix cache on purpose: no cold flag"
@@ -248,13 +265,16 @@ async def measure_point(
     on_sample: Callable[[PointResult], None],
     round_index: int = 1,
     count_text: CountText | None = None,
+    send_all: SendAll | None = None,
 ) -> PointResult:
     """Warm up, then sample until this round's samples are precise enough or max_samples.
 
     With `count_text` (the server's /tokenize), every reply's completion count is checked
-    against its text; without it only max_tokens and /metrics check the counts."""
+    against its text; without it only max_tokens and /metrics check the counts. `send_all`
+    sends a sample's requests (ShardedSender: from worker processes); by default, `client`."""
+    send = send_all or functools.partial(send_in_process, client)
     for _ in range(settings.warmup_requests):
-        records = await asyncio.gather(*(client.send(r) for r in make_requests()))
+        records, _load = await send(make_requests())
         point.count_requests(records)
         warm_value = value_of(list(records))
         if warm_value is not None:
@@ -269,6 +289,7 @@ async def measure_point(
         reason = await _take_sample(
             client,
             point,
+            send=send,
             make_requests=make_requests,
             value_of=value_of,
             check_text=check_text,
@@ -303,6 +324,7 @@ async def _take_sample(
     client: EndpointClient,
     point: PointResult,
     *,
+    send: SendAll,
     make_requests: Callable[[], Sequence[ChatRequest | CompletionRequest]],
     value_of: ValueOf,
     check_text: TextCheck,
@@ -316,7 +338,7 @@ async def _take_sample(
         point.warnings.append("no /metrics: idle check and foreign-traffic check are off")
     requests = make_requests()
     before = await try_scrape_metrics(client)
-    records = list(await asyncio.gather(*(client.send(r) for r in requests)))
+    records, load = await send(requests)
     point.count_requests(records)
     after = await _settled_snapshot(client)
     # the timed window is over: nothing below changes this sample's timings
@@ -350,8 +372,11 @@ async def _take_sample(
             metrics=delta,
             degenerate=findings,
             accounting=accounting,
+            client=load,
         )
     )
+    if load.saturated:
+        _flag_client_limited(point, load)
     if findings:
         mark_invalid(point, INVALID_DEGENERATE)
     if accounting:
@@ -394,6 +419,17 @@ def _flag_imprecise(
     point.warnings.append(
         f"imprecise: round {round_index} ended at {len(values)} samples with {spread}, short of "
         f"the ±{precision:.1%} asked for — raise --max-samples, or read this point as rough"
+    )
+
+
+def _flag_client_limited(point: PointResult, load: ClientLoad) -> None:
+    point.client_limited = True
+    _warn_once(
+        point,
+        f"client-limited: a client process was {load.busiest:.0%} busy (limit "
+        f"{defaults.BENCH_CLIENT_BUSY_LIMIT:.0%} of one core) over a sample — its timings "
+        "include queueing in the client; raise --client-processes or read this point as the "
+        "client's ceiling",
     )
 
 
