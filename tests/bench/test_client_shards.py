@@ -14,7 +14,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -24,14 +24,16 @@ from aiohttp import web
 from sparkrig import defaults
 from sparkrig.bench.client_shards import (
     ClientLoad,
+    Request,
+    SendAll,
     ShardedSender,
     processes_for,
     send_in_process,
     split,
 )
-from sparkrig.bench.point import BenchSettings
+from sparkrig.bench.point import BenchSettings, PointResult, measure_point
 from sparkrig.bench.run import run_bench
-from sparkrig.client import ChatRequest, EndpointClient
+from sparkrig.client import ChatRequest, EndpointClient, RequestRecord
 from sparkrig.errors import UsageError
 from tests.http_servers import serve_app
 
@@ -227,12 +229,50 @@ async def test_bench_shards_on_request_and_not_below_the_threshold(
         assert point.client_limited == any(s.client.saturated for s in point.samples if s.client)
 
 
+async def _point_sent_by(send_all: SendAll, client: EndpointClient) -> PointResult:
+    point = PointResult(suite="concurrency", name="c=2", metric="requests")
+    return await measure_point(
+        client,
+        point,
+        make_requests=lambda: [ask("one"), ask("two")],
+        value_of=lambda records: float(len(records)),
+        settings=BenchSettings(min_samples=2, max_samples=2, warmup_requests=0),
+        check_text=lambda _: [],
+        on_sample=lambda _: None,
+        send_all=send_all,
+    )
+
+
+async def test_a_point_says_client_limited_only_when_a_client_process_was_saturated(
+    echo_server: str,
+) -> None:
+    """Real requests, real records; the saturated load is stated, not produced: this shared
+    2-core machine cannot be relied on to give one process 90% of a core."""
+    async with EndpointClient(echo_server) as client:
+
+        async def measured(requests: Sequence[Request]) -> tuple[list[RequestRecord], ClientLoad]:
+            return await send_in_process(client, requests)
+
+        async def saturated(requests: Sequence[Request]) -> tuple[list[RequestRecord], ClientLoad]:
+            records, _ = await send_in_process(client, requests)
+            return records, ClientLoad(processes=1, busy=[defaults.BENCH_CLIENT_BUSY_LIMIT])
+
+        calm = await _point_sent_by(measured, client)
+        limited = await _point_sent_by(saturated, client)
+    assert len(calm.samples) == len(limited.samples) == 2
+    assert not calm.client_limited
+    assert not any("client-limited" in warning for warning in calm.warnings)
+    assert limited.client_limited
+    assert sum("client-limited: a client process was 90% busy" in w for w in limited.warnings) == 1
+    assert all(sample.client is not None for sample in limited.samples)
+
+
 # --- Ctrl-C and a killed parent: a real process tree ------------------------------------------
 
 _HOLDER = """
 import asyncio, sys
 from sparkrig.bench.client_shards import ShardedSender
-from sparkrig.client import ChatRequest, EndpointClient
+from sparkrig.client import ChatRequest, EndpointClient, RequestRecord
 
 async def main():
     async with EndpointClient(sys.argv[1]) as client, ShardedSender(client, forced=2) as sender:
