@@ -19,9 +19,18 @@ Two phases per level, each a closed loop of `streams` requests bounded by --seco
 Tokens/s counts the server's token counts in complete replies over the phase's wall time; CPU%
 is this process only (the server has its own). Replies are reduced to numbers as they end;
 --keep-records keeps them all, as a bench run does, to show what their garbage collection
-costs. If guidellm is installed in its own venv (--guidellm, $SPARKRIG_GUIDELLM, or
-/tmp/guidellm-venv), it runs the instant phase at each level against the same server, and the
-ratio is printed.
+costs. If guidellm or aiperf is installed in its own venv (--guidellm, $SPARKRIG_GUIDELLM or
+/tmp/guidellm-venv; --aiperf, $SPARKRIG_AIPERF or /tmp/aiperf-venv), it runs the instant
+phase at each level against the same server, and the ratios are printed; a tool not found is
+a skipped column, said at the start and the end. aiperf gets a word-level tokenizer written
+into the run's temporary folder, so nothing is downloaded.
+
+sparkrig×N is the bench's sharded client (sparkrig.bench.client_shards): the level's streams
+split over N worker processes, N by the bench's own rule (one per 24 streams, at most one per
+core) or --client-processes. CPU% sums the client's processes; "busiest" is the busiest one's
+share of a core, and "srv" is the loopback server's CPU% (from /proc). The limit column says
+"client" when a client process was at >= 90% of a core (the bench's client-limited threshold),
+"server" when the server was.
 
 Run: .venv/bin/python benchmarks/loadgen.py [--levels 1,16,64,256] [--seconds 10]
 """
@@ -40,12 +49,15 @@ import socket
 import subprocess
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
+from sparkrig import defaults
+from sparkrig.bench.client_shards import processes_for, usable_cores
 from sparkrig.client import ChatRequest, EndpointClient, RequestRecord
 
 HOST = "127.0.0.1"
@@ -58,6 +70,7 @@ TOKENS_PER_REPLY = 256
 PACED_TOKENS_PER_REPLY = 64  # 64 x 20 ms: several replies per stream in a 10 s level
 PACE_MS = 20.0  # 50 tokens/s per stream
 TARGET_RATIO = 2.0  # sustained tokens/s over guidellm's, same server, same cores
+TARGET_RATIO_AIPERF = 1.5  # the same over aiperf's
 TARGET_P99_MS = 1.0  # client-added latency at TARGET_STREAMS
 TARGET_STREAMS = 256
 REQUEST_TIMEOUT_S = 60.0
@@ -66,6 +79,9 @@ SERVER_STOP_TIMEOUT_S = 5.0
 GUIDELLM_ENV = "SPARKRIG_GUIDELLM"
 GUIDELLM_DEFAULT = Path(tempfile.gettempdir()) / "guidellm-venv" / "bin" / "guidellm"
 GUIDELLM_SLACK_S = 120.0  # its start-up, data loading and report, on top of --seconds
+AIPERF_ENV = "SPARKRIG_AIPERF"
+AIPERF_DEFAULT = Path(tempfile.gettempdir()) / "aiperf-venv" / "bin" / "aiperf"
+SHARD_START_LEAD_S = 0.5  # every worker process is up and waiting before the phase starts
 STAMP_DIGITS = 20
 _STAMP_MARK = "#" * STAMP_DIGITS
 _HEADER_LIMIT = 64 * 1024
@@ -259,7 +275,9 @@ def serve(port_out: Connection, settings: Settings, parent_pid: int) -> None:
         routes[path] = render_reply(api, settings.tokens, paced=False)
         routes[PACED_PREFIX + path] = render_reply(api, settings.paced_tokens, paced=True)
     phase_s = settings.seconds + REQUEST_TIMEOUT_S
-    lifetime_s = len(settings.levels) * (3 * phase_s + GUIDELLM_SLACK_S) + SERVER_START_TIMEOUT_S
+    lifetime_s = (
+        len(settings.levels) * (6 * phase_s + 2 * GUIDELLM_SLACK_S) + SERVER_START_TIMEOUT_S
+    )
 
     async def run() -> None:
         pacer = Pacer(settings.pace_ms / 1000)
@@ -306,6 +324,7 @@ class Settings:
     paced_tokens: int
     pace_ms: float
     keep_records: bool
+    client_processes: int | None = None
 
 
 @dataclass
@@ -319,6 +338,18 @@ class Level:
     first_byte_ms: tuple[float, float] | None  # added latency p50, p99
     per_token_ms: tuple[float, float] | None
     cpu_percent: float | None
+    busiest: float | None = None  # the busiest client process's share of one core
+    server_cpu_percent: float | None = None
+
+    @property
+    def limit(self) -> str:
+        if self.busiest is not None and self.busiest >= defaults.BENCH_CLIENT_BUSY_LIMIT:
+            return "client"
+        if self.server_cpu_percent is not None and self.server_cpu_percent >= 100 * (
+            defaults.BENCH_CLIENT_BUSY_LIMIT
+        ):
+            return "server"
+        return "-"
 
 
 def require_shared_clock() -> None:
@@ -361,7 +392,30 @@ def per_token_ms(record: RequestRecord) -> list[float]:
     ]
 
 
-async def run_sparkrig(url: str, streams: int, settings: Settings, *, paced: bool) -> Level:
+@dataclass
+class Tally:
+    """One client process's closed loop over its streams, reduced to numbers."""
+
+    issued: int
+    tokens: int
+    complete: int
+    first_byte: list[float]
+    per_token: list[float]
+    start_ns: int
+    end_ns: int
+    cpu_s: float
+
+
+async def closed_loop(
+    url: str,
+    settings: Settings,
+    *,
+    paced: bool,
+    streams: range,
+    total_streams: int,
+    max_requests: int,
+    start_at_ns: int | None = None,
+) -> Tally:
     """Each reply is checked and reduced to numbers as it completes; records are kept only with
     --keep-records, as a caller that keeps them all (and pays for their garbage collection)."""
     expected = settings.paced_tokens if paced else settings.tokens
@@ -369,70 +423,204 @@ async def run_sparkrig(url: str, streams: int, settings: Settings, *, paced: boo
         model=MODEL, messages=[{"role": "user", "content": "Say tok."}], max_tokens=expected
     )
     kept: list[RequestRecord] = []
-    tokens: list[int] = []
-    first_byte: list[float] = []
-    per_token: list[float] = []
-    issued = 0
+    tally = Tally(0, 0, 0, [], [], 0, 0, 0.0)
     async with EndpointClient(
         url + (PACED_PREFIX if paced else ""), timeout_s=REQUEST_TIMEOUT_S
     ) as client:
-        start, cpu_start = time.perf_counter(), time.process_time()
-        deadline = start + settings.seconds
+        if start_at_ns is not None:
+            await asyncio.sleep(max(0, start_at_ns - time.perf_counter_ns()) / 1e9)
+        tally.start_ns, cpu_start = time.perf_counter_ns(), time.process_time()
+        deadline = tally.start_ns / 1e9 + settings.seconds
 
-        def tally(record: RequestRecord) -> None:  # no stream holds a record while it waits
+        def count(record: RequestRecord) -> None:  # no stream holds a record while it waits
             if settings.keep_records:
                 kept.append(record)
             if record.ok and record.completion_tokens == expected:
-                tokens.append(expected)
+                tally.tokens += expected
+                tally.complete += 1
                 if (first := first_byte_ms(record)) is not None:
-                    first_byte.append(first)
+                    tally.first_byte.append(first)
                 if paced:  # the first token came with the head: it is the first byte's
-                    per_token.extend(per_token_ms(record)[1:])
+                    tally.per_token.extend(per_token_ms(record)[1:])
 
         async def stream_until_deadline(start_after_s: float) -> None:
-            nonlocal issued
             await asyncio.sleep(start_after_s)
-            while issued < settings.max_requests and time.perf_counter() < deadline:
-                issued += 1
-                tally(await client.send(request))
+            while tally.issued < max_requests and time.perf_counter() < deadline:
+                tally.issued += 1
+                count(await client.send(request))
 
         # paced streams start spread over one reply, or every reply would end in the same step
         # and the next ones start together: a burst no engine with mixed lengths makes
-        spread_s = settings.paced_tokens * settings.pace_ms / 1000 / streams if paced else 0.0
-        await asyncio.gather(*(stream_until_deadline(i * spread_s) for i in range(streams)))
-        wall_s = time.perf_counter() - start
-        cpu_s = time.process_time() - cpu_start
+        spread_s = settings.paced_tokens * settings.pace_ms / 1000 / total_streams if paced else 0
+        await asyncio.gather(*(stream_until_deadline(i * spread_s) for i in streams))
+        tally.end_ns = time.perf_counter_ns()
+        tally.cpu_s = time.process_time() - cpu_start
+    return tally
+
+
+def server_cpu_s(pid: int | None) -> float | None:
+    """The loopback server's CPU seconds so far, from /proc (Linux); None elsewhere."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def level_of(
+    tool: str,
+    streams: int,
+    tallies: list[Tally],
+    *,
+    paced: bool,
+    server_s: float | None,
+) -> Level:
+    wall_s = (max(t.end_ns for t in tallies) - min(t.start_ns for t in tallies)) / 1e9
+    issued = sum(t.issued for t in tallies)
     return Level(
-        tool="sparkrig",
+        tool=tool,
         phase="paced" if paced else "instant",
         streams=streams,
         requests=issued,
-        errors=issued - len(tokens),
-        tokens_per_s=sum(tokens) / wall_s,
-        first_byte_ms=p50_p99(first_byte),
-        per_token_ms=p50_p99(per_token),
-        cpu_percent=100 * cpu_s / wall_s,
+        errors=issued - sum(t.complete for t in tallies),
+        tokens_per_s=sum(t.tokens for t in tallies) / wall_s,
+        first_byte_ms=p50_p99([v for t in tallies for v in t.first_byte]),
+        per_token_ms=p50_p99([v for t in tallies for v in t.per_token]),
+        cpu_percent=100 * sum(t.cpu_s for t in tallies) / wall_s,
+        busiest=max(t.cpu_s / ((t.end_ns - t.start_ns) / 1e9) for t in tallies),
+        server_cpu_percent=None if server_s is None else 100 * server_s / wall_s,
     )
 
 
-# --- guidellm, side by side (optional) ---------------------------------------------------------
+def run_sparkrig(
+    url: str, streams: int, settings: Settings, *, paced: bool, server_pid: int | None
+) -> Level:
+    before = server_cpu_s(server_pid)
+    tally = asyncio.run(
+        closed_loop(
+            url,
+            settings,
+            paced=paced,
+            streams=range(streams),
+            total_streams=streams,
+            max_requests=settings.max_requests,
+        )
+    )
+    after = server_cpu_s(server_pid)
+    server_s = after - before if after is not None and before is not None else None
+    return level_of("sparkrig", streams, [tally], paced=paced, server_s=server_s)
 
 
-def find_guidellm(given: str | None) -> Path | None:
+def _shard(job: tuple[str, Settings, bool, range, int, int, int]) -> Tally:
+    """Worker-process entry: one shard's closed loop, started at the shared moment."""
+    url, settings, paced, streams, total, max_requests, start_at_ns = job
+    return asyncio.run(
+        closed_loop(
+            url,
+            settings,
+            paced=paced,
+            streams=streams,
+            total_streams=total,
+            max_requests=max_requests,
+            start_at_ns=start_at_ns,
+        )
+    )
+
+
+def shard_count(streams: int, settings: Settings) -> int:
+    """The bench's rule (sparkrig.bench.client_shards.processes_for), or --client-processes."""
+    return processes_for(streams, cores=usable_cores(), forced=settings.client_processes)
+
+
+def run_sharded(
+    pool: ProcessPoolExecutor,
+    processes: int,
+    url: str,
+    streams: int,
+    settings: Settings,
+    *,
+    paced: bool,
+    server_pid: int | None,
+) -> Level:
+    """The level's streams split over `processes` worker processes, all starting at one moment
+    of the shared clock; their tallies merge into one level."""
+    start_at_ns = time.perf_counter_ns() + int(SHARD_START_LEAD_S * 1e9)
+    jobs = [
+        (
+            url,
+            settings,
+            paced,
+            range(streams * i // processes, streams * (i + 1) // processes),
+            streams,
+            settings.max_requests // processes,
+            start_at_ns,
+        )
+        for i in range(processes)
+    ]
+    before = server_cpu_s(server_pid)
+    tallies = list(pool.map(_shard, jobs))
+    after = server_cpu_s(server_pid)
+    server_s = after - before if after is not None and before is not None else None
+    if server_s is not None:  # the lead before the start is idle time for the server
+        server_s = max(0.0, server_s)
+    return level_of(f"sparkrig×{processes}", streams, tallies, paced=paced, server_s=server_s)
+
+
+# --- guidellm and aiperf, side by side (optional) ---------------------------------------------
+
+
+def find_tool(given: str | None, env: str, default: Path, name: str) -> Path | None:
     if given:
         return Path(given) if Path(given).is_file() else None
-    for candidate in (
-        os.environ.get(GUIDELLM_ENV),
-        str(GUIDELLM_DEFAULT),
-        shutil.which("guidellm"),
-    ):
+    for candidate in (os.environ.get(env), str(default), shutil.which(name)):
         if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
             return Path(candidate)
     return None
 
 
+def run_tool(
+    argv: list[str], workdir: Path, timeout_s: float, *, hub_offline: bool = True
+) -> tuple[int | None, str]:
+    """Run a rival in its own session, so one that hangs is ended with every worker process it
+    started; nothing it does may leave 127.0.0.1. aiperf 0.13 fails to load a tokenizer from a
+    local folder with HF_HUB_OFFLINE set (it asks the hub to validate the path as a repo id):
+    it runs with `hub_offline` off, and its tokenizer and prompts are local files."""
+    offline = {"DO_NOT_TRACK": "1"}
+    if hub_offline:
+        offline |= {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    with subprocess.Popen(
+        argv,
+        cwd=workdir,
+        env={**os.environ, **offline},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    ) as tool:
+        try:
+            output, _ = tool.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            output = f"no report within {timeout_s:g}s (ended it)"
+        finally:
+            with contextlib.suppress(ProcessLookupError):  # workers it left behind
+                os.killpg(tool.pid, signal.SIGKILL)
+            tool.communicate()
+    return tool.returncode, output
+
+
+def _last_line(output: str) -> str:
+    lines = [line for line in output.strip().splitlines() if line.strip()]
+    return lines[-1].strip() if lines else "no output"
+
+
 def run_guidellm(
-    exe: Path, url: str, streams: int, settings: Settings, workdir: Path
+    exe: Path,
+    url: str,
+    streams: int,
+    settings: Settings,
+    *,
+    workdir: Path,
+    server_pid: int | None,
 ) -> Level | str:
     """guidellm's concurrent profile at `streams`, instant replies; its report gives the counts.
     Prompts come from a text file, so it needs no tokenizer and nothing leaves 127.0.0.1."""
@@ -456,41 +644,108 @@ def run_guidellm(
         f"kind=json,path={report}",
         "--disable-console",
     ]
-    offline = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "DO_NOT_TRACK": "1"}
-    # its own session, so a guidellm that hangs is ended with every worker process it started
-    with subprocess.Popen(
-        argv,
-        cwd=workdir,
-        env={**os.environ, **offline},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    ) as guidellm:
-        try:
-            output, _ = guidellm.communicate(timeout=settings.seconds + GUIDELLM_SLACK_S)
-        except subprocess.TimeoutExpired:
-            output = f"no report within {settings.seconds + GUIDELLM_SLACK_S:g}s (ended it)"
-        finally:
-            with contextlib.suppress(ProcessLookupError):  # workers it left behind
-                os.killpg(guidellm.pid, signal.SIGKILL)
-            guidellm.communicate()
-    if guidellm.returncode != 0 or not report.is_file():
-        last = output.strip().splitlines()[-1:] or ["no output"]
-        return f"exited {guidellm.returncode}: {last[0]}"
+    before = server_cpu_s(server_pid)
+    code, output = run_tool(argv, workdir, settings.seconds + GUIDELLM_SLACK_S)
+    after = server_cpu_s(server_pid)
+    if code != 0 or not report.is_file():
+        return f"exited {code}: {_last_line(output)}"
     benchmark = json.loads(report.read_text())["benchmarks"][0]
     totals = benchmark["metrics"]["request_totals"]
     output_tokens = benchmark["metrics"]["output_token_count"]["successful"]["total_sum"]
+    duration = benchmark["duration"]
     return Level(
         tool="guidellm",
         phase="instant",
         streams=streams,
         requests=totals["total"],
         errors=totals["errored"],  # its "incomplete" are the replies cut at the deadline
-        tokens_per_s=output_tokens / benchmark["duration"],
+        tokens_per_s=output_tokens / duration,
         first_byte_ms=None,  # guidellm does not see the server's stamps
         per_token_ms=None,
         cpu_percent=None,  # its own processes (one per worker) are not this one
+        server_cpu_percent=_server_percent(before, after, duration),
+    )
+
+
+def _server_percent(before: float | None, after: float | None, duration_s: float) -> float | None:
+    """The server's CPU% over a rival's measured duration (it idles while the rival starts)."""
+    if before is None or after is None or duration_s <= 0:
+        return None
+    return 100 * (after - before) / duration_s
+
+
+_AIPERF_TOKENIZER = """
+import sys
+from tokenizers import Tokenizer, models, pre_tokenizers
+from transformers import PreTrainedTokenizerFast
+vocab = {"[UNK]": 0, "Say": 1, "tok": 2, ".": 3}
+tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="[UNK]").save_pretrained(sys.argv[1])
+"""
+
+
+def aiperf_tokenizer(exe: Path, workdir: Path) -> Path | str:
+    """A word-level tokenizer written with aiperf's own Python: its 'builtin' one downloads
+    tiktoken's vocabulary, and this run leaves 127.0.0.1 for nothing."""
+    folder = workdir / "aiperf-tokenizer"
+    if (folder / "tokenizer.json").is_file():
+        return folder
+    python = exe.parent / "python"
+    code, output = run_tool([str(python), "-c", _AIPERF_TOKENIZER, str(folder)], workdir, 120)
+    return folder if code == 0 else f"no tokenizer (exited {code}): {_last_line(output)}"
+
+
+def run_aiperf(
+    exe: Path,
+    url: str,
+    streams: int,
+    settings: Settings,
+    *,
+    workdir: Path,
+    server_pid: int | None,
+) -> Level | str:
+    """aiperf's closed loop at `streams` (`--concurrency`), instant replies, counts from the
+    server's usage; its JSON export gives the tokens/s."""
+    tokenizer = aiperf_tokenizer(exe, workdir)
+    if isinstance(tokenizer, str):
+        return tokenizer
+    prompts = workdir / "aiperf-prompts.jsonl"
+    prompts.write_text(json.dumps({"text": "Say tok."}) + "\n")
+    artifacts = workdir / f"aiperf-{streams}"
+    argv = [
+        str(exe),
+        "profile",
+        *("--model", MODEL, "--url", url, "--endpoint-type", "chat", "--streaming"),
+        *("--concurrency", str(streams), "--benchmark-duration", f"{settings.seconds:g}"),
+        *("--benchmark-grace-period", f"{REQUEST_TIMEOUT_S:g}"),
+        *("--request-count", str(settings.max_requests), "--osl", str(settings.tokens)),
+        *("--tokenizer", str(tokenizer), "--use-server-token-count"),
+        *("--input-file", str(prompts), "--custom-dataset-type", "single_turn"),
+        *("--artifact-dir", str(artifacts), "--ui", "none"),
+        *("--no-server-metrics", "--no-gpu-telemetry"),
+    ]
+    before = server_cpu_s(server_pid)
+    code, output = run_tool(argv, workdir, settings.seconds + GUIDELLM_SLACK_S, hub_offline=False)
+    after = server_cpu_s(server_pid)
+    report = artifacts / "profile_export_aiperf.json"
+    if code != 0 or not report.is_file():
+        return f"exited {code}: {_last_line(output)}"
+    export = json.loads(report.read_text())
+    duration = export["benchmark_duration"]["avg"]
+    requests = int(export["request_count"]["avg"])
+    errors = int((export.get("error_request_count") or {}).get("avg", 0))
+    return Level(
+        tool="aiperf",
+        phase="instant",
+        streams=streams,
+        requests=requests + errors,
+        errors=errors,
+        tokens_per_s=export["output_token_throughput"]["avg"],
+        first_byte_ms=None,  # aiperf does not see the server's stamps
+        per_token_ms=None,
+        cpu_percent=None,  # its own processes are not this one
+        server_cpu_percent=_server_percent(before, after, duration),
     )
 
 
@@ -504,78 +759,160 @@ def _pair(values: tuple[float, float] | None) -> str:
 def print_rows(levels: list[Level], *, header: bool = True) -> None:
     if header:
         print(
-            f"{'tool':<9} {'phase':<8} {'streams':>7} {'requests':>8} {'errors':>6} "
+            f"{'tool':<11} {'phase':<8} {'streams':>7} {'requests':>8} {'errors':>6} "
             f"{'tokens/s':>9} {'first byte p50/p99 ms':>22} {'per token p50/p99 ms':>22} "
-            f"{'CPU%':>5}"
+            f"{'CPU%':>5} {'busiest':>7} {'srv%':>5} {'limit':>6}"
         )
     for level in levels:
         cpu = "-" if level.cpu_percent is None else f"{level.cpu_percent:.0f}"
+        busiest = "-" if level.busiest is None else f"{level.busiest:.2f}"
+        server = "-" if level.server_cpu_percent is None else f"{level.server_cpu_percent:.0f}"
         print(
-            f"{level.tool:<9} {level.phase:<8} {level.streams:>7} {level.requests:>8} "
+            f"{level.tool:<11} {level.phase:<8} {level.streams:>7} {level.requests:>8} "
             f"{level.errors:>6} {level.tokens_per_s:>9.0f} {_pair(level.first_byte_ms):>22} "
-            f"{_pair(level.per_token_ms):>22} {cpu:>5}",
+            f"{_pair(level.per_token_ms):>22} {cpu:>5} {busiest:>7} {server:>5} {level.limit:>6}",
             flush=True,
         )
 
 
 def print_verdicts(levels: list[Level]) -> None:
-    mine = {(lv.phase, lv.streams): lv for lv in levels if lv.tool == "sparkrig"}
-    for theirs in (lv for lv in levels if lv.tool == "guidellm" and lv.tokens_per_s > 0):
-        ours = mine.get(("instant", theirs.streams))
-        if ours is not None:
-            ratio = ours.tokens_per_s / theirs.tokens_per_s
-            verdict = "met" if ratio >= TARGET_RATIO else "NOT met"
+    """Every sparkrig column against every rival at the same level, then the latency goal."""
+    ours = [lv for lv in levels if lv.tool.startswith("sparkrig")]
+    targets = {"guidellm": TARGET_RATIO, "aiperf": TARGET_RATIO_AIPERF}
+    for theirs in (lv for lv in levels if lv.tool in targets and lv.tokens_per_s > 0):
+        for mine in ours:
+            if (mine.phase, mine.streams) != ("instant", theirs.streams):
+                continue
+            ratio = mine.tokens_per_s / theirs.tokens_per_s
+            target = targets[theirs.tool]
             print(
-                f"{theirs.streams:>4} streams: sparkrig/guidellm tokens/s = {ratio:.2f}x "
-                f"(target {TARGET_RATIO:g}x: {verdict})"
+                f"{theirs.streams:>4} streams: {mine.tool}/{theirs.tool} tokens/s = {ratio:.2f}x "
+                f"(target {target:g}x: {'met' if ratio >= target else 'NOT met'})"
             )
-    paced = mine.get(("paced", TARGET_STREAMS))
-    if paced is not None:
-        for name, pair in (("first byte", paced.first_byte_ms), ("per token", paced.per_token_ms)):
+    for mine in ours:
+        if (mine.phase, mine.streams) != ("paced", TARGET_STREAMS):
+            continue
+        for name, pair in (("first byte", mine.first_byte_ms), ("per token", mine.per_token_ms)):
             verdict = "met" if pair is not None and pair[1] <= TARGET_P99_MS else "NOT met"
             print(
-                f"paced, {TARGET_STREAMS} streams: {name} added p50/p99 {_pair(pair)} ms "
-                f"(target <= {TARGET_P99_MS:g} ms: {verdict})"
+                f"paced, {TARGET_STREAMS} streams, {mine.tool}: {name} added p50/p99 "
+                f"{_pair(pair)} ms (target <= {TARGET_P99_MS:g} ms: {verdict}; limit: "
+                f"{mine.limit})"
             )
 
 
-def main(settings: Settings, guidellm_path: str | None) -> None:
+@dataclass(frozen=True)
+class Rival:
+    name: str
+    exe: Path | None
+    where: str
+
+    def skipped(self) -> str | None:
+        if self.exe is not None:
+            return None
+        return f"{self.name} column skipped: not found ({self.where}) — install it in its own venv"
+
+
+def find_rivals(guidellm: str | None, aiperf: str | None) -> list[Rival]:
+    return [
+        Rival(
+            "guidellm",
+            find_tool(guidellm, GUIDELLM_ENV, GUIDELLM_DEFAULT, "guidellm"),
+            f"--guidellm, ${GUIDELLM_ENV}, {GUIDELLM_DEFAULT} or PATH",
+        ),
+        Rival(
+            "aiperf",
+            find_tool(aiperf, AIPERF_ENV, AIPERF_DEFAULT, "aiperf"),
+            f"--aiperf, ${AIPERF_ENV}, {AIPERF_DEFAULT} or PATH",
+        ),
+    ]
+
+
+def run_level(
+    pool: ProcessPoolExecutor | None,
+    url: str,
+    streams: int,
+    settings: Settings,
+    *,
+    rivals: list[Rival],
+    workdir: Path,
+    server_pid: int | None,
+    notes: list[str],
+) -> list[Level]:
+    levels: list[Level] = []
+    processes = shard_count(streams, settings)
+    for paced in (False, True):
+        levels.append(run_sparkrig(url, streams, settings, paced=paced, server_pid=server_pid))
+        print_rows(levels[-1:], header=False)
+        if pool is not None and processes > 1:
+            sharded = run_sharded(
+                pool, processes, url, streams, settings, paced=paced, server_pid=server_pid
+            )
+            levels.append(sharded)
+            print_rows(levels[-1:], header=False)
+    for rival in rivals:
+        if rival.exe is None:
+            continue
+        runner = run_guidellm if rival.name == "guidellm" else run_aiperf
+        result = runner(rival.exe, url, streams, settings, workdir=workdir, server_pid=server_pid)
+        if isinstance(result, str):
+            notes.append(f"{rival.name} at {streams} streams: {result}")
+            print(notes[-1], flush=True)
+        else:
+            levels.append(result)
+            print_rows(levels[-1:], header=False)
+    return levels
+
+
+def main(settings: Settings, guidellm_path: str | None, aiperf_path: str | None) -> None:
     require_shared_clock()
-    guidellm = find_guidellm(guidellm_path)
+    rivals = find_rivals(guidellm_path, aiperf_path)
+    notes = [skip for rival in rivals if (skip := rival.skipped()) is not None]
+    most = max(shard_count(streams, settings) for streams in settings.levels)
+    if most == 1:
+        notes.append(
+            "sparkrig×N column skipped: no level needs more than one client process here "
+            f"({usable_cores()} cores, {defaults.BENCH_CLIENT_STREAMS_PER_PROCESS} streams a "
+            "process) — raise --levels or force --client-processes"
+        )
     levels: list[Level] = []
     process, url = start_server(settings)
+    context = multiprocessing.get_context("spawn")
     try:
         print(
-            f"loopback server {url} (pid {process.pid}), {os.cpu_count()} cores; instant: "
+            f"loopback server {url} (pid {process.pid}), {usable_cores()} cores; instant: "
             f"{settings.tokens} tokens a reply; paced: {settings.paced_tokens} tokens, one per "
             f"{settings.pace_ms:g} ms; each phase {settings.seconds:g}s or "
             f"{settings.max_requests} requests",
             flush=True,
         )
-        if guidellm is None:
-            print(
-                f"guidellm not found (--guidellm, ${GUIDELLM_ENV}, {GUIDELLM_DEFAULT} or PATH): "
-                "no side-by-side ratio — install it in its own venv to compare"
-            )
+        for note in notes:
+            print(note, flush=True)
         print_rows([])
-        with tempfile.TemporaryDirectory(prefix="loadgen-") as workdir:
+        with (
+            tempfile.TemporaryDirectory(prefix="loadgen-") as workdir,
+            ProcessPoolExecutor(most, mp_context=context)
+            if most > 1
+            else contextlib.nullcontext() as pool,
+        ):
             for streams in settings.levels:
-                for paced in (False, True):
-                    level = asyncio.run(run_sparkrig(url, streams, settings, paced=paced))
-                    print_rows([level], header=False)
-                    levels.append(level)
-                if guidellm is not None:
-                    result = run_guidellm(guidellm, url, streams, settings, Path(workdir))
-                    if isinstance(result, str):
-                        print(f"guidellm at {streams} streams: {result}", flush=True)
-                    else:
-                        print_rows([result], header=False)
-                        levels.append(result)
+                levels += run_level(
+                    pool,
+                    url,
+                    streams,
+                    settings,
+                    rivals=rivals,
+                    workdir=Path(workdir),
+                    server_pid=process.pid,
+                    notes=notes,
+                )
     finally:
         stop_server(process)
     print()
     print_rows(levels)
     print_verdicts(levels)
+    for note in notes:
+        print(note)
 
 
 def _levels(text: str) -> list[int]:
@@ -591,6 +928,12 @@ if __name__ == "__main__":
     parser.add_argument("--paced-tokens", type=int, default=PACED_TOKENS_PER_REPLY)
     parser.add_argument("--pace-ms", type=float, default=PACE_MS, help="paced: ms per token")
     parser.add_argument("--guidellm", help="guidellm executable, in its own venv")
+    parser.add_argument("--aiperf", help="aiperf executable, in its own venv")
+    parser.add_argument(
+        "--client-processes",
+        type=int,
+        help="sparkrig×N: this many processes at every level (default: the bench's rule)",
+    )
     parser.add_argument(
         "--keep-records", action="store_true", help="keep every RequestRecord, as a bench run does"
     )
@@ -603,5 +946,6 @@ if __name__ == "__main__":
         args.paced_tokens,
         args.pace_ms,
         args.keep_records,
+        args.client_processes,
     )
-    main(settings, args.guidellm)
+    main(settings, args.guidellm, args.aiperf)
