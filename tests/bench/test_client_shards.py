@@ -39,6 +39,7 @@ from tests.http_servers import serve_app
 
 TOKENS = 8
 PROCESS_GONE_S = 10.0
+START_SPREAD_NS = 100_000_000  # a spawned process takes a second or more to be ready here
 
 
 def sse(chunk: dict[str, object]) -> bytes:
@@ -135,6 +136,9 @@ async def test_sharded_records_match_one_process_in_order_and_clock(echo_server:
             pids = {process.pid for process, _ in send_all.workers}
     assert alone_load.processes == 1
     assert load.processes == 3
+    # fresh workers: the batch waited until all three were up, then all started at one moment
+    sends = [record.send_ns for record in sharded]
+    assert max(sends) - min(sends) < START_SPREAD_NS
     assert len(load.busy) == 3
     assert len(pids) == 3
     assert os.getpid() not in pids
@@ -151,6 +155,20 @@ async def test_sharded_records_match_one_process_in_order_and_clock(echo_server:
         assert before_ns < many.send_ns
         assert many.end_ns is not None
         assert many.end_ns < after_ns
+
+
+async def test_a_batch_waits_for_a_worker_added_late_and_all_start_together(
+    echo_server: str,
+) -> None:
+    """Two warm workers and one spawned for this batch: without the wait for it, the warm
+    two would start a second or more before it."""
+    async with EndpointClient(echo_server) as client, ShardedSender(client, forced=2) as sender:
+        await sender([ask("a"), ask("b")])
+        sender.forced = 3
+        records, load = await sender([ask(str(i)) for i in range(6)])
+    assert load.processes == 3
+    sends = [record.send_ns for record in records]
+    assert max(sends) - min(sends) < START_SPREAD_NS
 
 
 async def test_workers_are_ended_when_the_block_ends_or_fails(echo_server: str) -> None:

@@ -127,6 +127,7 @@ def worker_main(conn: Connection, base_url: str, client_options: dict[str, Any])
 
     async def serve() -> None:
         async with EndpointClient(base_url, **client_options) as client:
+            conn.send(("ready", None, 0.0))
             while True:
                 try:
                     job = await asyncio.to_thread(conn.recv)
@@ -190,8 +191,8 @@ class ShardedSender:
             wanted = 1
         if wanted == 1:
             return await send_in_process(self.client, requests)
-        self._start(wanted)
         try:
+            await self._start(wanted)
             replies = await self._send_parts(split(requests, wanted))
         except BaseException:  # Ctrl-C or a failure: no worker may keep a stale reply
             self.close()
@@ -228,8 +229,11 @@ class ShardedSender:
             return ("error", f"worker {process.pid} exited (code {process.exitcode})", 0.0)
         return reply
 
-    def _start(self, wanted: int) -> None:
+    async def _start(self, wanted: int) -> None:
+        """Start workers up to `wanted` and wait until each has its client open: a process
+        takes a second or more to start, and no batch may start before all its workers can."""
         context = multiprocessing.get_context("spawn")
+        started = len(self.workers)
         while len(self.workers) < wanted:
             parent_end, child_end = context.Pipe(duplex=True)
             process = context.Process(
@@ -241,6 +245,13 @@ class ShardedSender:
             process.start()
             child_end.close()
             self.workers.append((process, parent_end))
+        for worker, conn in self.workers[started:]:
+            status, payload, _ = await self._reply(worker, conn)
+            if status != "ready":
+                raise EndpointError(
+                    f"a client process did not start: {payload} — rerun with "
+                    "--client-processes 1 to send from this process alone"
+                )
 
     def close(self) -> None:
         """Ask every worker to stop, then end those that do not within the grace time."""
