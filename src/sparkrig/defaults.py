@@ -155,10 +155,11 @@ BENCH_TOKEN_COUNT_SLACK: Final = 2
 # 24 streams (0.84 ms) keep the added p99 under the 1 ms per token of issue 12; past that a
 # sample's streams are split over min(cores, ceil(streams / 24)) worker processes.
 BENCH_CLIENT_STREAMS_PER_PROCESS: Final = 24
-# A client process busy for this share of one core over a sample (CPU seconds / wall seconds)
-# was near saturation: its events queued behind each other, and the point says "client-limited".
-# An event loop is one thread: 1.0 is all it can use. The loadgen's instant phase, where the
-# client alone is the limit, reads 0.95-1.0 (benchmarks/loadgen.py, CPU% column).
+# A client process runnable for this share of a sample was near saturation: its events queued
+# behind each other, and the point says "client-limited". Runnable = CPU seconds (os.times) plus
+# the event loop thread's wait for a core (schedstat), over wall seconds: an event loop is one
+# thread, so 1.0 is all it can use. CPU alone misses a starved client: on the shared 2-core test
+# machine (load average 5-8) a thread spinning for 0.3 s read 0.44 CPU + 0.56 queued.
 BENCH_CLIENT_BUSY_LIMIT: Final = 0.9
 # Every worker receives its share of a batch before any starts: they start together this long
 # after the batch is handed out (pickling 256 requests takes a few ms).

@@ -14,7 +14,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -24,8 +24,6 @@ from aiohttp import web
 from sparkrig import defaults
 from sparkrig.bench.client_shards import (
     ClientLoad,
-    Request,
-    SendAll,
     ShardedSender,
     processes_for,
     send_in_process,
@@ -33,12 +31,13 @@ from sparkrig.bench.client_shards import (
 )
 from sparkrig.bench.point import BenchSettings, PointResult, measure_point
 from sparkrig.bench.run import run_bench
-from sparkrig.client import ChatRequest, EndpointClient, RequestRecord
+from sparkrig.client import ChatRequest, EndpointClient
 from sparkrig.errors import UsageError
 from tests.http_servers import serve_app
 
 TOKENS = 8
 PROCESS_GONE_S = 10.0
+BURN_CPU_S = 0.5
 START_SPREAD_NS = 100_000_000  # a spawned process takes a second or more to be ready here
 
 
@@ -54,7 +53,7 @@ async def echo_chat(request: web.Request) -> web.StreamResponse:
     prompt = body["messages"][-1]["content"] if chat else "completion"
     if prompt.startswith("burn"):
         start = time.process_time()
-        while time.process_time() - start < 0.2:  # the point is to hold the CPU
+        while time.process_time() - start < BURN_CPU_S:  # the point is to hold the CPU
             pass
     if prompt.startswith("sleep"):
         await asyncio.sleep(float(prompt.split()[1]))
@@ -119,10 +118,13 @@ def test_split_keeps_order_and_every_request() -> None:
     assert [r for part in parts for r in part] == requests
 
 
-def test_busy_at_the_limit_is_saturated_and_below_it_is_not() -> None:
+def test_runnable_at_the_limit_is_saturated_and_below_it_is_not() -> None:
     limit = defaults.BENCH_CLIENT_BUSY_LIMIT
     assert ClientLoad(processes=2, busy=[0.2, limit]).saturated
     assert not ClientLoad(processes=2, busy=[0.2, limit - 0.01]).saturated
+    # starved by other work: little CPU, much waiting for a core
+    assert ClientLoad(processes=2, busy=[0.2, 0.4], queued=[0.0, limit - 0.4]).saturated
+    assert not ClientLoad(processes=2, busy=[0.2, 0.4], queued=[0.0, 0.1]).saturated
 
 
 async def test_sharded_records_match_one_process_in_order_and_clock(echo_server: str) -> None:
@@ -208,15 +210,19 @@ def test_forced_processes_below_one_is_refused() -> None:
         ShardedSender(EndpointClient("http://127.0.0.1:9"), forced=0)
 
 
-async def test_busy_reads_the_client_process_cpu(echo_server: str) -> None:
-    """The server runs in this process: burning its CPU is the client process's CPU; waiting
-    on it is not. (A client at >= 90% of a core cannot be relied on here: the shared test
-    machine's other work takes its share of the cores.)"""
+async def test_runnable_reads_the_client_process_cpu_and_queueing(echo_server: str) -> None:
+    """The server runs in this process and thread: burning its CPU keeps the client's loop
+    runnable (on a core, or queued for one while other work holds the cores); waiting on it
+    does not."""
     async with EndpointClient(echo_server) as client:
         _, waiting = await send_in_process(client, [ask("sleep 0.3")])
         _, burning = await send_in_process(client, [ask("burn")])
-    assert waiting.busy[0] < 0.2
+    assert waiting.queued is not None
+    assert burning.queued is not None
+    assert waiting.busiest < 0.2
+    assert not waiting.saturated
     assert burning.busy[0] > max(0.1, 4 * waiting.busy[0])
+    assert burning.saturated, burning
 
 
 async def test_bench_shards_on_request_and_not_below_the_threshold(
@@ -247,41 +253,32 @@ async def test_bench_shards_on_request_and_not_below_the_threshold(
         assert point.client_limited == any(s.client.saturated for s in point.samples if s.client)
 
 
-async def _point_sent_by(send_all: SendAll, client: EndpointClient) -> PointResult:
+async def _point_asking(prompt: str, client: EndpointClient) -> PointResult:
     point = PointResult(suite="concurrency", name="c=2", metric="requests")
     return await measure_point(
         client,
         point,
-        make_requests=lambda: [ask("one"), ask("two")],
+        make_requests=lambda: [ask(prompt), ask(prompt)],
         value_of=lambda records: float(len(records)),
         settings=BenchSettings(min_samples=2, max_samples=2, warmup_requests=0),
         check_text=lambda _: [],
         on_sample=lambda _: None,
-        send_all=send_all,
     )
 
 
 async def test_a_point_says_client_limited_only_when_a_client_process_was_saturated(
     echo_server: str,
 ) -> None:
-    """Real requests, real records; the saturated load is stated, not produced: this shared
-    2-core machine cannot be relied on to give one process 90% of a core."""
+    """The server shares the client's process and thread: a server that burns CPU saturates
+    the client's loop for real; one that waits leaves it idle."""
     async with EndpointClient(echo_server) as client:
-
-        async def measured(requests: Sequence[Request]) -> tuple[list[RequestRecord], ClientLoad]:
-            return await send_in_process(client, requests)
-
-        async def saturated(requests: Sequence[Request]) -> tuple[list[RequestRecord], ClientLoad]:
-            records, _ = await send_in_process(client, requests)
-            return records, ClientLoad(processes=1, busy=[defaults.BENCH_CLIENT_BUSY_LIMIT])
-
-        calm = await _point_sent_by(measured, client)
-        limited = await _point_sent_by(saturated, client)
+        calm = await _point_asking("sleep 0.2", client)
+        limited = await _point_asking("burn", client)
     assert len(calm.samples) == len(limited.samples) == 2
     assert not calm.client_limited
     assert not any("client-limited" in warning for warning in calm.warnings)
     assert limited.client_limited
-    assert sum("client-limited: a client process was 90% busy" in w for w in limited.warnings) == 1
+    assert sum("client-limited: a client process was runnable" in w for w in limited.warnings) == 1
     assert all(sample.client is not None for sample in limited.samples)
 
 

@@ -8,7 +8,9 @@ with `time.perf_counter_ns()`, which on Linux is CLOCK_MONOTONIC, one clock for 
 of the host, so records from different workers merge as if one process had taken them.
 
 Each sender also reports how busy each client process was (CPU seconds over the sample's wall
-time, from `os.times()`), so a point whose client was near one full core says so.
+time, from `os.times()`) and how long its event loop's thread waited for a core that other
+work held (`/proc/thread-self/schedstat`, Linux), so a point whose client was runnable nearly
+all the time, on a core or queued for one, says so.
 """
 
 from __future__ import annotations
@@ -46,10 +48,21 @@ class ClientLoad(BaseModel):
         description="per process: CPU seconds (user + system) over the batch's wall seconds; "
         "1.0 is one full core, all an event loop can use"
     )
+    queued: list[float] | None = Field(
+        default=None,
+        description="per process: seconds its event loop's thread was ready to run but waited "
+        "for a core, over the batch's wall seconds (Linux schedstat); None where unknown",
+    )
+
+    @property
+    def runnable(self) -> list[float]:
+        """Per process, the share of the batch it was on a core or queued for one: never idle."""
+        queued = self.queued or [0.0] * len(self.busy)
+        return [busy + wait for busy, wait in zip(self.busy, queued, strict=False)]
 
     @property
     def busiest(self) -> float:
-        return max(self.busy, default=0.0)
+        return max(self.runnable, default=0.0)
 
     @property
     def saturated(self) -> bool:
@@ -65,6 +78,15 @@ class SendAll(Protocol):
 def _cpu_s() -> float:
     times = os.times()
     return times.user + times.system
+
+
+def queued_ns() -> int | None:
+    """This thread's time ready to run but waiting for a core (schedstat's second field)."""
+    try:
+        with open("/proc/thread-self/schedstat", encoding="ascii") as stats:
+            return int(stats.read().split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def usable_cores() -> int:
@@ -101,11 +123,17 @@ def split(requests: Sequence[Request], parts: int) -> list[list[Request]]:
 async def send_in_process(
     client: EndpointClient, requests: Sequence[Request]
 ) -> tuple[list[RequestRecord], ClientLoad]:
-    start, cpu_start = time.perf_counter(), _cpu_s()
+    start, cpu_start, queued_start = time.perf_counter(), _cpu_s(), queued_ns()
     records = list(await asyncio.gather(*(client.send(request) for request in requests)))
     wall_s = time.perf_counter() - start
-    busy = (_cpu_s() - cpu_start) / wall_s if wall_s > 0 else 0.0
-    return records, ClientLoad(processes=1, busy=[busy])
+    queued_end = queued_ns()
+    if wall_s <= 0:
+        return records, ClientLoad(processes=1, busy=[0.0], queued=[0.0])
+    busy = (_cpu_s() - cpu_start) / wall_s
+    queued = None
+    if queued_start is not None and queued_end is not None:
+        queued = [(queued_end - queued_start) / 1e9 / wall_s]
+    return records, ClientLoad(processes=1, busy=[busy], queued=queued)
 
 
 # --- the worker process ----------------------------------------------------------------------
@@ -127,7 +155,7 @@ def worker_main(conn: Connection, base_url: str, client_options: dict[str, Any])
 
     async def serve() -> None:
         async with EndpointClient(base_url, **client_options) as client:
-            conn.send(("ready", None, 0.0))
+            conn.send(("ready", None, None))
             while True:
                 try:
                     job = await asyncio.to_thread(conn.recv)
@@ -139,9 +167,9 @@ def worker_main(conn: Connection, base_url: str, client_options: dict[str, Any])
                 await asyncio.sleep(max(0, start_at_ns - time.perf_counter_ns()) / 1e9)
                 try:
                     records, load = await send_in_process(client, requests)
-                    conn.send(("ok", records, load.busy[0]))
+                    conn.send(("ok", records, load))
                 except Exception as exc:  # noqa: BLE001 - a process boundary: the parent says it in one line
-                    conn.send(("error", f"{type(exc).__name__}: {exc}", 0.0))
+                    conn.send(("error", f"{type(exc).__name__}: {exc}", None))
 
     asyncio.run(serve())
 
@@ -206,12 +234,18 @@ class ShardedSender:
                     "send from this process alone"
                 )
             records.append(payload)
+        loads: list[ClientLoad] = [load for _, _, load in replies]
+        queued = [load.queued[0] for load in loads if load.queued]
         return (
             [record for part in records for record in part],
-            ClientLoad(processes=wanted, busy=[busy for _, _, busy in replies]),
+            ClientLoad(
+                processes=wanted,
+                busy=[load.busy[0] for load in loads],
+                queued=queued if len(queued) == len(loads) else None,
+            ),
         )
 
-    async def _send_parts(self, parts: list[list[Request]]) -> list[tuple[str, Any, float]]:
+    async def _send_parts(self, parts: list[list[Request]]) -> list[tuple[str, Any, Any]]:
         """Every worker gets its part and starts at one moment, after all have theirs."""
         start_at_ns = time.perf_counter_ns() + defaults.BENCH_CLIENT_START_LEAD_MS * _NS_PER_MS
         for (_, conn), part in zip(self.workers, parts, strict=False):
@@ -222,11 +256,11 @@ class ShardedSender:
             )
         )
 
-    async def _reply(self, process: BaseProcess, conn: Connection) -> tuple[str, Any, float]:
+    async def _reply(self, process: BaseProcess, conn: Connection) -> tuple[str, Any, Any]:
         try:
-            reply: tuple[str, Any, float] = await asyncio.to_thread(conn.recv)
+            reply: tuple[str, Any, Any] = await asyncio.to_thread(conn.recv)
         except EOFError:
-            return ("error", f"worker {process.pid} exited (code {process.exitcode})", 0.0)
+            return ("error", f"worker {process.pid} exited (code {process.exitcode})", None)
         return reply
 
     async def _start(self, wanted: int) -> None:

@@ -155,8 +155,8 @@ class PointResult(BaseModel):
     )
     client_limited: bool = Field(
         default=False,
-        description="a client process was near one full core in a sample: the client, not "
-        "the server, may have been the limit",
+        description="a client process was runnable (on a core or queued for one) nearly all "
+        "of a sample: the client, not the server, may have been the limit",
     )
     warmup_primes_cache: bool = Field(
         default=False, description="the warm-up fills the prefix cache on purpose: no cold flag"
@@ -423,13 +423,15 @@ def _flag_imprecise(
 
 
 def _flag_client_limited(point: PointResult, load: ClientLoad) -> None:
+    """Flag the point, with a warning from its first saturated sample."""
+    if point.client_limited:
+        return
     point.client_limited = True
-    _warn_once(
-        point,
-        f"client-limited: a client process was {load.busiest:.0%} busy (limit "
-        f"{defaults.BENCH_CLIENT_BUSY_LIMIT:.0%} of one core) over a sample — its timings "
-        "include queueing in the client; raise --client-processes or read this point as the "
-        "client's ceiling",
+    point.warnings.append(
+        f"client-limited: a client process was runnable {load.busiest:.0%} of a sample (on a "
+        f"core or queued for one; limit {defaults.BENCH_CLIENT_BUSY_LIMIT:.0%}) — its timings "
+        "include queueing in the client; raise --client-processes, free the client's cores, "
+        "or read this point as the client's ceiling"
     )
 
 
