@@ -27,10 +27,11 @@ into the run's temporary folder, so nothing is downloaded.
 
 sparkrig×N is the bench's sharded client (sparkrig.bench.client_shards): the level's streams
 split over N worker processes, N by the bench's own rule (one per 24 streams, at most one per
-core) or --client-processes. CPU% sums the client's processes; "busiest" is the busiest one's
-share of a core, and "srv" is the loopback server's CPU% (from /proc). The limit column says
-"client" when a client process was at >= 90% of a core (the bench's client-limited threshold),
-"server" when the server was.
+core) or --client-processes. CPU% sums the client's processes; "runnable" is the busiest one's
+share of the phase on a core or queued for one (its loop thread's schedstat), and "srv%" is the
+loopback server's CPU% (from /proc). The limit column says "client" when a client process was
+runnable >= 90% of the phase (the bench's client-limited threshold), "server" when the server
+was at >= 90% of a core.
 
 Run: .venv/bin/python benchmarks/loadgen.py [--levels 1,16,64,256] [--seconds 10]
 """
@@ -57,7 +58,7 @@ from pathlib import Path
 from typing import Any
 
 from sparkrig import defaults
-from sparkrig.bench.client_shards import processes_for, usable_cores
+from sparkrig.bench.client_shards import processes_for, queued_ns, usable_cores
 from sparkrig.client import ChatRequest, EndpointClient, RequestRecord
 
 HOST = "127.0.0.1"
@@ -338,7 +339,7 @@ class Level:
     first_byte_ms: tuple[float, float] | None  # added latency p50, p99
     per_token_ms: tuple[float, float] | None
     cpu_percent: float | None
-    busiest: float | None = None  # the busiest client process's share of one core
+    busiest: float | None = None  # the busiest client process's runnable share of the phase
     server_cpu_percent: float | None = None
 
     @property
@@ -404,6 +405,7 @@ class Tally:
     start_ns: int
     end_ns: int
     cpu_s: float
+    queued_s: float = 0.0  # the loop thread's wait for a core (0 where schedstat is missing)
 
 
 async def closed_loop(
@@ -430,6 +432,7 @@ async def closed_loop(
         if start_at_ns is not None:
             await asyncio.sleep(max(0, start_at_ns - time.perf_counter_ns()) / 1e9)
         tally.start_ns, cpu_start = time.perf_counter_ns(), time.process_time()
+        queued_start = queued_ns()
         deadline = tally.start_ns / 1e9 + settings.seconds
 
         def count(record: RequestRecord) -> None:  # no stream holds a record while it waits
@@ -455,6 +458,9 @@ async def closed_loop(
         await asyncio.gather(*(stream_until_deadline(i * spread_s) for i in streams))
         tally.end_ns = time.perf_counter_ns()
         tally.cpu_s = time.process_time() - cpu_start
+        queued_end = queued_ns()
+        if queued_start is not None and queued_end is not None:
+            tally.queued_s = (queued_end - queued_start) / 1e9
     return tally
 
 
@@ -487,7 +493,7 @@ def level_of(
         first_byte_ms=p50_p99([v for t in tallies for v in t.first_byte]),
         per_token_ms=p50_p99([v for t in tallies for v in t.per_token]),
         cpu_percent=100 * sum(t.cpu_s for t in tallies) / wall_s,
-        busiest=max(t.cpu_s / ((t.end_ns - t.start_ns) / 1e9) for t in tallies),
+        busiest=max((t.cpu_s + t.queued_s) / ((t.end_ns - t.start_ns) / 1e9) for t in tallies),
         server_cpu_percent=None if server_s is None else 100 * server_s / wall_s,
     )
 
@@ -761,7 +767,7 @@ def print_rows(levels: list[Level], *, header: bool = True) -> None:
         print(
             f"{'tool':<11} {'phase':<8} {'streams':>7} {'requests':>8} {'errors':>6} "
             f"{'tokens/s':>9} {'first byte p50/p99 ms':>22} {'per token p50/p99 ms':>22} "
-            f"{'CPU%':>5} {'busiest':>7} {'srv%':>5} {'limit':>6}"
+            f"{'CPU%':>5} {'runnable':>8} {'srv%':>5} {'limit':>6}"
         )
     for level in levels:
         cpu = "-" if level.cpu_percent is None else f"{level.cpu_percent:.0f}"
@@ -770,7 +776,7 @@ def print_rows(levels: list[Level], *, header: bool = True) -> None:
         print(
             f"{level.tool:<11} {level.phase:<8} {level.streams:>7} {level.requests:>8} "
             f"{level.errors:>6} {level.tokens_per_s:>9.0f} {_pair(level.first_byte_ms):>22} "
-            f"{_pair(level.per_token_ms):>22} {cpu:>5} {busiest:>7} {server:>5} {level.limit:>6}",
+            f"{_pair(level.per_token_ms):>22} {cpu:>5} {busiest:>8} {server:>5} {level.limit:>6}",
             flush=True,
         )
 
