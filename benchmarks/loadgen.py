@@ -34,6 +34,12 @@ runnable >= 90% of the phase (the bench's client-limited threshold), "server" wh
 was at >= 90% of a core.
 
 Run: .venv/bin/python benchmarks/loadgen.py [--levels 1,16,64,256] [--seconds 10]
+On a machine with aiohttp but without pydantic, carry its wheels (pip download --only-binary
+:all: --python-version 3.12 --platform manylinux2014_x86_64 -d dist/device-wheels pydantic
+prometheus_client platformdirs) and run:
+  python3 -m pip install -q --no-index --find-links dist/device-wheels --target /tmp/lgdeps
+  pydantic prometheus_client platformdirs && PYTHONPATH=src:/tmp/lgdeps python3
+  benchmarks/loadgen.py
 """
 
 from __future__ import annotations
