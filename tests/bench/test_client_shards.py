@@ -32,7 +32,7 @@ from sparkrig.bench.client_shards import (
 from sparkrig.bench.point import BenchSettings, PointResult, measure_point
 from sparkrig.bench.run import run_bench
 from sparkrig.client import ChatRequest, EndpointClient
-from sparkrig.errors import UsageError
+from sparkrig.errors import EndpointError, UsageError
 from tests.http_servers import serve_app
 
 TOKENS = 8
@@ -203,6 +203,23 @@ async def test_a_cancelled_batch_ends_its_workers(echo_server: str) -> None:
             await batch
         assert sender.workers == []
     assert not any(pid is not None and alive(pid) for pid in pids)
+
+
+async def test_a_worker_that_died_between_batches_is_one_line_and_the_rest_end(
+    echo_server: str,
+) -> None:
+    async with EndpointClient(echo_server) as client, ShardedSender(client, forced=2) as sender:
+        await sender([ask("a"), ask("b")])
+        (first, _), (second, _) = sender.workers
+        assert first.pid is not None
+        os.kill(first.pid, signal.SIGKILL)
+        first.join(PROCESS_GONE_S)
+        with pytest.raises(EndpointError, match=r"is gone|exited") as failure:
+            await sender([ask("c"), ask("d")])
+        assert " — " in str(failure.value)
+        assert sender.workers == []
+        assert second.pid is not None
+        assert not alive(second.pid)
 
 
 def test_forced_processes_below_one_is_refused() -> None:

@@ -248,8 +248,14 @@ class ShardedSender:
     async def _send_parts(self, parts: list[list[Request]]) -> list[tuple[str, Any, Any]]:
         """Every worker gets its part and starts at one moment, after all have theirs."""
         start_at_ns = time.perf_counter_ns() + defaults.BENCH_CLIENT_START_LEAD_MS * _NS_PER_MS
-        for (_, conn), part in zip(self.workers, parts, strict=False):
-            conn.send((start_at_ns, part))
+        for (process, conn), part in zip(self.workers, parts, strict=False):
+            try:
+                conn.send((start_at_ns, part))
+            except OSError as exc:  # it died since the last batch
+                raise EndpointError(
+                    f"client process {process.pid} is gone (exit code {process.exitcode}: "
+                    f"{exc}) — rerun with --client-processes 1 to send from this process alone"
+                ) from exc
         return list(
             await asyncio.gather(
                 *(self._reply(process, conn) for process, conn in self.workers[: len(parts)])
