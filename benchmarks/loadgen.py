@@ -1,13 +1,12 @@
 """Is sparkrig's client the bottleneck? Streamed tokens/s and client-added latency at rising
 concurrency, against a loopback SSE server in its own process.
 
-The server (127.0.0.1 only) answers /v1/chat/completions and /v1/completions with a
-llama.cpp-shaped stream: a role chunk, content chunks each with cumulative
-`timings.predicted_n`, a finish chunk, a usage chunk and `data: [DONE]`. A stamped chunk's text
-is the server's CLOCK_MONOTONIC reading (ns, 20 digits) taken just before the write that sends
-it. Client-added latency is the client's time minus that stamp: the record's first_byte_ns
-(first byte) or each content event's t_ns (per token). Records are stamped with perf_counter_ns,
-the same system-wide clock on Linux (checked at start).
+The server (127.0.0.1 only, benchmarks/loadgen_server.py) answers with a llama.cpp-shaped
+stream whose stamped chunks carry the server's CLOCK_MONOTONIC reading (ns, 20 digits) taken
+just before the write that sends them. Client-added latency is the client's time minus that
+stamp: the record's first_byte_ns (first byte) or each content event's t_ns (per token).
+Records are stamped with perf_counter_ns, the same system-wide clock on Linux (checked at
+start).
 
 Two phases per level, each a closed loop of `streams` requests bounded by --seconds and
 --max-requests:
@@ -19,11 +18,27 @@ Two phases per level, each a closed loop of `streams` requests bounded by --seco
 Tokens/s counts the server's token counts in complete replies over the phase's wall time; CPU%
 is this process only (the server has its own). Replies are reduced to numbers as they end;
 --keep-records keeps them all, as a bench run does, to show what their garbage collection
-costs. If guidellm is installed in its own venv (--guidellm, $SPARKRIG_GUIDELLM, or
-/tmp/guidellm-venv), it runs the instant phase at each level against the same server, and the
-ratio is printed.
+costs. If guidellm or aiperf is installed in its own venv (--guidellm, $SPARKRIG_GUIDELLM or
+/tmp/guidellm-venv; --aiperf, $SPARKRIG_AIPERF or /tmp/aiperf-venv), it runs the instant
+phase at each level against the same server, and the ratios are printed; a tool not found is
+a skipped column, said at the start and the end. aiperf gets a word-level tokenizer written
+into the run's temporary folder, so nothing is downloaded.
+
+sparkrig×N is the bench's sharded client (sparkrig.bench.client_shards): the level's streams
+split over N worker processes, N by the bench's own rule (one per 24 streams, at most one per
+core) or --client-processes. CPU% sums the client's processes; "runnable" is the busiest one's
+share of the phase on a core or queued for one (its loop thread's schedstat), and "srv%" is the
+loopback server's CPU% (from /proc). The limit column says "client" when a client process was
+runnable >= 90% of the phase (the bench's client-limited threshold), "server" when the server
+was at >= 90% of a core.
 
 Run: .venv/bin/python benchmarks/loadgen.py [--levels 1,16,64,256] [--seconds 10]
+On a machine with aiohttp but without pydantic, carry its wheels (pip download --only-binary
+:all: --python-version 3.12 --platform manylinux2014_x86_64 -d dist/device-wheels pydantic
+prometheus_client platformdirs) and run:
+  python3 -m pip install -q --no-index --find-links dist/device-wheels --target /tmp/lgdeps
+  pydantic prometheus_client platformdirs && PYTHONPATH=src:/tmp/lgdeps python3
+  benchmarks/loadgen.py
 """
 
 from __future__ import annotations
@@ -36,21 +51,27 @@ import multiprocessing
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
-from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import Any
 
+from loadgen_server import (
+    MODEL,
+    PACED_PREFIX,
+    SERVER_START_TIMEOUT_S,
+    STAMP_DIGITS,
+    ServerSettings,
+    start_server,
+    stop_server,
+)
+
+from sparkrig import defaults
+from sparkrig.bench.client_shards import processes_for, queued_ns, usable_cores
 from sparkrig.client import ChatRequest, EndpointClient, RequestRecord
 
-HOST = "127.0.0.1"
-MODEL = "loadgen"
-PACED_PREFIX = "/paced"
 LEVELS = (1, 16, 64, 256)
 LEVEL_SECONDS = 10.0
 MAX_REQUESTS_PER_LEVEL = 20_000
@@ -58,240 +79,17 @@ TOKENS_PER_REPLY = 256
 PACED_TOKENS_PER_REPLY = 64  # 64 x 20 ms: several replies per stream in a 10 s level
 PACE_MS = 20.0  # 50 tokens/s per stream
 TARGET_RATIO = 2.0  # sustained tokens/s over guidellm's, same server, same cores
+TARGET_RATIO_AIPERF = 1.5  # the same over aiperf's
 TARGET_P99_MS = 1.0  # client-added latency at TARGET_STREAMS
 TARGET_STREAMS = 256
 REQUEST_TIMEOUT_S = 60.0
-SERVER_START_TIMEOUT_S = 30.0
-SERVER_STOP_TIMEOUT_S = 5.0
 GUIDELLM_ENV = "SPARKRIG_GUIDELLM"
 GUIDELLM_DEFAULT = Path(tempfile.gettempdir()) / "guidellm-venv" / "bin" / "guidellm"
 GUIDELLM_SLACK_S = 120.0  # its start-up, data loading and report, on top of --seconds
-STAMP_DIGITS = 20
-_STAMP_MARK = "#" * STAMP_DIGITS
-_HEADER_LIMIT = 64 * 1024
+AIPERF_ENV = "SPARKRIG_AIPERF"
+AIPERF_DEFAULT = Path(tempfile.gettempdir()) / "aiperf-venv" / "bin" / "aiperf"
+SHARD_START_LEAD_S = 0.5  # every worker process is up and waiting before the phase starts
 _NS_PER_MS = 1_000_000
-
-
-# --- the loopback server (runs in a child process) ---------------------------------------------
-
-
-@dataclass(frozen=True)
-class Reply:
-    """One HTTP reply rendered once: head (status, headers, role chunk), the stamped token
-    events split around their stamp, and the rest (unstamped tokens, finish, usage, [DONE])."""
-
-    head: bytes
-    stamped: list[tuple[bytes, bytes]]
-    rest: bytes
-
-
-def _event(api: str, choices: list[dict[str, Any]], **extra: Any) -> str:
-    """One SSE event as one HTTP chunk, in the shape and field order the bundled llama-server
-    sends (captured from it with timings_per_token and include_usage)."""
-    chat = api == "chat"
-    chunk = {
-        "choices": choices,
-        "created": 1_764_000_000,
-        "id": ("chatcmpl-" if chat else "cmpl-") + "pJeYQ5PjXe0lXawA4BpZ3Od8gofAfdEw",
-        "model": MODEL,
-        "system_fingerprint": "b1-0c1e570",
-        "object": "chat.completion.chunk" if chat else "text_completion",
-        **extra,
-    }
-    return _http_chunk("data: " + json.dumps(chunk, separators=(",", ":")) + "\n\n")
-
-
-def _http_chunk(text: str) -> str:
-    return f"{len(text.encode()):x}\r\n{text}\r\n"
-
-
-def _choice(api: str, text: str | None, finish: str | None = None) -> dict[str, Any]:
-    if api == "chat":
-        delta = {"role": "assistant", "content": None} if text is None else {"content": text}
-        return {"finish_reason": finish, "index": 0, "delta": {} if finish else delta}
-    return {"text": text or "", "index": 0, "logprobs": None, "finish_reason": finish}
-
-
-def _timings(predicted_n: int) -> dict[str, Any]:
-    return {
-        "cache_n": 0,
-        "prompt_n": 32,
-        "prompt_ms": 139.692,
-        "prompt_per_token_ms": 4.365375,
-        "prompt_per_second": 229.07539443919478,
-        "predicted_n": predicted_n,
-        "predicted_ms": predicted_n * 7.406,
-        "predicted_per_token_ms": 7.406,
-        "predicted_per_second": 135.02565487442615,
-    }
-
-
-def render_reply(api: str, tokens: int, *, paced: bool) -> Reply:
-    """Instant: only the first token is a stamp (the others say " tok"); paced: every one is."""
-    role = [_event(api, [_choice(api, None)])] if api == "chat" else []
-    token_events = [
-        _event(api, [_choice(api, _STAMP_MARK if paced or n == 1 else " tok")], timings=_timings(n))
-        for n in range(1, tokens + 1)
-    ]
-    usage = {
-        "completion_tokens": tokens,
-        "prompt_tokens": 32,
-        "total_tokens": 32 + tokens,
-        "prompt_tokens_details": {"cached_tokens": 0},
-    }
-    tail = (
-        _event(api, [_choice(api, None, "stop")])
-        + _event(api, [], usage=usage, timings=_timings(tokens))
-        + _http_chunk("data: [DONE]\n\n")
-        + "0\r\n\r\n"  # the last HTTP chunk
-    )
-    head = (
-        b"HTTP/1.1 200 OK\r\nServer: loadgen\r\nContent-Type: text/event-stream\r\n"
-        b"Transfer-Encoding: chunked\r\nKeep-Alive: timeout=5, max=100\r\n\r\n"
-    ) + "".join(role).encode()
-    mark = _STAMP_MARK.encode()
-    stamped = [event.encode().partition(mark) for event in token_events if _STAMP_MARK in event]
-    unstamped = "".join(event for event in token_events if _STAMP_MARK not in event)
-    return Reply(
-        head, [(before, after) for before, _, after in stamped], (unstamped + tail).encode()
-    )
-
-
-def _stamp() -> bytes:
-    return b"%020d" % time.monotonic_ns()
-
-
-def _json_reply(status: str, payload: dict[str, Any]) -> bytes:
-    body = json.dumps(payload).encode()
-    head = f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}"
-    return head.encode() + b"\r\n\r\n" + body
-
-
-class Pacer:
-    """Every `interval_s`, one token event to every open paced stream, each stamped as written."""
-
-    def __init__(self, interval_s: float) -> None:
-        self.interval_s = interval_s
-        self.streams: dict[asyncio.Transport, tuple[Reply, int, bool]] = {}
-
-    def add(self, transport: asyncio.Transport, reply: Reply, close: bool) -> None:
-        self.streams[transport] = (reply, 1, close)
-
-    async def run(self, lifetime_s: float, parent_pid: int) -> None:
-        """Until `lifetime_s` is up or the benchmark that started this server has gone."""
-        loop = asyncio.get_running_loop()
-        next_step, stop_at = loop.time(), loop.time() + lifetime_s
-        while next_step < stop_at and os.getppid() == parent_pid:
-            next_step += self.interval_s
-            await asyncio.sleep(max(0.0, next_step - loop.time()))
-            for transport, (reply, index, close) in list(self.streams.items()):
-                if transport.is_closing():
-                    del self.streams[transport]
-                    continue
-                before, after = reply.stamped[index]
-                last = index + 1 == len(reply.stamped)
-                transport.write(before + _stamp() + after + (reply.rest if last else b""))
-                if not last:
-                    self.streams[transport] = (reply, index + 1, close)
-                    continue
-                del self.streams[transport]
-                if close:
-                    transport.close()
-
-
-class LoopbackSse(asyncio.Protocol):
-    """HTTP/1.1 keep-alive, requests with Content-Length bodies: enough for aiohttp and httpx."""
-
-    def __init__(self, routes: dict[str, Reply], pacer: Pacer) -> None:
-        self.routes = routes
-        self.pacer = pacer
-        self.buffer = bytearray()
-        self.transport: asyncio.Transport | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-
-    def data_received(self, data: bytes) -> None:
-        assert self.transport is not None
-        self.buffer += data
-        while (end := self.buffer.find(b"\r\n\r\n")) >= 0:
-            lines = bytes(self.buffer[:end]).decode("latin-1").split("\r\n")
-            headers = {}
-            for line in lines[1:]:
-                name, _, value = line.partition(":")
-                headers[name.strip().lower()] = value.strip().lower()
-            size = end + 4 + int(headers.get("content-length", "0"))
-            if len(self.buffer) < size:
-                return
-            del self.buffer[:size]
-            method, _, target = lines[0].partition(" ")
-            path = target.partition(" ")[0].partition("?")[0]
-            self._answer(method, path, close="close" in headers.get("connection", ""))
-        if len(self.buffer) > _HEADER_LIMIT:
-            self.transport.close()
-
-    def _answer(self, method: str, path: str, close: bool) -> None:
-        assert self.transport is not None
-        reply = self.routes.get(path) if method == "POST" else None
-        if reply is not None:
-            before, after = reply.stamped[0]
-            if path.startswith(PACED_PREFIX) and len(reply.stamped) > 1:
-                self.transport.write(reply.head + before + _stamp() + after)
-                self.pacer.add(self.transport, reply, close)
-                return
-            self.transport.write(reply.head + before + _stamp() + after + reply.rest)
-        elif method == "GET" and path in ("/v1/models", f"{PACED_PREFIX}/v1/models"):
-            models = {"object": "list", "data": [{"id": MODEL, "object": "model"}]}
-            self.transport.write(_json_reply("200 OK", models))
-        elif method == "GET" and path == "/health":
-            self.transport.write(_json_reply("200 OK", {"status": "ok"}))
-        else:
-            self.transport.write(_json_reply("404 Not Found", {"error": f"no {method} {path}"}))
-        if close:
-            self.transport.close()
-
-
-def serve(port_out: Connection, settings: Settings, parent_pid: int) -> None:
-    """Child-process entry: bind 127.0.0.1 on a free port, report it, answer until ended."""
-    routes = {}
-    for api, path in (("chat", "/v1/chat/completions"), ("completions", "/v1/completions")):
-        routes[path] = render_reply(api, settings.tokens, paced=False)
-        routes[PACED_PREFIX + path] = render_reply(api, settings.paced_tokens, paced=True)
-    phase_s = settings.seconds + REQUEST_TIMEOUT_S
-    lifetime_s = len(settings.levels) * (3 * phase_s + GUIDELLM_SLACK_S) + SERVER_START_TIMEOUT_S
-
-    async def run() -> None:
-        pacer = Pacer(settings.pace_ms / 1000)
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.bind((HOST, 0))
-        server = await asyncio.get_running_loop().create_server(
-            lambda: LoopbackSse(routes, pacer), sock=sock, backlog=4096
-        )
-        port_out.send(sock.getsockname()[1])
-        async with server:
-            await pacer.run(lifetime_s, parent_pid)
-
-    asyncio.run(run())
-
-
-def start_server(settings: Settings) -> tuple[BaseProcess, str]:
-    context = multiprocessing.get_context("spawn")
-    receive, send = context.Pipe(duplex=False)
-    process = context.Process(target=serve, args=(send, settings, os.getpid()), daemon=True)
-    process.start()
-    if not receive.poll(SERVER_START_TIMEOUT_S):
-        stop_server(process)
-        raise SystemExit(f"the loopback server did not start in {SERVER_START_TIMEOUT_S:g}s")
-    return process, f"http://{HOST}:{receive.recv()}"
-
-
-def stop_server(process: BaseProcess) -> None:
-    process.terminate()
-    process.join(SERVER_STOP_TIMEOUT_S)
-    if process.is_alive():
-        process.kill()
-        process.join(SERVER_STOP_TIMEOUT_S)
 
 
 # --- sparkrig's client ---------------------------------------------------------------------------
@@ -306,6 +104,7 @@ class Settings:
     paced_tokens: int
     pace_ms: float
     keep_records: bool
+    client_processes: int | None = None
 
 
 @dataclass
@@ -319,6 +118,18 @@ class Level:
     first_byte_ms: tuple[float, float] | None  # added latency p50, p99
     per_token_ms: tuple[float, float] | None
     cpu_percent: float | None
+    busiest: float | None = None  # the busiest client process's runnable share of the phase
+    server_cpu_percent: float | None = None
+
+    @property
+    def limit(self) -> str:
+        if self.busiest is not None and self.busiest >= defaults.BENCH_CLIENT_BUSY_LIMIT:
+            return "client"
+        if self.server_cpu_percent is not None and self.server_cpu_percent >= 100 * (
+            defaults.BENCH_CLIENT_BUSY_LIMIT
+        ):
+            return "server"
+        return "-"
 
 
 def require_shared_clock() -> None:
@@ -361,7 +172,31 @@ def per_token_ms(record: RequestRecord) -> list[float]:
     ]
 
 
-async def run_sparkrig(url: str, streams: int, settings: Settings, *, paced: bool) -> Level:
+@dataclass
+class Tally:
+    """One client process's closed loop over its streams, reduced to numbers."""
+
+    issued: int
+    tokens: int
+    complete: int
+    first_byte: list[float]
+    per_token: list[float]
+    start_ns: int
+    end_ns: int
+    cpu_s: float
+    queued_s: float = 0.0  # the loop thread's wait for a core (0 where schedstat is missing)
+
+
+async def closed_loop(
+    url: str,
+    settings: Settings,
+    *,
+    paced: bool,
+    streams: range,
+    total_streams: int,
+    max_requests: int,
+    start_at_ns: int | None = None,
+) -> Tally:
     """Each reply is checked and reduced to numbers as it completes; records are kept only with
     --keep-records, as a caller that keeps them all (and pays for their garbage collection)."""
     expected = settings.paced_tokens if paced else settings.tokens
@@ -369,70 +204,208 @@ async def run_sparkrig(url: str, streams: int, settings: Settings, *, paced: boo
         model=MODEL, messages=[{"role": "user", "content": "Say tok."}], max_tokens=expected
     )
     kept: list[RequestRecord] = []
-    tokens: list[int] = []
-    first_byte: list[float] = []
-    per_token: list[float] = []
-    issued = 0
+    tally = Tally(0, 0, 0, [], [], 0, 0, 0.0)
     async with EndpointClient(
         url + (PACED_PREFIX if paced else ""), timeout_s=REQUEST_TIMEOUT_S
     ) as client:
-        start, cpu_start = time.perf_counter(), time.process_time()
-        deadline = start + settings.seconds
+        if start_at_ns is not None:
+            await asyncio.sleep(max(0, start_at_ns - time.perf_counter_ns()) / 1e9)
+        tally.start_ns, cpu_start = time.perf_counter_ns(), time.process_time()
+        queued_start = queued_ns()
+        deadline = tally.start_ns / 1e9 + settings.seconds
 
-        def tally(record: RequestRecord) -> None:  # no stream holds a record while it waits
+        def count(record: RequestRecord) -> None:  # no stream holds a record while it waits
             if settings.keep_records:
                 kept.append(record)
             if record.ok and record.completion_tokens == expected:
-                tokens.append(expected)
+                tally.tokens += expected
+                tally.complete += 1
                 if (first := first_byte_ms(record)) is not None:
-                    first_byte.append(first)
+                    tally.first_byte.append(first)
                 if paced:  # the first token came with the head: it is the first byte's
-                    per_token.extend(per_token_ms(record)[1:])
+                    tally.per_token.extend(per_token_ms(record)[1:])
 
         async def stream_until_deadline(start_after_s: float) -> None:
-            nonlocal issued
             await asyncio.sleep(start_after_s)
-            while issued < settings.max_requests and time.perf_counter() < deadline:
-                issued += 1
-                tally(await client.send(request))
+            while tally.issued < max_requests and time.perf_counter() < deadline:
+                tally.issued += 1
+                count(await client.send(request))
 
         # paced streams start spread over one reply, or every reply would end in the same step
         # and the next ones start together: a burst no engine with mixed lengths makes
-        spread_s = settings.paced_tokens * settings.pace_ms / 1000 / streams if paced else 0.0
-        await asyncio.gather(*(stream_until_deadline(i * spread_s) for i in range(streams)))
-        wall_s = time.perf_counter() - start
-        cpu_s = time.process_time() - cpu_start
+        spread_s = settings.paced_tokens * settings.pace_ms / 1000 / total_streams if paced else 0
+        await asyncio.gather(*(stream_until_deadline(i * spread_s) for i in streams))
+        tally.end_ns = time.perf_counter_ns()
+        tally.cpu_s = time.process_time() - cpu_start
+        queued_end = queued_ns()
+        if queued_start is not None and queued_end is not None:
+            tally.queued_s = (queued_end - queued_start) / 1e9
+    return tally
+
+
+def server_cpu_s(pid: int | None) -> float | None:
+    """The loopback server's CPU seconds so far, from /proc (Linux); None elsewhere."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def level_of(
+    tool: str,
+    streams: int,
+    tallies: list[Tally],
+    *,
+    paced: bool,
+    server_s: float | None,
+) -> Level:
+    wall_s = (max(t.end_ns for t in tallies) - min(t.start_ns for t in tallies)) / 1e9
+    issued = sum(t.issued for t in tallies)
     return Level(
-        tool="sparkrig",
+        tool=tool,
         phase="paced" if paced else "instant",
         streams=streams,
         requests=issued,
-        errors=issued - len(tokens),
-        tokens_per_s=sum(tokens) / wall_s,
-        first_byte_ms=p50_p99(first_byte),
-        per_token_ms=p50_p99(per_token),
-        cpu_percent=100 * cpu_s / wall_s,
+        errors=issued - sum(t.complete for t in tallies),
+        tokens_per_s=sum(t.tokens for t in tallies) / wall_s,
+        first_byte_ms=p50_p99([v for t in tallies for v in t.first_byte]),
+        per_token_ms=p50_p99([v for t in tallies for v in t.per_token]),
+        cpu_percent=100 * sum(t.cpu_s for t in tallies) / wall_s,
+        busiest=max((t.cpu_s + t.queued_s) / ((t.end_ns - t.start_ns) / 1e9) for t in tallies),
+        server_cpu_percent=None if server_s is None else 100 * server_s / wall_s,
     )
 
 
-# --- guidellm, side by side (optional) ---------------------------------------------------------
+def run_sparkrig(
+    url: str, streams: int, settings: Settings, *, paced: bool, server_pid: int | None
+) -> Level:
+    before = server_cpu_s(server_pid)
+    tally = asyncio.run(
+        closed_loop(
+            url,
+            settings,
+            paced=paced,
+            streams=range(streams),
+            total_streams=streams,
+            max_requests=settings.max_requests,
+        )
+    )
+    after = server_cpu_s(server_pid)
+    server_s = after - before if after is not None and before is not None else None
+    return level_of("sparkrig", streams, [tally], paced=paced, server_s=server_s)
 
 
-def find_guidellm(given: str | None) -> Path | None:
+def _shard(job: tuple[str, Settings, bool, range, int, int, int]) -> Tally:
+    """Worker-process entry: one shard's closed loop, started at the shared moment."""
+    url, settings, paced, streams, total, max_requests, start_at_ns = job
+    return asyncio.run(
+        closed_loop(
+            url,
+            settings,
+            paced=paced,
+            streams=streams,
+            total_streams=total,
+            max_requests=max_requests,
+            start_at_ns=start_at_ns,
+        )
+    )
+
+
+def shard_count(streams: int, settings: Settings) -> int:
+    """The bench's rule (sparkrig.bench.client_shards.processes_for), or --client-processes."""
+    return processes_for(streams, cores=usable_cores(), forced=settings.client_processes)
+
+
+def run_sharded(
+    pool: ProcessPoolExecutor,
+    processes: int,
+    url: str,
+    streams: int,
+    settings: Settings,
+    *,
+    paced: bool,
+    server_pid: int | None,
+) -> Level:
+    """The level's streams split over `processes` worker processes, all starting at one moment
+    of the shared clock; their tallies merge into one level."""
+    start_at_ns = time.perf_counter_ns() + int(SHARD_START_LEAD_S * 1e9)
+    jobs = [
+        (
+            url,
+            settings,
+            paced,
+            range(streams * i // processes, streams * (i + 1) // processes),
+            streams,
+            settings.max_requests // processes,
+            start_at_ns,
+        )
+        for i in range(processes)
+    ]
+    before = server_cpu_s(server_pid)
+    tallies = list(pool.map(_shard, jobs))
+    after = server_cpu_s(server_pid)
+    server_s = after - before if after is not None and before is not None else None
+    if server_s is not None:  # the lead before the start is idle time for the server
+        server_s = max(0.0, server_s)
+    return level_of(f"sparkrig×{processes}", streams, tallies, paced=paced, server_s=server_s)
+
+
+# --- guidellm and aiperf, side by side (optional) ---------------------------------------------
+
+
+def find_tool(given: str | None, env: str, default: Path, name: str) -> Path | None:
     if given:
         return Path(given) if Path(given).is_file() else None
-    for candidate in (
-        os.environ.get(GUIDELLM_ENV),
-        str(GUIDELLM_DEFAULT),
-        shutil.which("guidellm"),
-    ):
+    for candidate in (os.environ.get(env), str(default), shutil.which(name)):
         if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
             return Path(candidate)
     return None
 
 
+def run_tool(
+    argv: list[str], workdir: Path, timeout_s: float, *, hub_offline: bool = True
+) -> tuple[int | None, str]:
+    """Run a rival in its own session, so one that hangs is ended with every worker process it
+    started; nothing it does may leave 127.0.0.1. aiperf 0.13 fails to load a tokenizer from a
+    local folder with HF_HUB_OFFLINE set (it asks the hub to validate the path as a repo id):
+    it runs with `hub_offline` off, and its tokenizer and prompts are local files."""
+    offline = {"DO_NOT_TRACK": "1"}
+    if hub_offline:
+        offline |= {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    with subprocess.Popen(
+        argv,
+        cwd=workdir,
+        env={**os.environ, **offline},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    ) as tool:
+        try:
+            output, _ = tool.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            output = f"no report within {timeout_s:g}s (ended it)"
+        finally:
+            with contextlib.suppress(ProcessLookupError):  # workers it left behind
+                os.killpg(tool.pid, signal.SIGKILL)
+            tool.communicate()
+    return tool.returncode, output
+
+
+def _last_line(output: str) -> str:
+    lines = [line for line in output.strip().splitlines() if line.strip()]
+    return lines[-1].strip() if lines else "no output"
+
+
 def run_guidellm(
-    exe: Path, url: str, streams: int, settings: Settings, workdir: Path
+    exe: Path,
+    url: str,
+    streams: int,
+    settings: Settings,
+    *,
+    workdir: Path,
+    server_pid: int | None,
 ) -> Level | str:
     """guidellm's concurrent profile at `streams`, instant replies; its report gives the counts.
     Prompts come from a text file, so it needs no tokenizer and nothing leaves 127.0.0.1."""
@@ -456,41 +429,108 @@ def run_guidellm(
         f"kind=json,path={report}",
         "--disable-console",
     ]
-    offline = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "DO_NOT_TRACK": "1"}
-    # its own session, so a guidellm that hangs is ended with every worker process it started
-    with subprocess.Popen(
-        argv,
-        cwd=workdir,
-        env={**os.environ, **offline},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    ) as guidellm:
-        try:
-            output, _ = guidellm.communicate(timeout=settings.seconds + GUIDELLM_SLACK_S)
-        except subprocess.TimeoutExpired:
-            output = f"no report within {settings.seconds + GUIDELLM_SLACK_S:g}s (ended it)"
-        finally:
-            with contextlib.suppress(ProcessLookupError):  # workers it left behind
-                os.killpg(guidellm.pid, signal.SIGKILL)
-            guidellm.communicate()
-    if guidellm.returncode != 0 or not report.is_file():
-        last = output.strip().splitlines()[-1:] or ["no output"]
-        return f"exited {guidellm.returncode}: {last[0]}"
+    before = server_cpu_s(server_pid)
+    code, output = run_tool(argv, workdir, settings.seconds + GUIDELLM_SLACK_S)
+    after = server_cpu_s(server_pid)
+    if code != 0 or not report.is_file():
+        return f"exited {code}: {_last_line(output)}"
     benchmark = json.loads(report.read_text())["benchmarks"][0]
     totals = benchmark["metrics"]["request_totals"]
     output_tokens = benchmark["metrics"]["output_token_count"]["successful"]["total_sum"]
+    duration = benchmark["duration"]
     return Level(
         tool="guidellm",
         phase="instant",
         streams=streams,
         requests=totals["total"],
         errors=totals["errored"],  # its "incomplete" are the replies cut at the deadline
-        tokens_per_s=output_tokens / benchmark["duration"],
+        tokens_per_s=output_tokens / duration,
         first_byte_ms=None,  # guidellm does not see the server's stamps
         per_token_ms=None,
         cpu_percent=None,  # its own processes (one per worker) are not this one
+        server_cpu_percent=_server_percent(before, after, duration),
+    )
+
+
+def _server_percent(before: float | None, after: float | None, duration_s: float) -> float | None:
+    """The server's CPU% over a rival's measured duration (it idles while the rival starts)."""
+    if before is None or after is None or duration_s <= 0:
+        return None
+    return 100 * (after - before) / duration_s
+
+
+_AIPERF_TOKENIZER = """
+import sys
+from tokenizers import Tokenizer, models, pre_tokenizers
+from transformers import PreTrainedTokenizerFast
+vocab = {"[UNK]": 0, "Say": 1, "tok": 2, ".": 3}
+tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="[UNK]").save_pretrained(sys.argv[1])
+"""
+
+
+def aiperf_tokenizer(exe: Path, workdir: Path) -> Path | str:
+    """A word-level tokenizer written with aiperf's own Python: its 'builtin' one downloads
+    tiktoken's vocabulary, and this run leaves 127.0.0.1 for nothing."""
+    folder = workdir / "aiperf-tokenizer"
+    if (folder / "tokenizer.json").is_file():
+        return folder
+    python = exe.parent / "python"
+    code, output = run_tool([str(python), "-c", _AIPERF_TOKENIZER, str(folder)], workdir, 120)
+    return folder if code == 0 else f"no tokenizer (exited {code}): {_last_line(output)}"
+
+
+def run_aiperf(
+    exe: Path,
+    url: str,
+    streams: int,
+    settings: Settings,
+    *,
+    workdir: Path,
+    server_pid: int | None,
+) -> Level | str:
+    """aiperf's closed loop at `streams` (`--concurrency`), instant replies, counts from the
+    server's usage; its JSON export gives the tokens/s."""
+    tokenizer = aiperf_tokenizer(exe, workdir)
+    if isinstance(tokenizer, str):
+        return tokenizer
+    prompts = workdir / "aiperf-prompts.jsonl"
+    prompts.write_text(json.dumps({"text": "Say tok."}) + "\n")
+    artifacts = workdir / f"aiperf-{streams}"
+    argv = [
+        str(exe),
+        "profile",
+        *("--model", MODEL, "--url", url, "--endpoint-type", "chat", "--streaming"),
+        *("--concurrency", str(streams), "--benchmark-duration", f"{settings.seconds:g}"),
+        *("--benchmark-grace-period", f"{REQUEST_TIMEOUT_S:g}"),
+        *("--request-count", str(settings.max_requests), "--osl", str(settings.tokens)),
+        *("--tokenizer", str(tokenizer), "--use-server-token-count"),
+        *("--input-file", str(prompts), "--custom-dataset-type", "single_turn"),
+        *("--artifact-dir", str(artifacts), "--ui", "none"),
+        *("--no-server-metrics", "--no-gpu-telemetry"),
+    ]
+    before = server_cpu_s(server_pid)
+    code, output = run_tool(argv, workdir, settings.seconds + GUIDELLM_SLACK_S, hub_offline=False)
+    after = server_cpu_s(server_pid)
+    report = artifacts / "profile_export_aiperf.json"
+    if code != 0 or not report.is_file():
+        return f"exited {code}: {_last_line(output)}"
+    export = json.loads(report.read_text())
+    duration = export["benchmark_duration"]["avg"]
+    requests = int(export["request_count"]["avg"])
+    errors = int((export.get("error_request_count") or {}).get("avg", 0))
+    return Level(
+        tool="aiperf",
+        phase="instant",
+        streams=streams,
+        requests=requests + errors,
+        errors=errors,
+        tokens_per_s=export["output_token_throughput"]["avg"],
+        first_byte_ms=None,  # aiperf does not see the server's stamps
+        per_token_ms=None,
+        cpu_percent=None,  # its own processes are not this one
+        server_cpu_percent=_server_percent(before, after, duration),
     )
 
 
@@ -504,78 +544,165 @@ def _pair(values: tuple[float, float] | None) -> str:
 def print_rows(levels: list[Level], *, header: bool = True) -> None:
     if header:
         print(
-            f"{'tool':<9} {'phase':<8} {'streams':>7} {'requests':>8} {'errors':>6} "
+            f"{'tool':<11} {'phase':<8} {'streams':>7} {'requests':>8} {'errors':>6} "
             f"{'tokens/s':>9} {'first byte p50/p99 ms':>22} {'per token p50/p99 ms':>22} "
-            f"{'CPU%':>5}"
+            f"{'CPU%':>5} {'runnable':>8} {'srv%':>5} {'limit':>6}"
         )
     for level in levels:
         cpu = "-" if level.cpu_percent is None else f"{level.cpu_percent:.0f}"
+        busiest = "-" if level.busiest is None else f"{level.busiest:.2f}"
+        server = "-" if level.server_cpu_percent is None else f"{level.server_cpu_percent:.0f}"
         print(
-            f"{level.tool:<9} {level.phase:<8} {level.streams:>7} {level.requests:>8} "
+            f"{level.tool:<11} {level.phase:<8} {level.streams:>7} {level.requests:>8} "
             f"{level.errors:>6} {level.tokens_per_s:>9.0f} {_pair(level.first_byte_ms):>22} "
-            f"{_pair(level.per_token_ms):>22} {cpu:>5}",
+            f"{_pair(level.per_token_ms):>22} {cpu:>5} {busiest:>8} {server:>5} {level.limit:>6}",
             flush=True,
         )
 
 
 def print_verdicts(levels: list[Level]) -> None:
-    mine = {(lv.phase, lv.streams): lv for lv in levels if lv.tool == "sparkrig"}
-    for theirs in (lv for lv in levels if lv.tool == "guidellm" and lv.tokens_per_s > 0):
-        ours = mine.get(("instant", theirs.streams))
-        if ours is not None:
-            ratio = ours.tokens_per_s / theirs.tokens_per_s
-            verdict = "met" if ratio >= TARGET_RATIO else "NOT met"
+    """Every sparkrig column against every rival at the same level, then the latency goal."""
+    ours = [lv for lv in levels if lv.tool.startswith("sparkrig")]
+    targets = {"guidellm": TARGET_RATIO, "aiperf": TARGET_RATIO_AIPERF}
+    for theirs in (lv for lv in levels if lv.tool in targets and lv.tokens_per_s > 0):
+        for mine in ours:
+            if (mine.phase, mine.streams) != ("instant", theirs.streams):
+                continue
+            ratio = mine.tokens_per_s / theirs.tokens_per_s
+            target = targets[theirs.tool]
             print(
-                f"{theirs.streams:>4} streams: sparkrig/guidellm tokens/s = {ratio:.2f}x "
-                f"(target {TARGET_RATIO:g}x: {verdict})"
+                f"{theirs.streams:>4} streams: {mine.tool}/{theirs.tool} tokens/s = {ratio:.2f}x "
+                f"(target {target:g}x: {'met' if ratio >= target else 'NOT met'})"
             )
-    paced = mine.get(("paced", TARGET_STREAMS))
-    if paced is not None:
-        for name, pair in (("first byte", paced.first_byte_ms), ("per token", paced.per_token_ms)):
+    for mine in ours:
+        if (mine.phase, mine.streams) != ("paced", TARGET_STREAMS):
+            continue
+        for name, pair in (("first byte", mine.first_byte_ms), ("per token", mine.per_token_ms)):
             verdict = "met" if pair is not None and pair[1] <= TARGET_P99_MS else "NOT met"
             print(
-                f"paced, {TARGET_STREAMS} streams: {name} added p50/p99 {_pair(pair)} ms "
-                f"(target <= {TARGET_P99_MS:g} ms: {verdict})"
+                f"paced, {TARGET_STREAMS} streams, {mine.tool}: {name} added p50/p99 "
+                f"{_pair(pair)} ms (target <= {TARGET_P99_MS:g} ms: {verdict}; limit: "
+                f"{mine.limit})"
             )
 
 
-def main(settings: Settings, guidellm_path: str | None) -> None:
-    require_shared_clock()
-    guidellm = find_guidellm(guidellm_path)
+@dataclass(frozen=True)
+class Rival:
+    name: str
+    exe: Path | None
+    where: str
+
+    def skipped(self) -> str | None:
+        if self.exe is not None:
+            return None
+        return f"{self.name} column skipped: not found ({self.where}) — install it in its own venv"
+
+
+def find_rivals(guidellm: str | None, aiperf: str | None) -> list[Rival]:
+    return [
+        Rival(
+            "guidellm",
+            find_tool(guidellm, GUIDELLM_ENV, GUIDELLM_DEFAULT, "guidellm"),
+            f"--guidellm, ${GUIDELLM_ENV}, {GUIDELLM_DEFAULT} or PATH",
+        ),
+        Rival(
+            "aiperf",
+            find_tool(aiperf, AIPERF_ENV, AIPERF_DEFAULT, "aiperf"),
+            f"--aiperf, ${AIPERF_ENV}, {AIPERF_DEFAULT} or PATH",
+        ),
+    ]
+
+
+def run_level(
+    pool: ProcessPoolExecutor | None,
+    url: str,
+    streams: int,
+    settings: Settings,
+    *,
+    rivals: list[Rival],
+    workdir: Path,
+    server_pid: int | None,
+    notes: list[str],
+) -> list[Level]:
     levels: list[Level] = []
-    process, url = start_server(settings)
+    processes = shard_count(streams, settings)
+    for paced in (False, True):
+        levels.append(run_sparkrig(url, streams, settings, paced=paced, server_pid=server_pid))
+        print_rows(levels[-1:], header=False)
+        if pool is not None and processes > 1:
+            sharded = run_sharded(
+                pool, processes, url, streams, settings, paced=paced, server_pid=server_pid
+            )
+            levels.append(sharded)
+            print_rows(levels[-1:], header=False)
+    for rival in rivals:
+        if rival.exe is None:
+            continue
+        runner = run_guidellm if rival.name == "guidellm" else run_aiperf
+        result = runner(rival.exe, url, streams, settings, workdir=workdir, server_pid=server_pid)
+        if isinstance(result, str):
+            notes.append(f"{rival.name} at {streams} streams: {result}")
+            print(notes[-1], flush=True)
+        else:
+            levels.append(result)
+            print_rows(levels[-1:], header=False)
+    return levels
+
+
+def main(settings: Settings, guidellm_path: str | None, aiperf_path: str | None) -> None:
+    require_shared_clock()
+    rivals = find_rivals(guidellm_path, aiperf_path)
+    notes = [skip for rival in rivals if (skip := rival.skipped()) is not None]
+    most = max(shard_count(streams, settings) for streams in settings.levels)
+    if most == 1:
+        notes.append(
+            "sparkrig×N column skipped: no level needs more than one client process here "
+            f"({usable_cores()} cores, {defaults.BENCH_CLIENT_STREAMS_PER_PROCESS} streams a "
+            "process) — raise --levels or force --client-processes"
+        )
+    levels: list[Level] = []
+    phase_s = settings.seconds + REQUEST_TIMEOUT_S
+    per_level_s = 6 * phase_s + 2 * GUIDELLM_SLACK_S  # every column, both rivals
+    lifetime_s = len(settings.levels) * per_level_s + SERVER_START_TIMEOUT_S
+    process, url = start_server(
+        ServerSettings(settings.tokens, settings.paced_tokens, settings.pace_ms, lifetime_s)
+    )
+    context = multiprocessing.get_context("spawn")
     try:
         print(
-            f"loopback server {url} (pid {process.pid}), {os.cpu_count()} cores; instant: "
+            f"loopback server {url} (pid {process.pid}), {usable_cores()} cores; instant: "
             f"{settings.tokens} tokens a reply; paced: {settings.paced_tokens} tokens, one per "
             f"{settings.pace_ms:g} ms; each phase {settings.seconds:g}s or "
             f"{settings.max_requests} requests",
             flush=True,
         )
-        if guidellm is None:
-            print(
-                f"guidellm not found (--guidellm, ${GUIDELLM_ENV}, {GUIDELLM_DEFAULT} or PATH): "
-                "no side-by-side ratio — install it in its own venv to compare"
-            )
+        for note in notes:
+            print(note, flush=True)
         print_rows([])
-        with tempfile.TemporaryDirectory(prefix="loadgen-") as workdir:
+        with (
+            tempfile.TemporaryDirectory(prefix="loadgen-") as workdir,
+            ProcessPoolExecutor(most, mp_context=context)
+            if most > 1
+            else contextlib.nullcontext() as pool,
+        ):
             for streams in settings.levels:
-                for paced in (False, True):
-                    level = asyncio.run(run_sparkrig(url, streams, settings, paced=paced))
-                    print_rows([level], header=False)
-                    levels.append(level)
-                if guidellm is not None:
-                    result = run_guidellm(guidellm, url, streams, settings, Path(workdir))
-                    if isinstance(result, str):
-                        print(f"guidellm at {streams} streams: {result}", flush=True)
-                    else:
-                        print_rows([result], header=False)
-                        levels.append(result)
+                levels += run_level(
+                    pool,
+                    url,
+                    streams,
+                    settings,
+                    rivals=rivals,
+                    workdir=Path(workdir),
+                    server_pid=process.pid,
+                    notes=notes,
+                )
     finally:
         stop_server(process)
     print()
     print_rows(levels)
     print_verdicts(levels)
+    for note in notes:
+        print(note)
 
 
 def _levels(text: str) -> list[int]:
@@ -591,6 +718,12 @@ if __name__ == "__main__":
     parser.add_argument("--paced-tokens", type=int, default=PACED_TOKENS_PER_REPLY)
     parser.add_argument("--pace-ms", type=float, default=PACE_MS, help="paced: ms per token")
     parser.add_argument("--guidellm", help="guidellm executable, in its own venv")
+    parser.add_argument("--aiperf", help="aiperf executable, in its own venv")
+    parser.add_argument(
+        "--client-processes",
+        type=int,
+        help="sparkrig×N: this many processes at every level (default: the bench's rule)",
+    )
     parser.add_argument(
         "--keep-records", action="store_true", help="keep every RequestRecord, as a bench run does"
     )
@@ -603,5 +736,6 @@ if __name__ == "__main__":
         args.paced_tokens,
         args.pace_ms,
         args.keep_records,
+        args.client_processes,
     )
-    main(settings, args.guidellm)
+    main(settings, args.guidellm, args.aiperf)

@@ -38,7 +38,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from sparkrig.client.readiness import answer_one_completion
+from sparkrig.client.first_completion import answer_one_completion
 
 from sparkrig import defaults
 from sparkrig.bench.compare import PointComparison, compare_receipts, round_means

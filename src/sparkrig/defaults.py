@@ -174,6 +174,23 @@ BENCH_MAX_RETRIES: Final = 3
 # 499 exact, one off by one. A 25% over-count (the gateway's inflated-counts) is far outside it.
 BENCH_TOKEN_COUNT_TOLERANCE: Final = 0.05
 BENCH_TOKEN_COUNT_SLACK: Final = 2
+# Client processes (bench/client_shards.py). One event loop spends about 35 us on each streamed
+# event (docs/metrics.md), and streams of a batched engine emit in step: a burst of N events
+# takes N x 35 us to work through, so the last token of a step is stamped late by that much.
+# 24 streams (0.84 ms) keep the added p99 under the 1 ms per token of issue 12; past that a
+# sample's streams are split over min(cores, ceil(streams / 24)) worker processes.
+BENCH_CLIENT_STREAMS_PER_PROCESS: Final = 24
+# A client process runnable for this share of a sample was near saturation: its events queued
+# behind each other, and the point says "client-limited". Runnable = CPU seconds (os.times) plus
+# the event loop thread's wait for a core (schedstat), over wall seconds: an event loop is one
+# thread, so 1.0 is all it can use. CPU alone misses a starved client: on the shared 2-core test
+# machine (load average 5-8) a thread spinning for 0.3 s read 0.44 CPU + 0.56 queued.
+BENCH_CLIENT_BUSY_LIMIT: Final = 0.9
+# Every worker receives its share of a batch before any starts: they start together this long
+# after the batch is handed out (pickling 256 requests takes a few ms).
+BENCH_CLIENT_START_LEAD_MS: Final = 20
+# A worker told to stop is killed if it has not exited within this.
+BENCH_CLIENT_STOP_GRACE_S: Final = 2.0
 
 # --- check: the guard battery (sparkrig.guards) ------------------------------------------------
 # Replies are short: a guard compares or scans text, it does not measure speed.

@@ -236,3 +236,44 @@ async def test_concurrency_prompts_are_cold_and_distinct_and_replays_are_their_o
     cold_ttft = min(r.ttft_s or 1e9 for s in cold.samples for r in s.requests)
     cached_ttft = max(r.ttft_s or 0 for s in cached.samples for r in s.requests)
     assert cached_ttft < cold_ttft  # the replay skips the prefill; the cold point does not
+
+
+async def test_streams_sent_from_two_client_processes_give_the_same_receipt_shape(
+    llama_server: LocalInstance, tmp_path: Path
+) -> None:
+    """The concurrency suite with its streams split over two worker processes: every request
+    is counted, checked against /tokenize and /metrics, and timed on the one shared clock."""
+    settings = BenchSettings(
+        max_samples=2,
+        min_samples=2,
+        decode_tokens=16,
+        concurrency=[2],
+        cached_replays=False,
+        precision=0.5,
+        client_processes=2,
+    )
+    receipt = await run_bench(
+        llama_server.base_url,
+        suites=["concurrency"],
+        settings=settings,
+        out_path=tmp_path / "sharded.json",
+    )
+    assert not receipt.warnings
+    point = receipt.points[0]
+    assert point.name == "c=2 cold"
+    assert not point.invalid, point.invalid_reasons
+    assert point.summary is not None
+    assert point.summary.median > 0
+    assert point.requests_sent == 2 * (settings.warmup_requests + len(point.samples))
+    assert not point.request_errors
+    for sample in point.samples:
+        assert sample.client is not None
+        assert sample.client.processes == 2
+        assert not sample.accounting
+        assert sample.metrics is not None  # /metrics agreed with the merged counts
+        assert [r.completion_tokens for r in sample.requests] == [16, 16]
+        assert all(r.retokenized_tokens is not None for r in sample.requests)
+        for request in sample.requests:
+            assert request.first_output_ns is not None
+            assert request.last_output_ns is not None
+            assert request.first_output_ns < request.last_output_ns

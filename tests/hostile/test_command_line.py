@@ -24,6 +24,7 @@ OUT_OF_RANGE = [
     (["bench", URL, "--tokens", "0"], "--tokens"),
     (["bench", URL, "--tokens", "7"], "--tokens"),
     (["bench", URL, "--rounds", "0"], "--rounds"),
+    (["bench", URL, "--client-processes", "0"], "--client-processes"),
     (["bench", "--local", "--slots", "0"], "--slots"),
     (["compare", "a.json", "b.json", "--tolerance", "-1"], "--tolerance"),
     (["check", URL, "--kv-block-tokens", "1"], "--kv-block-tokens"),

@@ -284,6 +284,18 @@ def test_an_imprecise_point_is_flagged_in_the_page_and_the_table() -> None:
     assert "count" in rows[0]
 
 
+def test_a_client_limited_point_is_flagged_in_the_page_and_the_table() -> None:
+    receipt = _receipt()
+    receipt.points[2].client_limited = True
+    page = render_report([receipt])
+    assert page.count("client-limited: a client process was near one full core") == 1
+    console = Console(record=True, width=300)
+    console.print(bench_table(receipt))
+    rows = [line for line in console.export_text().splitlines() if "client-limited" in line]
+    assert len(rows) == 1
+    assert "c=1" in rows[0]
+
+
 def test_counts_that_do_not_hold_read_invalid_with_both_numbers() -> None:
     receipt = _receipt()
     point = receipt.points[0]  # decode/count, 140 tok/s claimed

@@ -7,6 +7,7 @@ nobody in this run asked for (foreign traffic). Degenerate output marks the poin
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import time
 from collections.abc import Callable, Sequence
@@ -21,6 +22,7 @@ from sparkrig.bench.accounting import (
     reply_text,
     text_count_finding,
 )
+from sparkrig.bench.client_shards import ClientLoad, SendAll, send_in_process
 from sparkrig.bench.modes import TWO_SPEEDS_PREFIX, TwoSpeeds, two_speeds
 from sparkrig.bench.speculative import SpecAccounting, spec_accounting
 from sparkrig.bench.statistics import (
@@ -82,6 +84,13 @@ class BenchSettings(BaseModel):
         description="passes over every point, each taking min_samples to max_samples samples; "
         "compare judges by the spread between rounds",
     )
+    client_processes: int | None = Field(
+        default=None,
+        ge=1,
+        description="processes that send a sample's streams: None splits them past "
+        "BENCH_CLIENT_STREAMS_PER_PROCESS streams (one process per core at most), 1 never "
+        "splits, N always splits over N",
+    )
 
 
 class RequestSummary(BaseModel):
@@ -113,6 +122,9 @@ class Sample(BaseModel):
         default_factory=list,
         description="token counts that disagree with the text, max_tokens or /metrics",
     )
+    client: ClientLoad | None = Field(
+        default=None, description="the client's processes and how busy each was"
+    )
 
 
 class Discarded(BaseModel):
@@ -143,6 +155,11 @@ class PointResult(BaseModel):
         default=False,
         description="a round ended (at its sample cap, or on discards) with its interval wider "
         "than the precision asked for",
+    )
+    client_limited: bool = Field(
+        default=False,
+        description="a client process was runnable (on a core or queued for one) nearly all "
+        "of a sample: the client, not the server, may have been the limit",
     )
     two_speeds: TwoSpeeds | None = Field(
         default=None,
@@ -256,17 +273,20 @@ async def measure_point(
     on_sample: Callable[[PointResult], None],
     round_index: int = 1,
     count_text: CountText | None = None,
+    send_all: SendAll | None = None,
 ) -> PointResult:
     """Warm up (in round 1, or every round when the warm-up primes the prefix cache), then
     sample until this round's samples are precise enough or max_samples.
 
     With `count_text` (the server's /tokenize), every reply's completion count is checked
-    against its text; without it only max_tokens and /metrics check the counts."""
+    against its text; without it only max_tokens and /metrics check the counts. `send_all`
+    sends a sample's requests (ShardedSender: from worker processes); by default, `client`."""
+    send = send_all or functools.partial(send_in_process, client)
     # later rounds follow a whole pass over a warm engine: only a warm-up that primes this
     # point's prefix cache runs again (the other points' prompts may have evicted it)
     warmups = settings.warmup_requests if round_index == 1 or point.warmup_primes_cache else 0
     for _ in range(warmups):
-        records = await asyncio.gather(*(client.send(r) for r in make_requests()))
+        records, _load = await send(make_requests())
         point.count_requests(records)
         warm_value = value_of(list(records))
         if warm_value is not None:
@@ -281,6 +301,7 @@ async def measure_point(
         reason = await _take_sample(
             client,
             point,
+            send=send,
             make_requests=make_requests,
             value_of=value_of,
             check_text=check_text,
@@ -319,6 +340,7 @@ async def _take_sample(
     client: EndpointClient,
     point: PointResult,
     *,
+    send: SendAll,
     make_requests: Callable[[], Sequence[ChatRequest | CompletionRequest]],
     value_of: ValueOf,
     check_text: TextCheck,
@@ -332,7 +354,7 @@ async def _take_sample(
         point.warnings.append("no /metrics: idle check and foreign-traffic check are off")
     requests = make_requests()
     before = await try_scrape_metrics(client)
-    records = list(await asyncio.gather(*(client.send(r) for r in requests)))
+    records, load = await send(requests)
     point.count_requests(records)
     after = await _settled_snapshot(client)
     # the timed window is over: nothing below changes this sample's timings
@@ -366,8 +388,11 @@ async def _take_sample(
             metrics=delta,
             degenerate=findings,
             accounting=accounting,
+            client=load,
         )
     )
+    if load.saturated:
+        _flag_client_limited(point, load)
     if findings:
         mark_invalid(point, INVALID_DEGENERATE)
     if accounting:
@@ -434,6 +459,19 @@ def _flag_two_speeds(point: PointResult) -> None:
 
 def _unit(metric: str) -> str:
     return "tok/s" if "tok/s" in metric else ""
+
+
+def _flag_client_limited(point: PointResult, load: ClientLoad) -> None:
+    """Flag the point, with a warning from its first saturated sample."""
+    if point.client_limited:
+        return
+    point.client_limited = True
+    point.warnings.append(
+        f"client-limited: a client process was runnable {load.busiest:.0%} of a sample (on a "
+        f"core or queued for one; limit {defaults.BENCH_CLIENT_BUSY_LIMIT:.0%}) — its timings "
+        "include queueing in the client; raise --client-processes, free the client's cores, "
+        "or read this point as the client's ceiling"
+    )
 
 
 def _warn_once(point: PointResult, warning: str) -> None:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sparkrig.bench.accounting import CountText, server_text_counter
+from sparkrig.bench.client_shards import SendAll, ShardedSender
 from sparkrig.bench.point import BenchSettings, PointResult, measure_point
 from sparkrig.bench.receipt import BenchReceipt, save_receipt
 from sparkrig.bench.suites import SUITES, SuiteContext
@@ -97,7 +98,10 @@ async def run_bench(
     """Run `suites` and return the receipt; with `continue_receipt`, append to that one (its
     other suites ran on another engine, e.g. the embedded engine restarted for speculation)."""
     check_suites(suites)
-    async with EndpointClient(base_url, api_key=api_key) as client:
+    async with (
+        EndpointClient(base_url, api_key=api_key) as client,
+        ShardedSender(client, api_key=api_key, forced=settings.client_processes) as send_all,
+    ):
         model_id = model or await first_model_id(client)
         receipt = continue_receipt or BenchReceipt(
             base_url=client.base_url, model=model_id, suites=suites, settings=settings
@@ -139,9 +143,11 @@ async def run_bench(
                 saved=saved,
                 on_point_done=on_point_done,
                 count_text=count_text,
+                send_all=send_all,
             )
             if not going:
                 break
+        receipt.warnings += [w for w in send_all.warnings if w not in receipt.warnings]
         receipt.close()
         save_receipt(receipt, out_path)
     return receipt
@@ -156,6 +162,7 @@ async def _run_round(
     saved: Callable[[PointResult], None],
     on_point_done: Callable[[PointResult], None],
     count_text: CountText | None,
+    send_all: SendAll,
 ) -> bool:
     """One pass over every point of the suites; later rounds add samples to the same points.
 
@@ -174,6 +181,7 @@ async def _run_round(
                 on_sample=saved,
                 round_index=round_index,
                 count_text=count_text,
+                send_all=send_all,
             )
             on_point_done(point)
             if not any(p.samples for p in receipt.points):

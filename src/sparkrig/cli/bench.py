@@ -127,6 +127,15 @@ def bench(
             COUNT,
         ),
     ] = defaults.BENCH_ROUNDS,
+    client_processes: Annotated[
+        int | None,
+        ranged(
+            "processes that send a sample's streams (default: one per "
+            f"{defaults.BENCH_CLIENT_STREAMS_PER_PROCESS} streams, at most one per core); 1 "
+            "sends all from this process",
+            COUNT,
+        ),
+    ] = None,
     model: Annotated[
         str | None, typer.Option(help="model id (default: the server's first)")
     ] = None,
@@ -177,6 +186,7 @@ def bench(
         decode_tokens=tokens,
         concurrency=_ladder(concurrency),
         rounds=rounds,
+        client_processes=client_processes,
         prompt_tokens=prompt_tokens,
         cached_replays=cached,
         prefill_depths=depths,

@@ -209,6 +209,11 @@ def _flags(point: PointResult) -> str:
         )
     if point.cold_start:
         flags.append('<span class="flag warn">cold start</span>')
+    if point.client_limited:
+        flags.append(
+            '<span class="flag warn">client-limited: a client process was near one full core '
+            "(see warnings)</span>"
+        )
     if point.discarded:
         reasons = Counter(discarded.reason for discarded in point.discarded)
         detail = "; ".join(f"{reason} ×{count}" for reason, count in reasons.items())

@@ -22,6 +22,8 @@ def _flags(point: PointResult) -> str:
         flags.append(f"[yellow]two speeds {point.two_speeds.ratio:.1f}×[/]")
     if point.cold_start:
         flags.append("[yellow]cold start[/]")
+    if point.client_limited:
+        flags.append("[yellow]client-limited[/]")
     if point.discarded:
         flags.append(f"{len(point.discarded)} discarded")
     return ", ".join(flags)
