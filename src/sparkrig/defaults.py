@@ -123,6 +123,16 @@ BENCH_MIN_SAMPLES: Final = 3
 BENCH_PRECISION_CHECKS: Final = (3, 4, 5, 8, 12, 20, 30, 50)
 BENCH_MAX_SAMPLES: Final = 4
 BENCH_MIN_SAMPLES_CAP: Final = 2  # a 95% interval needs two samples
+# `bench --paired-with`: rounds alternate between the two servers and compare judges the
+# per-round ratios B/A, whose spread is what is left of the drift once both sides share the
+# minutes. With R rounds the paired 95% half-width is t(R-1)/sqrt(R) times the sd of the
+# per-round log ratios: 1.05x at R = 6 (2.3x at R = 3), so a 10% slowdown (-9.1% in rates) is
+# called when the pairs agree within about 8.5%, while the unpaired round means drifted 16%
+# (median) between passes here. Samples per round are kept at 2 (the least an interval takes)
+# so that 6 rounds a side cost about what 3 rounds of 3-4 samples did; the drift, not the
+# sample noise, is what the rounds are for. Measured in docs/metrics.md#paired-rounds.
+BENCH_PAIRED_ROUNDS: Final = 6
+BENCH_PAIRED_MAX_SAMPLES: Final = 2
 # compare: a change within this many percent is 'same' even when its interval excludes 0. Not
 # measured to bind here (every row of the run above was decided by its interval): a floor for a
 # machine whose rounds agree within ~2%, where the interval alone calls 2-4% changes on a few
