@@ -308,7 +308,8 @@ def paired_report(
     summary: dict[str, object] = {"wall_s": walls, "stretch": STRETCH}
     settings = receipts[0][0].settings
     print(
-        f"\npaired: rounds {settings.rounds}, {settings.min_samples}-{settings.max_samples} "
+        f"\npaired: rounds {settings.rounds}, "
+        f"{min(settings.min_samples, settings.max_samples)}-{settings.max_samples} "
         f"samples a round, suites {', '.join(receipts[0][0].suites)}; wall "
         + ", ".join(
             f"{name} {wall:.0f} s" for (name, _, _), wall in zip(PAIRED_RUNS, walls, strict=True)
