@@ -8,10 +8,16 @@ import json
 import os
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from sparkrig import defaults
+from sparkrig.bench.compare import compare_receipts
+from sparkrig.bench.paired import run_paired_bench
+from sparkrig.bench.point import BenchSettings, PointResult
 from sparkrig.bench.receipt import BenchReceipt, load_receipt
+from sparkrig.bench.workloads import DECODE_PROMPTS
+from sparkrig.client import EndpointClient
 from sparkrig.launch.local import LocalInstance, free_port
 from tests.conftest import SPARKRIG
 
@@ -131,3 +137,61 @@ async def test_paired_receipt_paths_that_would_clash_are_refused(tmp_path: Path)
     code, _, stderr = await sparkrig("bench", url, "--paired-out", str(out), state=state)
     assert code == 2
     assert "add --paired-with" in stderr
+
+
+async def wait_for_health(url: str, process: asyncio.subprocess.Process) -> None:
+    async with EndpointClient(url) as client:
+        for _ in range(300):  # at most 30 s
+            assert process.returncode is None, "gateway serve exited"
+            try:
+                async with client.session.get(f"{url}/health") as response:
+                    if response.status == 200:
+                        return
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.1)
+    raise AssertionError(f"gateway serve at {url} never answered /health")
+
+
+@pytest.mark.engine
+async def test_a_paired_server_lost_mid_run_keeps_every_finished_round(
+    llama_server: LocalInstance, tmp_path: Path
+) -> None:
+    """B (a gateway in front of the engine) is killed after round 2: both receipts keep what
+    they measured, A goes on, and compare pairs the two rounds both sides have."""
+    port = free_port(defaults.LOCAL_HOST)
+    gateway = await asyncio.create_subprocess_exec(
+        SPARKRIG, "gateway", "serve", llama_server.base_url, "--port", str(port),
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    url_b = f"http://{defaults.LOCAL_HOST}:{port}"
+    done: list[str] = []
+    points_a_round = len(DECODE_PROMPTS)
+
+    def point_done(point: PointResult) -> None:
+        done.append(point.name)
+        if len(done) == 4 * points_a_round and gateway.returncode is None:
+            gateway.kill()  # A1 B1 A2 B2 finished
+
+    try:
+        await wait_for_health(url_b, gateway)
+        a, b = await run_paired_bench(
+            llama_server.base_url,
+            url_b,
+            suites=["decode"],
+            settings=BenchSettings(rounds=3, max_samples=2, decode_tokens=32),
+            out_path=tmp_path / "a.json",
+            paired_out_path=tmp_path / "b.json",
+            on_point_done=point_done,
+        )
+    finally:
+        if gateway.returncode is None:
+            gateway.kill()
+        await gateway.wait()
+    assert {s.round for p in a.points for s in p.samples} == {1, 2, 3}
+    assert {s.round for p in b.points for s in p.samples} == {1, 2}
+    assert b.requests_failed() > 0
+    assert load_receipt(tmp_path / "b.json").points == b.points
+    assert load_receipt(tmp_path / "a.json").complete
+    rows = compare_receipts(a, b, 50)
+    assert {row.paired_rounds for row in rows} == {2}
