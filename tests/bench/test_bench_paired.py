@@ -62,7 +62,7 @@ async def test_paired_rounds_alternate_and_compare_judges_them_paired(
     and compare says 'paired over 2 rounds' and, at a tolerance above the noise, no change."""
     out = tmp_path / "a.json"
     url = llama_server.base_url
-    code, _, stderr = await sparkrig(
+    code, stdout, stderr = await sparkrig(
         "bench", url, "--paired-with", url, "--suite", "decode", "--rounds", "2",
         "--tokens", "32", "--out", str(out), "--no-telemetry", state=tmp_path / "state",
     )  # fmt: skip
@@ -73,6 +73,7 @@ async def test_paired_rounds_alternate_and_compare_judges_them_paired(
     assert a.complete
     assert b.complete
     assert a.settings.max_samples == defaults.BENCH_PAIRED_MAX_SAMPLES
+    assert " ".join(stdout.split()).count(f"paired run {a.pairing}") == 3  # 2 tables, 1 hint
     spans_a, spans_b = round_spans(a), round_spans(b)
     assert sorted(spans_a) == sorted(spans_b) == [1, 2]
     assert spans_a[1][1] < spans_b[1][0]

@@ -35,7 +35,8 @@ def _median_ttft_ms(point: PointResult) -> str:
 def bench_table(receipt: BenchReceipt) -> Table:
     table = Table(
         title=f"bench · {receipt.model} · {receipt.base_url}"
-        + (f" · {receipt.engine_build}" if receipt.engine_build else ""),
+        + (f" · {receipt.engine_build}" if receipt.engine_build else "")
+        + (f" · paired run {receipt.pairing}" if receipt.pairing else ""),
         title_justify="left",
         caption="tok/s: median, from server token counts (prefill: prompt tokens ÷ TTFT; "
         "concurrency: all streams over their union window); ±: 95% Student-t half-width",
