@@ -236,3 +236,14 @@ def test_paired_rounds_use_only_the_rounds_both_sides_measured() -> None:
     assert row.paired_rounds == 2
     assert row.change is not None
     assert row.change.change_pct == pytest.approx(-9.1, abs=0.3)
+
+
+def test_paired_receipts_with_one_common_round_are_judged_unpaired_and_say_so() -> None:
+    settings = BenchSettings(rounds=3)
+    values, rounds = _rounds_of([100, 120, 85])
+    a = receipt(values, settings, rounds=rounds)
+    b = receipt([90.0, 91.0, 92.0, 93.0], settings, rounds=[1, 1, 4, 4])
+    _paired(a, b)
+    row = compare_receipts(a, b, 5)[0]
+    assert row.paired_rounds is None
+    assert row.note == "fewer than 2 paired rounds: judged unpaired"

@@ -154,7 +154,7 @@ def _compare_point(
         if sum(first) == 0:  # a zero reference mean has no percent change
             row.note = "zero in the reference run: no percent change"
             return row
-        if paired:
+        if paired and row.note is None:  # a one-round side keeps SAMPLES_ONLY (and its caption)
             row.note = "fewer than 2 paired rounds: judged unpaired"
         row.change = welch_change(first, second)
         row.verdict = verdict(row.change, tolerance_pct, higher_is_better=quantity == "tok/s")
