@@ -296,6 +296,20 @@ def log_ratio_spreads(a: BenchReceipt, b: BenchReceipt) -> list[float]:
 NORMAL_Z_90 = 1.2815515655446004  # the 0.90 quantile of N(0, 1)
 
 
+def back_to_back_spread(receipt: BenchReceipt) -> float | None:
+    """Median over points of the sd of log(second / first) of two samples taken back to back
+    in one round: the seconds-scale noise that no pairing of rounds can cancel."""
+    spreads = []
+    for point in receipt.points:
+        by_round: dict[int, list[float]] = {}
+        for sample in point.samples:
+            by_round.setdefault(sample.round, []).append(sample.value)
+        logs = [math.log(v[1] / v[0]) for v in by_round.values() if len(v) >= 2 and min(v) > 0]
+        if len(logs) >= 2:
+            spreads.append(math.sqrt(statistics.fmean(x * x for x in logs)))
+    return statistics.median(spreads) if spreads else None
+
+
 def rounds_needed(spread: float, change_pct: float, power_z: float = 0.0) -> int | None:
     """The fewest rounds whose paired 95% half-width, t(R-1) s / sqrt(R), is under |log(1+c)|:
     a change of c is then called about half the time. With power_z (NORMAL_Z_90), the rounds
@@ -351,6 +365,11 @@ def paired_report(
                 f"{rounds_needed(worst, -100 / 11)} / "
                 f"{rounds_needed(worst, -100 / 11, NORMAL_Z_90)}"
             )
+        pairs = [back_to_back_spread(r) for r in (a, b)]
+        print(
+            "  back-to-back: sd of log ratios of two samples in one round, median per side: "
+            + ", ".join("—" if p is None else f"{p:.3f}" for p in pairs)
+        )
         unpaired_spreads = round_spreads(a) + round_spreads(b)
         if unpaired_spreads:
             print(
