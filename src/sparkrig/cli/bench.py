@@ -144,8 +144,8 @@ def bench(
         str | None,
         typer.Option(
             help="a second server to bench in the same run, rounds alternating (URL round 1, "
-            "this round 1, URL round 2, ...); compare judges the two receipts on paired "
-            "round ratios, in which the machine's drift cancels"
+            "this round 1, URL round 2, ...) so both are measured in the same minutes; compare "
+            "judges the two receipts on paired round ratios (docs/metrics.md: paired rounds)"
         ),
     ] = None,
     paired_out: Annotated[
@@ -253,7 +253,8 @@ def bench(
         ):
             result = asyncio.run(go(progress))
     except KeyboardInterrupt:
-        err_console.print(f"interrupted — the receipt keeps every finished sample: {out_path}")
+        kept = f"{out_path} and {second_path}" if second_path else str(out_path)
+        err_console.print(f"interrupted — the receipt keeps every finished sample: {kept}")
         raise
     if second_path is not None:
         show_paired(result, (out_path, second_path), as_json=as_json)
