@@ -123,6 +123,19 @@ BENCH_MIN_SAMPLES: Final = 3
 BENCH_PRECISION_CHECKS: Final = (3, 4, 5, 8, 12, 20, 30, 50)
 BENCH_MAX_SAMPLES: Final = 4
 BENCH_MIN_SAMPLES_CAP: Final = 2  # a 95% interval needs two samples
+# `bench --paired-with`: rounds alternate between the two servers and compare judges the
+# per-round ratios B/A, whose spread s_d is what is left of the drift once both sides share the
+# minutes. With R rounds the paired 95% half-width is t(R-1)/sqrt(R) x s_d: 1.05x at R = 6
+# (2.3x at R = 3), under a 10% slowdown (-9.1% in rates) while s_d is under about 0.087.
+# Measured (benchmarks/same_verdict.py --paired, this 2-core machine under six developers'
+# load, docs/metrics.md "Paired rounds"): s_d median 0.069 in the quieter run (10% called
+# about half the time from 5 rounds, 9 in 10 from 8), 0.187 in the busier one (18; 42); a rerun
+# was 'same' on 20 of 20 rows and the 10% slowdown 'slower' on 11 of 20 at R = 6. 6 covers a
+# machine as quiet as the quieter run at its median; a busier one needs --rounds 18 or more.
+# Samples per round are kept at 2 (the least an interval takes) so that 6 rounds a side cost
+# about what 3 rounds of 3-4 samples did (a paired run of decode + prefill: 234-241 s).
+BENCH_PAIRED_ROUNDS: Final = 6
+BENCH_PAIRED_MAX_SAMPLES: Final = 2
 # compare: a change within this many percent is 'same' even when its interval excludes 0. Not
 # measured to bind here (every row of the run above was decided by its interval): a floor for a
 # machine whose rounds agree within ~2%, where the interval alone calls 2-4% changes on a few

@@ -172,3 +172,78 @@ def test_cli_compare_exit_codes_and_one_line_errors(tmp_path: Path) -> None:
         assert needle in lines[0]
         assert " — " in lines[0]
     assert load_receipt(paths["a"]).points[0].summary is not None
+
+
+def _paired(before: BenchReceipt, after: BenchReceipt, pairing: str = "p-1") -> None:
+    before.pairing = after.pairing = pairing
+
+
+def test_paired_rounds_see_a_ten_percent_slowdown_that_drift_hides_unpaired() -> None:
+    """Two servers measured in alternating rounds: the machine drifts ±15% from round to round
+    (as this shared machine did, median 16%), and both sides drift together. Unpaired, the
+    round means of either side spread too wide to call 10%; paired, every round's ratio is
+    1/1.1 within 1%, so the slowdown is called, and a pairing of one server with itself is
+    'same'."""
+    drift = [100, 118, 86, 104, 131, 92]
+    wobble = [1.0, 0.995, 1.006, 1.002, 0.997, 1.004]
+    settings = BenchSettings(rounds=len(drift))
+
+    def run(means: list[float]) -> BenchReceipt:
+        values, rounds = _rounds_of(means)
+        return receipt(values, settings, rounds=rounds)
+
+    a = run(drift)
+    b = run([m * w / 1.1 for m, w in zip(drift, wobble, strict=True)])
+    a2 = run([m * w for m, w in zip(drift, wobble, strict=True)])
+    tolerance = defaults.BENCH_COMPARE_TOLERANCE_PCT
+    unpaired = compare_receipts(a, b, tolerance)[0]
+    assert unpaired.verdict == "same"
+    assert unpaired.paired_rounds is None
+    _paired(a, b)
+    paired = compare_receipts(a, b, tolerance)[0]
+    assert paired.verdict == "slower"
+    assert paired.paired_rounds == len(drift)
+    assert paired.change is not None
+    assert paired.change.change_pct == pytest.approx(-9.1, abs=0.5)
+    low, high = paired.change.ci95_low_pct, paired.change.ci95_high_pct
+    assert low is not None
+    assert high is not None
+    assert low < -9.1 < high < -5
+    _paired(a, a2)
+    assert compare_receipts(a, a2, tolerance)[0].verdict == "same"
+
+
+def test_a_different_pairing_id_is_judged_unpaired() -> None:
+    settings = BenchSettings(rounds=3)
+    values, rounds = _rounds_of([100, 120, 85])
+    slower, _ = _rounds_of([100 / 1.1, 120 / 1.1, 85 / 1.1])
+    a, b = receipt(values, settings, rounds=rounds), receipt(slower, settings, rounds=rounds)
+    a.pairing, b.pairing = "run-1", "run-2"
+    assert compare_receipts(a, b, 5)[0].paired_rounds is None
+    assert compare_receipts(a, b, 5)[0].verdict == "same"
+    b.pairing = "run-1"
+    assert compare_receipts(a, b, 5)[0].verdict == "slower"
+
+
+def test_paired_rounds_use_only_the_rounds_both_sides_measured() -> None:
+    """A side cut short (B stopped after round 2) is paired on rounds 1 and 2 only."""
+    settings = BenchSettings(rounds=3)
+    values, rounds = _rounds_of([100, 120, 85])
+    short, short_rounds = _rounds_of([100 / 1.1, 120 / 1.1])
+    a, b = receipt(values, settings, rounds=rounds), receipt(short, settings, rounds=short_rounds)
+    _paired(a, b)
+    row = compare_receipts(a, b, 5)[0]
+    assert row.paired_rounds == 2
+    assert row.change is not None
+    assert row.change.change_pct == pytest.approx(-9.1, abs=0.3)
+
+
+def test_paired_receipts_with_one_common_round_are_judged_unpaired_and_say_so() -> None:
+    settings = BenchSettings(rounds=3)
+    values, rounds = _rounds_of([100, 120, 85])
+    a = receipt(values, settings, rounds=rounds)
+    b = receipt([90.0, 91.0, 92.0, 93.0], settings, rounds=[1, 1, 4, 4])
+    _paired(a, b)
+    row = compare_receipts(a, b, 5)[0]
+    assert row.paired_rounds is None
+    assert row.note == "fewer than 2 paired rounds: judged unpaired"

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from sparkrig.bench.statistics import (
     PointSummary,
     WelchComparison,
+    paired_change,
     precise_enough,
     precision_checkpoints,
     stop_on_precision,
@@ -334,3 +335,21 @@ def test_verdict_directions(
 def test_verdict_rejects_negative_tolerance() -> None:
     with pytest.raises(ValueError, match="tolerance_pct"):
         verdict(comparison(8.0, 5.0, 11.0), tolerance_pct=-1.0, higher_is_better=True)
+
+
+def test_paired_change_is_the_t_interval_of_log_ratios_back_in_percent() -> None:
+    """Hand check: ratios 0.9, 0.8, 1.0: logs of mean m, sd s; interval exp(m ± t(2) s/√3)."""
+    logs = [math.log(0.9), math.log(0.8), math.log(1.0)]
+    mean = sum(logs) / 3
+    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / 2)
+    half = 4.302652729911275 * sd / math.sqrt(3)
+    change = paired_change([100.0, 50.0, 10.0], [90.0, 40.0, 10.0])
+    assert change.change_pct == pytest.approx(math.expm1(mean) * 100)
+    assert change.ci95_low_pct == pytest.approx(math.expm1(mean - half) * 100)
+    assert change.ci95_high_pct == pytest.approx(math.expm1(mean + half) * 100)
+    assert change.df == 2
+    assert change.before_mean == pytest.approx(160 / 3)
+    with pytest.raises(ValueError, match="equal lengths"):
+        paired_change([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError, match="positive"):
+        paired_change([1.0, 0.0], [1.0, 1.0])

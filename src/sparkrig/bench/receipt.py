@@ -34,6 +34,11 @@ class BenchReceipt(BaseModel):
     )
     suites: list[str]
     settings: BenchSettings
+    pairing: str | None = Field(
+        default=None,
+        description="shared by the two receipts of one `bench --paired-with` run, whose rounds "
+        "alternated between the two servers; compare then judges on paired round differences",
+    )
     points: list[PointResult] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     complete: bool = Field(default=False, description="False while running or if interrupted")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from sparkrig.bench.accounting import CountText, server_text_counter
@@ -82,6 +83,82 @@ def degeneration_messages(text: str) -> list[str]:
     return [f"{finding.detector}: {finding.message}" for finding in degeneration_findings(text)]
 
 
+@dataclass
+class BenchSide:
+    """One server of a run: its client, receipt and where it is saved."""
+
+    client: EndpointClient
+    receipt: BenchReceipt
+    out_path: Path
+    contexts: dict[str, SuiteContext]
+    count_text: CountText | None
+    send_all: SendAll | None = None  # None: every stream from this process
+
+    def planned(self) -> int:
+        return sum(len(list(SUITES.get(s)(c))) for s, c in self.contexts.items())
+
+
+async def open_side(
+    client: EndpointClient,
+    *,
+    suites: list[str],
+    settings: BenchSettings,
+    out_path: Path,
+    model: str | None,
+    continue_receipt: BenchReceipt | None = None,
+    send_all: SendAll | None = None,
+) -> BenchSide:
+    """The receipt (saved at once), suite contexts and text counter of one server."""
+    model_id = model or await first_model_id(client)
+    receipt = continue_receipt or BenchReceipt(
+        base_url=client.base_url, model=model_id, suites=suites, settings=settings
+    )
+    receipt.complete = False
+    receipt.engine_build = receipt.engine_build or recorded_engine_build(client.base_url)
+    receipt.suites += [name for name in suites if name not in receipt.suites]
+    snapshot = await try_scrape_metrics(client)
+    if snapshot is not None:
+        receipt.engine = snapshot.engine
+    else:
+        receipt.warnings.append(
+            "no /metrics: idle waits, foreign-traffic checks and server counters are off"
+        )
+    if "spec" in suites and (snapshot is None or snapshot.read(Quantity.SPEC_DRAFTS) is None):
+        receipt.warnings.append(
+            "spec suite skipped: the server exposes no speculative-decoding counters — "
+            "start it with speculative decoding (e.g. `--spec-type draft-simple`)"
+        )
+        suites = [name for name in suites if name != "spec"]
+    save_receipt(receipt, out_path)
+    contexts = {
+        suite: await _suite_context(client, model_id, settings, suite, receipt) for suite in suites
+    }
+    count_text = await text_counter(client, model_id, receipt)
+    return BenchSide(client, receipt, out_path, contexts, count_text, send_all)
+
+
+async def measure_round(
+    side: BenchSide,
+    round_index: int,
+    on_progress: Callable[[PointResult], None],
+    on_point_done: Callable[[PointResult], None],
+) -> bool:
+    def saved(point: PointResult) -> None:
+        save_receipt(side.receipt, side.out_path)
+        on_progress(point)
+
+    return await _run_round(
+        side.client,
+        side.receipt,
+        side.contexts,
+        round_index,
+        saved=saved,
+        on_point_done=on_point_done,
+        count_text=side.count_text,
+        send_all=side.send_all,
+    )
+
+
 async def run_bench(
     base_url: str,
     *,
@@ -102,55 +179,23 @@ async def run_bench(
         EndpointClient(base_url, api_key=api_key) as client,
         ShardedSender(client, api_key=api_key, forced=settings.client_processes) as send_all,
     ):
-        model_id = model or await first_model_id(client)
-        receipt = continue_receipt or BenchReceipt(
-            base_url=client.base_url, model=model_id, suites=suites, settings=settings
+        side = await open_side(
+            client,
+            suites=suites,
+            settings=settings,
+            out_path=out_path,
+            model=model,
+            continue_receipt=continue_receipt,
+            send_all=send_all,
         )
-        receipt.complete = False
-        receipt.engine_build = receipt.engine_build or recorded_engine_build(client.base_url)
-        receipt.suites += [name for name in suites if name not in receipt.suites]
-        snapshot = await try_scrape_metrics(client)
-        if snapshot is not None:
-            receipt.engine = snapshot.engine
-        else:
-            receipt.warnings.append(
-                "no /metrics: idle waits, foreign-traffic checks and server counters are off"
-            )
-        if "spec" in suites and (snapshot is None or snapshot.read(Quantity.SPEC_DRAFTS) is None):
-            receipt.warnings.append(
-                "spec suite skipped: the server exposes no speculative-decoding counters — "
-                "start it with speculative decoding (e.g. `--spec-type draft-simple`)"
-            )
-            suites = [name for name in suites if name != "spec"]
-        save_receipt(receipt, out_path)
-
-        def saved(point: PointResult) -> None:
-            save_receipt(receipt, out_path)
-            on_progress(point)
-
-        contexts = {
-            suite: await _suite_context(client, model_id, settings, suite, receipt)
-            for suite in suites
-        }
-        count_text = await text_counter(client, model_id, receipt)
-        on_plan(settings.rounds * sum(len(list(SUITES.get(s)(c))) for s, c in contexts.items()))
+        on_plan(settings.rounds * side.planned())
         for round_index in range(1, settings.rounds + 1):
-            going = await _run_round(
-                client,
-                receipt,
-                contexts,
-                round_index,
-                saved=saved,
-                on_point_done=on_point_done,
-                count_text=count_text,
-                send_all=send_all,
-            )
-            if not going:
+            if not await measure_round(side, round_index, on_progress, on_point_done):
                 break
-        receipt.warnings += [w for w in send_all.warnings if w not in receipt.warnings]
-        receipt.close()
-        save_receipt(receipt, out_path)
-    return receipt
+        side.receipt.warnings += [w for w in send_all.warnings if w not in side.receipt.warnings]
+        side.receipt.close()
+        save_receipt(side.receipt, out_path)
+    return side.receipt
 
 
 async def _run_round(
@@ -162,7 +207,7 @@ async def _run_round(
     saved: Callable[[PointResult], None],
     on_point_done: Callable[[PointResult], None],
     count_text: CountText | None,
-    send_all: SendAll,
+    send_all: SendAll | None = None,
 ) -> bool:
     """One pass over every point of the suites; later rounds add samples to the same points.
 

@@ -241,6 +241,36 @@ def welch_change(before: Sequence[float], after: Sequence[float]) -> WelchCompar
     )
 
 
+def paired_change(before: Sequence[float], after: Sequence[float]) -> WelchComparison:
+    """The change from `before` to `after` judged on pairs taken in the same minutes.
+
+    Pair i is (before[i], after[i]), e.g. the round means of two servers measured in
+    alternating rounds. The drift of a shared machine moves both members of a pair alike, so it
+    cancels in their ratio: the interval is the t interval over the pairs of log(after/before),
+    with n - 1 degrees of freedom, taken back to percent (exp - 1). change_pct is the geometric
+    mean ratio as percent; before_mean and after_mean are the plain means of each side.
+    Values must be positive (rates and times are)."""
+    if len(before) != len(after):
+        raise ValueError(f"pairs need equal lengths, got {len(before)} and {len(after)}")
+    if not before or min(*before, *after) <= 0:
+        raise ValueError("paired change needs positive values on both sides, at least one pair")
+    logs = [math.log(b / a) for a, b in zip(before, after, strict=True)]
+    summary = summarize(logs)
+    low = high = df = None
+    if summary.ci95_low is not None and summary.ci95_high is not None:
+        low = math.expm1(summary.ci95_low) * 100
+        high = math.expm1(summary.ci95_high) * 100
+        df = float(summary.n - 1)
+    return WelchComparison(
+        before_mean=math.fsum(before) / len(before),
+        after_mean=math.fsum(after) / len(after),
+        change_pct=math.expm1(summary.mean) * 100,
+        ci95_low_pct=low,
+        ci95_high_pct=high,
+        df=df,
+    )
+
+
 def verdict(
     comparison: WelchComparison, tolerance_pct: float, higher_is_better: bool
 ) -> ChangeVerdict:

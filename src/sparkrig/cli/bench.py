@@ -11,6 +11,13 @@ import typer
 from rich.markup import escape
 
 from sparkrig import defaults
+from sparkrig.cli.bench_output import (
+    fail_when_nothing_measured,
+    paired_receipt_path,
+    pairing_defaults,
+    show_paired,
+    show_receipt,
+)
 from sparkrig.cli.common import (
     COUNT,
     DECODE_TOKENS,
@@ -100,8 +107,13 @@ def bench(
         ranged("stop a point when the 95% half-width is within this share of the mean", SHARE),
     ] = defaults.BENCH_PRECISION,
     max_samples: Annotated[
-        int, ranged("samples per point in each round at most", SAMPLES)
-    ] = defaults.BENCH_MAX_SAMPLES,
+        int | None,
+        ranged(
+            f"samples per point in each round at most (default {defaults.BENCH_MAX_SAMPLES}; "
+            f"{defaults.BENCH_PAIRED_MAX_SAMPLES} with --paired-with)",
+            SAMPLES,
+        ),
+    ] = None,
     tokens: Annotated[
         int, ranged("tokens generated per request", DECODE_TOKENS)
     ] = defaults.BENCH_DECODE_TOKENS,
@@ -120,13 +132,14 @@ def bench(
         ),
     ] = True,
     rounds: Annotated[
-        int,
+        int | None,
         ranged(
             "passes over every point; compare judges by the spread between rounds, which "
-            "carries the drift of a shared machine (1: samples only, docs/metrics.md)",
+            "carries the drift of a shared machine (1: samples only, docs/metrics.md; default "
+            f"{defaults.BENCH_ROUNDS}, {defaults.BENCH_PAIRED_ROUNDS} with --paired-with)",
             COUNT,
         ),
-    ] = defaults.BENCH_ROUNDS,
+    ] = None,
     client_processes: Annotated[
         int | None,
         ranged(
@@ -135,6 +148,18 @@ def bench(
             "sends all from this process",
             COUNT,
         ),
+    ] = None,
+    paired_with: Annotated[
+        str | None,
+        typer.Option(
+            help="a second server to bench in the same run, rounds alternating (URL round 1, "
+            "this round 1, URL round 2, ...) so both are measured in the same minutes; compare "
+            "judges the two receipts on paired round ratios (docs/metrics.md: paired rounds)"
+        ),
+    ] = None,
+    paired_out: Annotated[
+        Path | None,
+        typer.Option(help="receipt path of the --paired-with server (default: <out>-paired)"),
     ] = None,
     model: Annotated[
         str | None, typer.Option(help="model id (default: the server's first)")
@@ -160,8 +185,6 @@ def bench(
     after every sample, so an interrupted run keeps what it measured."""
     from sparkrig.bench.point import BenchSettings
     from sparkrig.bench.run import check_suites, run_bench
-    from sparkrig.cli.receipt_files import write_report
-    from sparkrig.cli.views.bench_table import bench_table, spec_table
     from sparkrig.client.endpoint import api_key_from_env
     from sparkrig.client.http_failures import checked_base_url
 
@@ -169,6 +192,7 @@ def bench(
         raise UsageError("give either a server URL or --local — e.g. `sparkrig bench --local`")
     if url is not None:
         checked_base_url(url)  # a URL that cannot work fails before anything runs
+    rounds, max_samples = pairing_defaults(local, paired_with, paired_out, rounds, max_samples)
     speculative = _speculative(spec_type, None, defaults.LOCAL_SPEC_DRAFT_MAX, None)
     if spec_type and not local:
         raise UsageError("--spec-type starts the embedded engine — add --local, or drop it")
@@ -194,6 +218,7 @@ def bench(
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out_path = out or Path("sparkrig-runs") / f"bench-{stamp}.json"
     refuse_to_replace(out_path, force=force)
+    second_path = paired_receipt_path(out_path, paired_with, paired_out, force=force)
 
     from sparkrig.cli.views.bench_progress import BenchProgress
 
@@ -213,6 +238,17 @@ def bench(
                 err_console, suites=suites, slots=slots, speculative=speculative, **kwargs
             )
         key = api_key_from_env(api_key_env)
+        if paired_with is not None and second_path is not None:
+            from sparkrig.bench.paired import run_paired_bench
+
+            return await run_paired_bench(
+                str(url),
+                paired_with,
+                suites=suites,
+                api_key=key,
+                paired_out_path=second_path,
+                **kwargs,
+            )
         return await run_bench(str(url), suites=suites, api_key=key, **kwargs)
 
     from sparkrig.cli.doctor import node_runners
@@ -225,35 +261,21 @@ def bench(
             BenchProgress(err_console) as progress,
             sampled_beside(out_path, enabled=telemetry, nodes=nodes),
         ):
-            receipt = asyncio.run(go(progress))
+            result = asyncio.run(go(progress))
     except KeyboardInterrupt:
-        err_console.print(f"interrupted — the receipt keeps every finished sample: {out_path}")
+        kept = f"{out_path} and {second_path}" if second_path else str(out_path)
+        err_console.print(f"interrupted — the receipt keeps every finished sample: {kept}")
         raise
+    if second_path is not None:
+        show_paired(result, (out_path, second_path), as_json=as_json)
+        return
+    receipt = result
     if as_json:
         _print_json(receipt.model_dump(mode="json"))
-        _fail_when_nothing_measured(receipt, out_path)
+        fail_when_nothing_measured(receipt, out_path)
         return
-    console.print(bench_table(receipt))
-    if (acceptance := spec_table(receipt)) is not None:
-        console.print(acceptance)
-    for warning in receipt.warnings:
-        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
-    for point in receipt.points:
-        for warning in point.warnings:
-            console.print(f"[yellow]{point.suite}/{point.name}:[/] {warning}", highlight=False)
-    page = write_report(out_path, receipt)
-    console.print(f"receipt written to {out_path}; report {page}", highlight=False)
-    _fail_when_nothing_measured(receipt, out_path)
-
-
-def _fail_when_nothing_measured(receipt: Any, out_path: Path) -> None:
-    if not receipt.measured:
-        first = receipt.first_error or "no request was sent"
-        raise SparkrigError(
-            f"nothing was measured: {receipt.requests_failed()} of {receipt.requests_sent} "
-            f"requests failed (first: {first.split(' — ')[0]}) — fix what the first error names "
-            f"and rerun; {out_path} records the failed run"
-        )
+    show_receipt(receipt, out_path)
+    fail_when_nothing_measured(receipt, out_path)
 
 
 @app.command()

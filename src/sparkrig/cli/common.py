@@ -99,14 +99,14 @@ TelemetryClusterOption = Annotated[
 ]
 
 
-def refuse_to_replace(path: Path, *, force: bool) -> None:
+def refuse_to_replace(path: Path, *, force: bool, flag: str = "--out") -> None:
     """A run writes its receipt early and often; it must not replace a user's file (an earlier
     good receipt, or anything else) unless asked to. Checked before any work."""
     if path.is_dir():
-        raise UsageError(f"--out {path} is a directory — name a file, e.g. {path}/run.json")
+        raise UsageError(f"{flag} {path} is a directory — name a file, e.g. {path}/run.json")
     if (path.exists() or path.is_symlink()) and not force:
         raise UsageError(
-            f"--out {path} already exists — pick another path, or add --force to replace it"
+            f"{flag} {path} already exists — pick another path, or add --force to replace it"
         )
 
 

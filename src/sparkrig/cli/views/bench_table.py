@@ -37,7 +37,8 @@ def _median_ttft_ms(point: PointResult) -> str:
 def bench_table(receipt: BenchReceipt) -> Table:
     table = Table(
         title=f"bench · {receipt.model} · {receipt.base_url}"
-        + (f" · {receipt.engine_build}" if receipt.engine_build else ""),
+        + (f" · {receipt.engine_build}" if receipt.engine_build else "")
+        + (f" · paired run {receipt.pairing}" if receipt.pairing else ""),
         title_justify="left",
         caption="tok/s: median, from server token counts (prefill: prompt tokens ÷ TTFT; "
         "concurrency: all streams over their union window); ±: 95% Student-t half-width",
@@ -71,9 +72,18 @@ def bench_table(receipt: BenchReceipt) -> Table:
 
 
 def compare_table(rows: list[PointComparison], tolerance_pct: float) -> Table:
+    paired = sorted({row.paired_rounds for row in rows if row.paired_rounds is not None})
+    if paired:
+        over = f"{paired[0]}" if len(paired) == 1 else f"{paired[0]}-{paired[-1]}"
+        judged = (
+            f"paired over {over} rounds: change of the geometric mean ratio of round means "
+            "with its 95% t interval over the rounds' log ratios"
+        )
+    else:
+        judged = "change of the mean with its Welch 95% interval over round means"
     caption = (
-        f"change of the mean with its Welch 95% interval over round means; slower/faster only "
-        f"when the interval excludes 0 and the change exceeds {tolerance_pct:g}%"
+        f"{judged}; slower/faster only when the interval excludes 0 and the change exceeds "
+        f"{tolerance_pct:g}%"
     )
     if any(row.note == SAMPLES_ONLY for row in rows):
         caption += (

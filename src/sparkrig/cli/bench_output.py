@@ -1,0 +1,96 @@
+"""What `sparkrig bench` prints and checks around a run: its tables, and the paired options."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.markup import escape
+
+from sparkrig import defaults
+from sparkrig.cli.common import _print_json, console, refuse_to_replace
+from sparkrig.errors import SparkrigError, UsageError
+
+
+def show_receipt(receipt: Any, out_path: Path) -> None:
+    """The bench table, warnings and report page of one receipt."""
+    from sparkrig.cli.receipt_files import write_report
+    from sparkrig.cli.views.bench_table import bench_table, spec_table
+
+    console.print(bench_table(receipt))
+    if (acceptance := spec_table(receipt)) is not None:
+        console.print(acceptance)
+    for warning in receipt.warnings:
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    for point in receipt.points:
+        for warning in point.warnings:
+            console.print(f"[yellow]{point.suite}/{point.name}:[/] {warning}", highlight=False)
+    page = write_report(out_path, receipt)
+    console.print(f"receipt written to {out_path}; report {page}", highlight=False)
+
+
+def show_paired(receipts: Any, paths: tuple[Path, Path], *, as_json: bool) -> None:
+    """Both receipts of a paired run, each as a plain run shows one, then how to compare."""
+    if as_json:
+        _print_json([receipt.model_dump(mode="json") for receipt in receipts])
+    else:
+        for receipt, path in zip(receipts, paths, strict=True):
+            console.print(f"[bold]{escape(receipt.base_url)}[/]", highlight=False)
+            show_receipt(receipt, path)
+        console.print(
+            f"paired run {receipts[0].pairing}: `sparkrig compare {paths[0]} {paths[1]}` "
+            "judges it on paired rounds",
+            highlight=False,
+        )
+    for receipt, path in zip(receipts, paths, strict=True):
+        fail_when_nothing_measured(receipt, path)
+
+
+def pairing_defaults(
+    local: bool,
+    paired_with: str | None,
+    paired_out: Path | None,
+    rounds: int | None,
+    max_samples: int | None,
+) -> tuple[int, int]:
+    """Rounds and samples a round, defaulted for a paired or a plain run; bad pairings refused."""
+    from sparkrig.client.http_failures import checked_base_url
+
+    if paired_with is not None:
+        if local:
+            raise UsageError(
+                "--paired-with pairs two running servers — give the first one's URL, not --local"
+            )
+        checked_base_url(paired_with)
+    elif paired_out is not None:
+        raise UsageError("--paired-out names the --paired-with receipt — add --paired-with URL")
+    paired = paired_with is not None
+    if rounds is None:
+        rounds = defaults.BENCH_PAIRED_ROUNDS if paired else defaults.BENCH_ROUNDS
+    if max_samples is None:
+        max_samples = defaults.BENCH_PAIRED_MAX_SAMPLES if paired else defaults.BENCH_MAX_SAMPLES
+    return rounds, max_samples
+
+
+def paired_receipt_path(
+    out_path: Path, paired_with: str | None, paired_out: Path | None, *, force: bool
+) -> Path | None:
+    """Where the --paired-with server's receipt goes; None for a plain run."""
+    if paired_with is None:
+        return None
+    from sparkrig.bench.paired import check_paired_paths, paired_path
+
+    second_path = paired_out or paired_path(out_path)
+    check_paired_paths(out_path, second_path)
+    refuse_to_replace(second_path, force=force, flag="--paired-out")
+    return second_path
+
+
+def fail_when_nothing_measured(receipt: Any, out_path: Path) -> None:
+    if not receipt.measured:
+        first = receipt.first_error or "no request was sent"
+        raise SparkrigError(
+            f"nothing was measured: {receipt.requests_failed()} of {receipt.requests_sent} "
+            f"requests failed (first: {first.split(' — ')[0]}) — fix what the first error names "
+            f"and rerun; {out_path} records the failed run"
+        )
