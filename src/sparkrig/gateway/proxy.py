@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing, asynccontextmanager
 from typing import Any
 
@@ -150,11 +150,16 @@ class Gateway:
         tracked: TrackedRequest,
     ) -> web.StreamResponse:
         if plan.is_identity and not self._tracks_content:
-            return await _relay_raw(request, upstream)
+            return await _relay_raw(request, upstream, on_done=lambda: self.ledger.depart(tracked))
         response = web.StreamResponse(status=upstream.status, headers=_forwarded(upstream.headers))
         await response.prepare(request)
         try:
-            await _relay_events(upstream, response, StreamRewriter(plan, tracked))
+            await _relay_events(
+                upstream,
+                response,
+                StreamRewriter(plan, tracked),
+                on_done=lambda: self.ledger.depart(tracked),
+            )
             await response.write_eof()
         except ConnectionResetError:
             pass  # the client went away; leaving `async with` closes the upstream request too
@@ -169,12 +174,19 @@ class Gateway:
         return self.upstream_url + request.rel_url.raw_path_qs
 
 
-async def _relay_raw(request: web.Request, upstream: aiohttp.ClientResponse) -> web.StreamResponse:
-    """A stream relayed block by block as it arrives, untouched."""
+async def _relay_raw(
+    request: web.Request,
+    upstream: aiohttp.ClientResponse,
+    on_done: Callable[[], None] = lambda: None,
+) -> web.StreamResponse:
+    """A stream relayed block by block as it arrives, untouched; `on_done` runs before the block
+    that ends it ([DONE]) is sent."""
     response = web.StreamResponse(status=upstream.status, headers=_forwarded(upstream.headers))
     await response.prepare(request)
     try:
         async for block in upstream.content.iter_any():
+            if block.rstrip().endswith(b"[DONE]"):
+                on_done()
             await response.write(block)
         await response.write_eof()
     except ConnectionResetError:
@@ -183,14 +195,19 @@ async def _relay_raw(request: web.Request, upstream: aiohttp.ClientResponse) -> 
 
 
 async def _relay_events(
-    upstream: aiohttp.ClientResponse, response: web.StreamResponse, rewriter: StreamRewriter
+    upstream: aiohttp.ClientResponse,
+    response: web.StreamResponse,
+    rewriter: StreamRewriter,
+    on_done: Callable[[], None] = lambda: None,
 ) -> None:
+    """Relay every event rewritten; `on_done` runs before the reply's last event is sent."""
     async with aclosing(sse_events(upstream.content.iter_any(), relay_reader())) as events:
         async for event in events:
-            if await _relay_event(event, response, rewriter):
+            if await _relay_event(event, response, rewriter, on_done):
                 return
     for chunk in rewriter.finish():
         await response.write(sse_data(chunk))
+    on_done()
 
 
 def relay_reader() -> SseReader:
@@ -200,7 +217,10 @@ def relay_reader() -> SseReader:
 
 
 async def _relay_event(
-    event: ReceivedEvent, response: web.StreamResponse, rewriter: StreamRewriter
+    event: ReceivedEvent,
+    response: web.StreamResponse,
+    rewriter: StreamRewriter,
+    on_done: Callable[[], None],
 ) -> bool:
     """Send one upstream event's rewrite; True once the reply is over (sent [DONE])."""
     if event.data_bytes is None:
@@ -209,6 +229,7 @@ async def _relay_event(
     if event.is_done:
         for chunk in rewriter.finish():
             await response.write(sse_data(chunk))
+        on_done()
         await response.write(event.raw)
         return True
     parsed = json_object(event.data_bytes)
@@ -223,6 +244,7 @@ async def _relay_event(
     if rewriter.ended:  # the gateway ended the reply: stop reading upstream
         for out in rewriter.finish():
             await response.write(sse_data(out))
+        on_done()
         await response.write(DONE)
         return True
     return False
