@@ -13,6 +13,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from sparkrig.client.request_parts import PERSON_FORMAT
 from sparkrig.gateway import Fault, GatewayConfig, running_gateway
 from sparkrig.gateway.serve import ServingGateway, running_serving_gateway
 from sparkrig.gateway.serve_config import ServeConfig
@@ -25,17 +26,7 @@ pytestmark = [pytest.mark.engine, pytest.mark.asyncio(loop_scope="session")]
 
 PROMPT = "List four fruits, one per line, with their colours."
 NO_CACHE = {"cache_prompt": False}
-PERSON = {
-    "type": "json_schema",
-    "json_schema": {
-        "name": "person",
-        "schema": {
-            "type": "object",
-            "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
-            "required": ["name", "age"],
-        },
-    },
-}
+PERSON = PERSON_FORMAT
 
 
 def detections(gateway: ServingGateway) -> dict[str, float]:

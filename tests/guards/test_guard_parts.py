@@ -8,6 +8,7 @@ import pytest
 
 from sparkrig.client import ChatRequest
 from sparkrig.client.records import RequestError, RequestRecord, TokenLogprob, TopLogprob
+from sparkrig.client.request_parts import PERSON_SCHEMA
 from sparkrig.detectors.empty_content import classify_empty_content
 from sparkrig.detectors.schema import schema_problems
 from sparkrig.errors import UsageError
@@ -25,7 +26,6 @@ from sparkrig.guards.kv_integrity import (
 )
 from sparkrig.guards.needle import ladder, where_found
 from sparkrig.guards.stop_in_reasoning import stop_word_from
-from sparkrig.guards.structured import PERSON_SCHEMA
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 

@@ -10,34 +10,12 @@ from typing import Any, Final, Literal
 
 from sparkrig import defaults
 from sparkrig.client.endpoint import ChatRequest, CompletionRequest
+from sparkrig.client.request_parts import PERSON_FORMAT, WEATHER_TOOL
 from sparkrig.wire.workload_log import WorkloadRecord
 
 Kind = Literal["tool_call", "json", "code", "summary", "prose", "replay"]
 KINDS: Final[tuple[Kind, ...]] = ("tool_call", "json", "code", "summary", "prose")
 
-WEATHER_TOOL: Final = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Get the current weather for a city",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        },
-    },
-}
-PERSON_FORMAT: Final = {
-    "type": "json_schema",
-    "json_schema": {
-        "name": "person",
-        "schema": {
-            "type": "object",
-            "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
-            "required": ["name", "age"],
-        },
-    },
-}
 _CITIES = ("Paris", "Lagos", "Osaka", "Lima", "Oslo", "Perth", "Quito")
 _CODE_TASKS = (
     "reverses a linked list",

@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from sparkrig.bench.soak_receipt import SoakWindow
-from sparkrig.bench.soak_traffic import PERSON_FORMAT, Kind
+from sparkrig.bench.soak_traffic import Kind
 from sparkrig.client.records import RequestRecord
+from sparkrig.client.request_parts import PERSON_SCHEMA
 from sparkrig.detectors.schema import schema_problems
 from sparkrig.detectors.text import (
     loop_findings,
@@ -52,8 +53,7 @@ def output_findings(kind: Kind, record: RequestRecord) -> list[tuple[str, str]]:
         except json.JSONDecodeError as exc:
             found.append(("json_schema", f"the reply is not JSON ({exc.msg} at {exc.pos})"))
         else:
-            schema = PERSON_FORMAT["json_schema"]["schema"]  # type: ignore[index]
-            if problems := schema_problems(value, schema):
+            if problems := schema_problems(value, PERSON_SCHEMA):
                 found.append(("json_schema", f"the JSON fails its schema: {'; '.join(problems)}"))
     for call in record.tool_calls:
         arguments = (call.get("function") or {}).get("arguments") or "{}"

@@ -7,28 +7,12 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
+from sparkrig.client.request_parts import PERSON_FORMAT, PERSON_SCHEMA, WEATHER_TOOL
 from sparkrig.detectors.schema import schema_problems
 from sparkrig.guards.context import GuardContext
 from sparkrig.guards.verdict import GuardResult, failed, passed, skipped
 
 NAME: Final = "structured"
-PERSON_SCHEMA: Final = {
-    "type": "object",
-    "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
-    "required": ["name", "age"],
-}
-WEATHER_TOOL: Final = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Get the current weather for a city",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        },
-    },
-}
 
 
 def _parse(text: str) -> tuple[Any, str | None]:
@@ -43,12 +27,7 @@ async def structured_guard(context: GuardContext) -> GuardResult:
     schema_request = context.chat(
         "Give a person's name and age as JSON.",
         max_tokens=64,
-        extra={
-            "response_format": {
-                "type": "json_schema",
-                "json_schema": {"name": "person", "schema": PERSON_SCHEMA},
-            }
-        },
+        extra={"response_format": PERSON_FORMAT},
     )
     record = await context.send(schema_request)
     if record.error is not None and record.error.status in (400, 404, 422, 501):
