@@ -5,20 +5,13 @@ from __future__ import annotations
 
 from html import escape
 
-from sparkrig.fabric.collectives.results import COLLECTIVES, FabricTestReceipt, ratio
+from sparkrig.fabric.collectives.results import FabricTestReceipt, ladder_rows, size_label
 
 _DASH = "—"
 
 
 def _num(value: float | None, spec: str) -> str:
     return _DASH if value is None else format(value, spec)
-
-
-def _size(value: int) -> str:
-    for unit, scale in (("MiB", 1024**2), ("KiB", 1024)):
-        if value >= scale and value % scale == 0:
-            return f"{value // scale} {unit}"
-    return f"{value} B"
 
 
 def _table(columns: list[str], rows: list[list[str]], numeric_from: int) -> str:
@@ -63,29 +56,18 @@ def fabric_test_section(receipt: FabricTestReceipt, label: str) -> str:
         [str(c.rank), c.node, str(c.passed), str(len(c.failed)), ", ".join(c.failed[:5])]
         for c in receipt.checks
     ]
-    sizes = sorted({p.size_bytes for p in receipt.points})
-    ladder = []
-    for collective in COLLECTIVES:
-        for size in sizes:
-            found = {
-                p.implementation: p
-                for p in receipt.points
-                if p.collective == collective and p.size_bytes == size
-            }
-            if not found:
-                continue
-            builtin, ours = found.get("builtin"), found.get("sparkrig")
-            ladder.append(
-                [
-                    collective,
-                    _size(size),
-                    _num(builtin.seconds * 1e6 if builtin and builtin.seconds else None, ".1f"),
-                    _num(ours.seconds * 1e6 if ours and ours.seconds else None, ".1f"),
-                    _num(builtin.busbw_gbps if builtin else None, ".4f"),
-                    _num(ours.busbw_gbps if ours else None, ".4f"),
-                    _num(ratio(receipt.points, collective, size), ".2f"),
-                ]
-            )
+    ladder = [
+        [
+            row.collective,
+            size_label(row.size_bytes),
+            _num(row.builtin.seconds * 1e6 if row.builtin and row.builtin.seconds else None, ".1f"),
+            _num(row.ours.seconds * 1e6 if row.ours and row.ours.seconds else None, ".1f"),
+            _num(row.builtin.busbw_gbps if row.builtin else None, ".4f"),
+            _num(row.ours.busbw_gbps if row.ours else None, ".4f"),
+            _num(row.ratio, ".2f"),
+        ]
+        for row in ladder_rows(receipt)
+    ]
     cables = [
         [
             load.collective,

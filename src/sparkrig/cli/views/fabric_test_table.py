@@ -6,14 +6,7 @@ from __future__ import annotations
 from rich.console import Group
 from rich.table import Table
 
-from sparkrig.fabric.collectives.results import COLLECTIVES, FabricTestReceipt, ratio
-
-
-def _size(value: int) -> str:
-    for unit, scale in (("MiB", 1024**2), ("KiB", 1024)):
-        if value >= scale and value % scale == 0:
-            return f"{value // scale} {unit}"
-    return f"{value} B"
+from sparkrig.fabric.collectives.results import FabricTestReceipt, ladder_rows, size_label
 
 
 def _number(value: float | None, digits: int = 3) -> str:
@@ -46,26 +39,17 @@ def ladder_table(receipt: FabricTestReceipt) -> Table:
         "ratio",
     ):
         table.add_column(column, justify="right" if column != "collective" else "left")
-    sizes = sorted({p.size_bytes for p in receipt.points})
-    for collective in COLLECTIVES:
-        for size in sizes:
-            found = {
-                p.implementation: p
-                for p in receipt.points
-                if p.collective == collective and p.size_bytes == size
-            }
-            if not found:
-                continue
-            builtin, ours = found.get("builtin"), found.get("sparkrig")
-            table.add_row(
-                collective,
-                _size(size),
-                _number(builtin.seconds * 1e6 if builtin and builtin.seconds else None, 1),
-                _number(ours.seconds * 1e6 if ours and ours.seconds else None, 1),
-                _number(builtin.busbw_gbps if builtin else None),
-                _number(ours.busbw_gbps if ours else None),
-                _number(ratio(receipt.points, collective, size), 2),
-            )
+    for row in ladder_rows(receipt):
+        builtin, ours = row.builtin, row.ours
+        table.add_row(
+            row.collective,
+            size_label(row.size_bytes),
+            _number(builtin.seconds * 1e6 if builtin and builtin.seconds else None, 1),
+            _number(ours.seconds * 1e6 if ours and ours.seconds else None, 1),
+            _number(builtin.busbw_gbps if builtin else None),
+            _number(ours.busbw_gbps if ours else None),
+            _number(row.ratio, 2),
+        )
     return table
 
 

@@ -7,7 +7,7 @@ import re
 import socket
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -170,3 +170,42 @@ def ratio(points: list[Point], collective: str, size_bytes: int) -> float | None
     if not ours or not theirs:
         return None
     return ours / theirs
+
+
+class LadderRow(NamedTuple):
+    """One collective at one size, built-in and sparkrig side by side (either may be missing)."""
+
+    collective: str
+    size_bytes: int
+    builtin: Point | None
+    ours: Point | None
+    ratio: float | None
+
+
+def ladder_rows(receipt: FabricTestReceipt) -> list[LadderRow]:
+    """The ladder as the terminal table and the HTML report both show it: by collective, then
+    size; a size no implementation measured for that collective is left out."""
+    rows = []
+    for collective in COLLECTIVES:
+        for size in sorted({p.size_bytes for p in receipt.points}):
+            found = {
+                p.implementation: p
+                for p in receipt.points
+                if p.collective == collective and p.size_bytes == size
+            }
+            if found:
+                builtin, ours = found.get("builtin"), found.get("sparkrig")
+                rows.append(
+                    LadderRow(
+                        collective, size, builtin, ours, ratio(receipt.points, collective, size)
+                    )
+                )
+    return rows
+
+
+def size_label(value: int) -> str:
+    """8192 -> '8 KiB', 268435456 -> '256 MiB'; other values in bytes."""
+    for unit, scale in (("MiB", 1024**2), ("KiB", 1024)):
+        if value >= scale and value % scale == 0:
+            return f"{value // scale} {unit}"
+    return f"{value} B"
