@@ -144,8 +144,8 @@ def _compare_point(
         row.note = "missing in one receipt"
     elif point.invalid or (other is not None and other.invalid):
         row.note = "invalid in one run: not compared"
-    elif paired and _pairable(*paired_round_means(before_values, after_values)):
-        first, second = paired_round_means(before_values, after_values)
+    elif paired and _pairable(*(pairs := paired_round_means(before_values, after_values))):
+        first, second = pairs
         row.change = paired_change(first, second)
         row.paired_rounds = len(first)
         row.verdict = verdict(row.change, tolerance_pct, higher_is_better=quantity == "tok/s")
