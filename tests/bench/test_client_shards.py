@@ -22,6 +22,7 @@ import pytest_asyncio
 from aiohttp import web
 
 from sparkrig import defaults
+from sparkrig.bench import client_shards
 from sparkrig.bench.client_shards import (
     ClientLoad,
     ShardedSender,
@@ -125,6 +126,34 @@ def test_runnable_at_the_limit_is_saturated_and_below_it_is_not() -> None:
     # starved by other work: little CPU, much waiting for a core
     assert ClientLoad(processes=2, busy=[0.2, 0.4], queued=[0.0, limit - 0.4]).saturated
     assert not ClientLoad(processes=2, busy=[0.2, 0.4], queued=[0.0, 0.1]).saturated
+
+
+async def test_without_a_shared_clock_the_batch_stays_in_this_process_and_says_so(
+    echo_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host whose perf_counter is not CLOCK_MONOTONIC (macOS, some VMs' Python builds) cannot
+    merge worker stamps: the sender falls back to one process and warns once."""
+    monkeypatch.setattr(client_shards, "shared_clock", lambda: False)
+    async with EndpointClient(echo_server) as client, ShardedSender(client, forced=3) as send_all:
+        records, load = await send_all([ask(f"stream {i}") for i in range(6)])
+        records_again, _ = await send_all([ask("again"), ask("and again")])
+        assert send_all.workers == []
+    assert load.processes == 1
+    assert all(record.ok for record in [*records, *records_again])
+    assert len(send_all.warnings) == 1
+    assert "not CLOCK_MONOTONIC" in send_all.warnings[0]
+
+
+async def test_without_schedstat_the_load_is_cpu_alone(
+    echo_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kernel or sandbox without /proc/thread-self/schedstat (gVisor, non-Linux): the queued
+    share is unknown, not zero-by-accident, and runnable falls back to the CPU share."""
+    monkeypatch.setattr(client_shards, "queued_ns", lambda: None)
+    async with EndpointClient(echo_server) as client:
+        _, load = await send_in_process(client, [ask("one")])
+    assert load.queued is None
+    assert load.runnable == load.busy
 
 
 async def test_sharded_records_match_one_process_in_order_and_clock(echo_server: str) -> None:
