@@ -65,11 +65,29 @@ async def _serve(
     return await start_local(plan, answer_one_completion)
 
 
+EXTERNAL_SERVER_ENV = "SPARKRIG_TEST_SERVER_URL"
+
+
+class ExternalServer:
+    """A server this session did not start (SPARKRIG_TEST_SERVER_URL): the tests that take
+    `llama_server` run against it unchanged, as llama.cpp's server tests do against a remote
+    box. benchmarks/vllm_gpu/ points the guard × fault matrix at a live vLLM this way."""
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url.rstrip("/")
+
+
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def llama_server(
-    engine: EngineInstall, bundled_model: Path, session_state_dir: Path
+    request: pytest.FixtureRequest, session_state_dir: Path
 ) -> AsyncIterator[LocalInstance]:
-    """A real llama-server with the bundled model, 4 slots, metrics on."""
+    """A real llama-server with the bundled model, 4 slots, metrics on; or the server at
+    $SPARKRIG_TEST_SERVER_URL, started by someone else and left running."""
+    if external := os.environ.get(EXTERNAL_SERVER_ENV):
+        yield ExternalServer(external)  # type: ignore[misc]
+        return
+    engine: EngineInstall = request.getfixturevalue("engine")
+    bundled_model: Path = request.getfixturevalue("bundled_model")
     record = await _serve(engine, bundled_model)
     try:
         yield record

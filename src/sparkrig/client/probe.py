@@ -17,6 +17,11 @@ _MODEL_LIST_BYTES = 4 * 1024 * 1024  # a long list of models, but never an endle
 
 async def first_model_id(client: EndpointClient) -> str:
     """The first model the server lists; EndpointError naming why there is none."""
+    return (await model_ids(client))[0]
+
+
+async def model_ids(client: EndpointClient) -> list[str]:
+    """Every model id the server lists (at least one); EndpointError naming why there is none."""
     url = f"{client.base_url}/v1/models"
     try:
         async with client.session.get(url) as response:
@@ -58,7 +63,8 @@ async def first_model_id(client: EndpointClient) -> str:
             f"{url}: the first model has no string `id` (got {excerpt(repr(first), 60)}) — "
             "pass --model"
         )
-    return model_id
+    others = [e.get("id") for e in entries[1:] if isinstance(e, dict)]
+    return [model_id, *(i for i in others if isinstance(i, str) and i)]
 
 
 async def ask_once(

@@ -156,6 +156,12 @@ class SpeculativeSettings(_Strict):
         "(docs/field-notes.md#dspark-k-block-5); anemll sizes the draft block from k "
         "(docs/field-notes.md#dspark-k-anemll)",
     )
+    prompt_lookup_max: int | None = Field(
+        default=None, ge=1, description="ngram method: longest n-gram looked up in the prompt"
+    )
+    prompt_lookup_min: int | None = Field(
+        default=None, ge=1, description="ngram method: shortest n-gram looked up in the prompt"
+    )
 
     def as_json(self) -> str:
         body: dict[str, str | int] = {
@@ -164,6 +170,10 @@ class SpeculativeSettings(_Strict):
         }
         if self.draft_sample_method is not None:
             body["draft_sample_method"] = self.draft_sample_method
+        if self.prompt_lookup_max is not None:
+            body["prompt_lookup_max"] = self.prompt_lookup_max
+        if self.prompt_lookup_min is not None:
+            body["prompt_lookup_min"] = self.prompt_lookup_min
         return json.dumps(body, separators=(",", ":"))
 
 

@@ -119,6 +119,10 @@ def plan_launch(
     engine = cluster.engine
     adapter = adapter_for(engine.kind)
     nodes = [_launch_node(cluster, fabric, name, rank) for rank, name in _group(fabric)]
+    if len(nodes) == 1:
+        # one box: no cable carries a collective, so no socket or HCA settings; the fabric
+        # plan's control interface (a DGX Spark's enP7s7 by default) may not exist here at all
+        nodes = [nodes[0].model_copy(update={"fabric_env": []})]
     binary, rpc_binary = adapter.binaries(engine, LocalEngine(binaries=default_binaries))
     model_path = cluster.model.path
     if model_path == BUNDLED_MODEL:

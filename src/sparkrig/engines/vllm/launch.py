@@ -100,6 +100,10 @@ def render_vllm(context: LaunchContext) -> list[ProcessSpec]:
     if context.engine.backend == "ray":
         return _render_ray(context)
     engine_env = jit_cache_env(context.engine.jit_cache_dir)
+    if len(context.nodes) == 1:
+        # one node: a plain `vllm serve`, no --nnodes/--master-addr (nothing to rendezvous with)
+        argv = [*_serve_head_args(context), *profile_args(context.profile)]
+        return [_head(context.head, argv, engine_env, context)]
     head = context.head
     processes = []
     for node in context.nodes:
