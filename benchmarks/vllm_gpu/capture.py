@@ -1,0 +1,139 @@
+"""Capture a live server's replies as fixtures: run on the GPU machine against the vLLM that
+`sparkrig up` started (`python3 benchmarks/vllm_gpu/capture.py URL MODEL OUT_DIR [LABEL]`).
+
+Standard library only, so it runs before anything else is installed. Every reply is written raw
+(status line, content type, body bytes as text) into OUT_DIR/LABEL-NAME.txt, and an index of
+what was asked into OUT_DIR/LABEL-index.json; tests/fixtures/vllm/ keeps what these produced.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+    "required": ["name", "age"],
+}
+
+
+def asks(model: str) -> dict[str, tuple[str, str, object | None]]:
+    user = [{"role": "user", "content": "Count from 1 to 5."}]
+    return {
+        "health": ("GET", "/health", None),
+        "models": ("GET", "/v1/models", None),
+        "metrics": ("GET", "/metrics", None),
+        "tokenize": ("POST", "/tokenize", {"model": model, "prompt": "Hello, world!"}),
+        "chat-stream-usage": (
+            "POST",
+            "/v1/chat/completions",
+            {
+                "model": model,
+                "messages": user,
+                "max_tokens": 16,
+                "temperature": 0,
+                "stream": True,
+                "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+            },
+        ),
+        "completion-stream-logprobs": (
+            "POST",
+            "/v1/completions",
+            {
+                "model": model,
+                "prompt": "The capital of France is",
+                "max_tokens": 8,
+                "temperature": 0,
+                "logprobs": 2,
+                "stream": True,
+                "stream_options": {"include_usage": True},
+            },
+        ),
+        "chat-logprobs": (
+            "POST",
+            "/v1/chat/completions",
+            {
+                "model": model,
+                "messages": user,
+                "max_tokens": 8,
+                "temperature": 0,
+                "logprobs": True,
+                "top_logprobs": 2,
+            },
+        ),
+        "chat-json-schema-stream": (
+            "POST",
+            "/v1/chat/completions",
+            {
+                "model": model,
+                "messages": [{"role": "user", "content": "Give a person as JSON."}],
+                "max_tokens": 48,
+                "temperature": 0,
+                "stream": True,
+                "response_format": {
+                    "type": "json_schema",
+                    "json_schema": {"name": "person", "schema": SCHEMA},
+                },
+            },
+        ),
+        "error-400-max-tokens": (
+            "POST",
+            "/v1/chat/completions",
+            {"model": model, "messages": user, "max_tokens": 10_000_000},
+        ),
+        "error-404-model": (
+            "POST",
+            "/v1/chat/completions",
+            {"model": "no-such-model", "messages": user, "max_tokens": 4},
+        ),
+    }
+
+
+def fetch(base: str, method: str, path: str, body: object | None) -> tuple[int, str, bytes]:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(base + path, data=data, method=method)  # noqa: S310
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:  # noqa: S310
+            return response.status, response.headers.get("content-type", ""), response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers.get("content-type", ""), exc.read()
+
+
+def main() -> int:
+    base, model, out = sys.argv[1].rstrip("/"), sys.argv[2], Path(sys.argv[3])
+    label = sys.argv[4] if len(sys.argv) > 4 else "vllm"
+    out.mkdir(parents=True, exist_ok=True)
+    index = []
+    for name, (method, path, body) in asks(model).items():
+        began = time.time()
+        try:
+            status, kind, raw = fetch(base, method, path, body)
+        except OSError as exc:
+            status, kind, raw = -1, "", repr(exc).encode()
+        (out / f"{label}-{name}.txt").write_bytes(raw)
+        index.append(
+            {
+                "name": name,
+                "method": method,
+                "path": path,
+                "request": body,
+                "status": status,
+                "content_type": kind,
+                "bytes": len(raw),
+                "seconds": round(time.time() - began, 3),
+            }
+        )
+        print(f"{name}: HTTP {status}, {len(raw)} bytes")
+    (out / f"{label}-index.json").write_text(json.dumps(index, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,345 @@
+"""Every sparkrig stage against the live vLLM, in groups that each fit one device call.
+
+    python3 benchmarks/vllm_gpu/stages.py GROUP [--budget SECONDS] [--soak SECONDS]
+
+GROUP: serve (up, fixtures, check ×3, bench, the peer at plain), matrix (guard × fault matrix
+through the gateway, gateway serve with the openai client, soak, doctor --live, report), spec
+(restart with ngram speculation, spec suite, spec counters side by side, the peer), down.
+Run from the repository root after assemble.py. Each stage's output goes to
+/tmp/vllm-results/GROUP/NAME.log and one line per stage to GROUP/summary.jsonl as it ends; a
+stage that would start past the group's budget is recorded as skipped. At the end the group's
+folder is packed into $OUT/results-GROUP.tgz.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+CLUSTER = "benchmarks/vllm_gpu/vllm-h200.toml"
+URL = "http://127.0.0.1:8000"
+GATEWAY = "http://127.0.0.1:9000"
+MODEL = "smollm2-135m-instruct"
+TMP = Path(tempfile.gettempdir())  # /tmp there: where assemble.py put vLLM and the model
+MODEL_DIR = str(TMP / "vllm-model")
+RESULTS = TMP / "vllm-results"
+SITES = (str(TMP / "sparkrig-site"), str(TMP / "vllm-site"))
+
+
+def environment() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = f"{TMP / 'vllm-bin'}:{env.get('PATH', '')}"
+    env["PYTHONPATH"] = ":".join((str(REPO / "src"), str(REPO), *SITES))
+    env["PYTHONUNBUFFERED"] = "1"
+    for name in ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS"):
+        env[name] = "0" if name == "NCCL_NVLS_ENABLE" else "1"
+    return env
+
+
+SR = [sys.executable, "-m", "sparkrig"]
+PY = [sys.executable]
+
+
+def groups(soak_s: int) -> dict[str, list[tuple[str, list[str], int]]]:
+    """name, argv, timeout in seconds."""
+    check = [*SR, "check", URL, "--full", "--force", "--out"]
+    bench_plain = [
+        *SR,
+        "bench",
+        URL,
+        "--suite",
+        "decode,concurrency,prefill",
+        "--concurrency",
+        "1,4,16,64",
+        "--rounds",
+        "1",
+        "--force",
+        "--out",
+    ]
+    return {
+        "serve": [
+            ("up", [*SR, "up", CLUSTER, "--apply"], 420),
+            ("status", [*SR, "status", CLUSTER], 60),
+            (
+                "capture-plain",
+                [*PY, "benchmarks/vllm_gpu/capture.py", URL, MODEL, "{dir}/fixtures", "plain"],
+                120,
+            ),
+            (
+                "baseline",
+                [
+                    *SR,
+                    "check",
+                    URL,
+                    "--record-baseline",
+                    "--guard",
+                    "exact,needle,kv_integrity",
+                    "--force",
+                    "--out",
+                    "{dir}/check-baseline.json",
+                ],
+                300,
+            ),
+            ("check-1", [*check, "{dir}/check-1.json"], 300),
+            ("check-2", [*check, "{dir}/check-2.json"], 300),
+            ("check-3", [*check, "{dir}/check-3.json"], 300),
+            ("bench-plain", [*bench_plain, "{dir}/bench-plain.json"], 420),
+            (
+                "peer-plain",
+                [
+                    *PY,
+                    "benchmarks/vllm_peer.py",
+                    URL,
+                    MODEL,
+                    MODEL_DIR,
+                    "{dir}/peer",
+                    "--label",
+                    "plain",
+                ],
+                420,
+            ),
+            (
+                "metrics-after",
+                [*PY, "benchmarks/vllm_gpu/capture.py", URL, MODEL, "{dir}/fixtures", "after"],
+                120,
+            ),
+            ("logs", [*SR, "logs", CLUSTER, "gpu", "-n", "400"], 60),
+        ],
+        "matrix": [
+            (
+                "fault-matrix",
+                [
+                    *PY,
+                    "-m",
+                    "pytest",
+                    "-p",
+                    "no:cacheprovider",
+                    "-q",
+                    "-x",
+                    "tests/guards/test_fault_matrix.py",
+                    "-k",
+                    "not acceptance",
+                    "-o",
+                    "addopts=",
+                ],
+                540,
+            ),
+            ("gateway-openai", ["@gateway", f"{soak_s}"], soak_s + 240),
+            ("doctor-live", [*SR, "doctor", CLUSTER, "--live", URL, "--node", "gpu"], 180),
+            (
+                "report",
+                [
+                    *SR,
+                    "report",
+                    "{dir}/../serve/bench-plain.json",
+                    "{dir}/../serve/check-1.json",
+                    "{dir}/soak.json",
+                    "--out",
+                    "{dir}/report.html",
+                ],
+                120,
+            ),
+        ],
+        "spec": [
+            ("down-plain", [*SR, "down", CLUSTER, "--apply"], 120),
+            ("up-ngram", [*SR, "up", CLUSTER, "--profile", "ngram", "--apply"], 420),
+            (
+                "capture-spec",
+                [*PY, "benchmarks/vllm_gpu/capture.py", URL, MODEL, "{dir}/fixtures", "ngram"],
+                120,
+            ),
+            (
+                "spec-window",
+                [*PY, "benchmarks/vllm_gpu/spec_window.py", URL, MODEL, "{dir}/spec-window.json"],
+                300,
+            ),
+            (
+                "bench-spec",
+                [
+                    *SR,
+                    "bench",
+                    URL,
+                    "--suite",
+                    "spec,decode,concurrency",
+                    "--concurrency",
+                    "1,4,16,64",
+                    "--rounds",
+                    "1",
+                    "--force",
+                    "--out",
+                    "{dir}/bench-spec.json",
+                ],
+                480,
+            ),
+            (
+                "peer-spec",
+                [
+                    *PY,
+                    "benchmarks/vllm_peer.py",
+                    URL,
+                    MODEL,
+                    MODEL_DIR,
+                    "{dir}/peer",
+                    "--label",
+                    "ngram",
+                ],
+                420,
+            ),
+            (
+                "metrics-spec-after",
+                [
+                    *PY,
+                    "benchmarks/vllm_gpu/capture.py",
+                    URL,
+                    MODEL,
+                    "{dir}/fixtures",
+                    "ngram-after",
+                ],
+                120,
+            ),
+            ("logs-spec", [*SR, "logs", CLUSTER, "gpu", "-n", "400"], 60),
+        ],
+        "down": [("down", [*SR, "down", CLUSTER, "--apply"], 120)],
+    }
+
+
+def wait_for(url: str, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2):  # noqa: S310
+                return True
+        except OSError:
+            time.sleep(0.5)
+    return False
+
+
+def gateway_stage(folder: Path, soak_s: int, log, env: dict[str, str]) -> int:  # type: ignore[no-untyped-def]
+    """gateway serve in front of vLLM; the openai client through it; a soak through it."""
+    gateway = subprocess.Popen(
+        [
+            *SR,
+            "gateway",
+            "serve",
+            URL,
+            "--port",
+            "9000",
+            "--workload-log",
+            str(folder / "workload.jsonl"),
+            "--guard-log",
+            str(folder / "guard-log.jsonl"),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        if not wait_for(GATEWAY, 60):
+            log.write(b"gateway did not answer /health in 60 s\n")
+            return 1
+        steps = [
+            [
+                *PY,
+                "benchmarks/vllm_gpu/openai_client.py",
+                GATEWAY,
+                MODEL,
+                str(folder / "openai-client.json"),
+            ],
+            [
+                *SR,
+                "soak",
+                GATEWAY,
+                "--model",
+                MODEL,
+                "--concurrency",
+                "4",
+                "--duration",
+                str(soak_s),
+                "--window",
+                str(max(30, soak_s // 4)),
+                "--metrics-url",
+                f"{URL}/metrics",
+                "--receipt",
+                str(folder / "soak.json"),
+            ],
+        ]
+        codes = []
+        for argv in steps:
+            log.write(f"$ {' '.join(argv)}\n".encode())
+            log.flush()
+            codes.append(
+                subprocess.run(
+                    argv,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    timeout=soak_s + 180,
+                    check=False,
+                ).returncode
+            )
+        return max(codes)
+    finally:
+        gateway.send_signal(signal.SIGTERM)
+        try:
+            gateway.wait(30)
+        except subprocess.TimeoutExpired:
+            gateway.kill()
+
+
+def main() -> int:
+    group = sys.argv[1]
+    budget = float(sys.argv[sys.argv.index("--budget") + 1]) if "--budget" in sys.argv else 560
+    soak_s = int(sys.argv[sys.argv.index("--soak") + 1]) if "--soak" in sys.argv else 240
+    began = time.monotonic()
+    folder = RESULTS / group
+    folder.mkdir(parents=True, exist_ok=True)
+    env = environment()
+    summary = folder / "summary.jsonl"
+    for name, argv, timeout in groups(soak_s)[group]:
+        left = budget - (time.monotonic() - began)
+        record: dict[str, object] = {"stage": name}
+        if left < 30:
+            record |= {"skipped": f"{left:.0f} s of the budget left"}
+        else:
+            argv = [part.replace("{dir}", str(folder)) for part in argv]  # noqa: PLW2901
+            started = time.monotonic()
+            with (folder / f"{name}.log").open("wb") as log:
+                log.write(f"$ {' '.join(argv)}\n".encode())
+                log.flush()
+                try:
+                    if argv[0] == "@gateway":
+                        code = gateway_stage(folder, soak_s, log, env)
+                    else:
+                        code = subprocess.run(
+                            argv,
+                            stdout=log,
+                            stderr=subprocess.STDOUT,
+                            env=env,
+                            cwd=REPO,
+                            timeout=min(timeout, left),
+                            check=False,
+                        ).returncode
+                except subprocess.TimeoutExpired:
+                    code = 124
+            record |= {"rc": code, "seconds": round(time.monotonic() - started, 1)}
+        with summary.open("a") as out:
+            out.write(json.dumps(record) + "\n")
+        print(json.dumps(record), flush=True)
+    if out_dir := os.environ.get("OUT"):
+        with tarfile.open(Path(out_dir) / f"results-{group}.tgz", "w:gz") as tar:
+            tar.add(folder, arcname=group)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
