@@ -11,9 +11,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+# Where the pieces and what they make go on the GPU host. It is lent bare for a while, so /tmp;
+# each can be moved by its variable (the checks here point them at scratch folders).
+STAGE_DIR = Path(os.environ.get("VLLM_STAGE_DIR", "/tmp/vllm-stage"))  # noqa: S108
+SITE_DIR = Path(os.environ.get("VLLM_SITE_DIR", "/tmp/vllm-site"))  # noqa: S108
+MODEL_DIR = Path(os.environ.get("VLLM_MODEL_DIR", "/tmp/vllm-model"))  # noqa: S108
+BIN_DIR = Path(os.environ.get("VLLM_BIN_DIR", "/tmp/vllm-bin"))  # noqa: S108
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_VERSION = 1
