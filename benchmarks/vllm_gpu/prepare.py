@@ -25,7 +25,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from manifest import (
+from stage_manifest import (
     MANIFEST_NAME,
     Artifact,
     Manifest,
@@ -34,7 +34,7 @@ from manifest import (
     piece_problems,
     sha256_of,
 )
-from resolve import (
+from wheel_lock import (
     HOST_PACKAGES,
     KEEP_HOST,
     LOCK,

@@ -14,7 +14,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from manifest import MANIFEST_NAME, STAGE_DIR, Manifest, piece_problems, sha256_of
+from stage_manifest import MANIFEST_NAME, STAGE_DIR, Manifest, piece_problems, sha256_of
 
 
 def stage_piece(folder: Path, stage: Path) -> Manifest:
