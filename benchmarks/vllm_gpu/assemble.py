@@ -45,7 +45,7 @@ WHEELS_MARK = ".sparkrig-wheels"
 VLLM_MARK = ".sparkrig-vllm"
 MODEL_MARK = ".converted-from"  # convert_gguf.DONE_MARK
 ZSTD_WINDOW = 1 << 27  # the tarball is made with zstd --long=27
-# What vLLM needs on this host, each found on the H200 (/work/shared/vllm-offline-gpu.md).
+# What vLLM needs on this host, each found on the H200 (README.md, "Measured before").
 WRAPPER_ENV = {
     "HF_HUB_OFFLINE": "1",  # no network: never ask the hub
     "VLLM_NO_USAGE_STATS": "1",

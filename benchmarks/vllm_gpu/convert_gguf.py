@@ -4,7 +4,7 @@ transformers loads a GGUF with `gguf_file=` (the gguf package de-quantizes it) b
 `save_pretrained` what it loaded, so the pieces are written one by one: the state dict with
 safetensors less `lm_head.weight` (tied to the embeddings; vLLM ties it back), the config
 without its `quantization_config`, the generation config, and the tokenizer with its chat
-template. Measured on the H200 host: de-quantizing took 19 s; vLLM served the result (the doc).
+template. On the H200 host de-quantizing took 19 s and vLLM served the result (README.md).
 The folder is written beside the target and renamed into place, so a half-made one never counts.
 
 Run: python3 convert_gguf.py MODEL.gguf OUT_DIR   (assemble.py runs it with PYTHONPATH set)

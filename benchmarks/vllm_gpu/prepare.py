@@ -56,7 +56,7 @@ PIECE_MIB = 60
 CALL_LIMIT_MIB = 64  # what one device call carries: the tree plus the named ignored paths
 MANIFEST_RESERVE = 256 * 1024  # room kept in each piece for its copy of the manifest
 
-# What a dense model on Hopper does not load; vLLM 0.26.0 served without them (the doc).
+# What a dense model on Hopper does not load; vLLM 0.26.0 served without them (README.md).
 PRUNED = {
     "vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so": "FA3 serves sm_90; the FA2 import is optional",
     "vllm/_moe_C_stable_libtorch.abi3.so": "imported under suppress(ImportError)",

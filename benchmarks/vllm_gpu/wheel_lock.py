@@ -47,7 +47,7 @@ TARGET_MARKERS = {
 }
 # Pins that the host's version wins over, each measured: vLLM 0.26.0 served on the host with these.
 KEEP_HOST = {
-    "numba": "vLLM pins 0.65.0, which needs numpy<2.5; the host's 0.68 served (doc)",
+    "numba": "vLLM pins 0.65.0, which needs numpy<2.5; the host's 0.68 served",
     "llvmlite": "follows numba",
     "numpy": "mistral-common caps it below 2.4 and numba 0.65 below 2.5; the host's 2.5.2 served",
     "setuptools": "vLLM asks for <81; the host's 81 served",
