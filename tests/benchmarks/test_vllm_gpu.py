@@ -1,0 +1,126 @@
+"""benchmarks/vllm_gpu at a tiny size: pieces cut evenly and rejoined byte for byte, stage.sh
+refusing a changed, stray or foreign piece, and the requirement check on real METADATA lines."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+VLLM_GPU = Path(__file__).parents[2] / "benchmarks" / "vllm_gpu"
+sys.path.insert(0, str(VLLM_GPU))
+stage_manifest = importlib.import_module("stage_manifest")
+wheel_lock = importlib.import_module("wheel_lock")
+prepare = importlib.import_module("prepare")
+
+KIB = 1024
+
+
+def _files(folder: Path, sizes: dict[str, int]) -> list[tuple[str, str, Path]]:
+    files = []
+    for index, (name, size) in enumerate(sizes.items()):
+        path = folder / name
+        path.write_bytes(bytes((index * 7 + n) % 251 for n in range(size)))
+        files.append((name, "wheel", path))
+    return files
+
+
+def test_pieces_are_as_few_as_the_capacity_allows_and_filled_evenly(tmp_path: Path) -> None:
+    files = _files(tmp_path, {"a.whl": 5, "b.whl": 17, "c.whl": 2})
+    names, artifacts, sources = stage_manifest.cut_into_pieces(files, capacity=10, reserve=1)
+    assert names == ["piece-1", "piece-2", "piece-3"]  # 24 bytes, 9 a piece at most: 3 of 8
+    per_piece = {name: sum(p.size for p, _, _ in sources if p.piece == name) for name in names}
+    assert per_piece == {"piece-1": 8, "piece-2": 8, "piece-3": 8}
+    cut = next(art for art in artifacts if art.name == "b.whl")
+    assert [p.file for p in cut.parts] == [
+        "b.whl.part1-of-3",
+        "b.whl.part2-of-3",
+        "b.whl.part3-of-3",
+    ]
+    for art, (_, _, path) in zip(artifacts, files, strict=True):
+        rejoined = b"".join(
+            path.read_bytes()[offset : offset + part.size]
+            for part, source, offset in sources
+            if source == path
+        )
+        assert rejoined == path.read_bytes()
+        assert art.sha256 == stage_manifest.sha256_of(path)
+
+
+def _stage(piece: Path, stage: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", str(VLLM_GPU / "stage.sh"), str(piece)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "VLLM_STAGE_DIR": str(stage)},
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.fixture
+def pieces(tmp_path: Path) -> Path:
+    source = tmp_path / "source"
+    source.mkdir()
+    files = _files(source, {"x.whl": 40 * KIB, "model.gguf": 100 * KIB})
+    capacity = prepare.MANIFEST_RESERVE + 60 * KIB
+    prepare.write_pieces(files, tmp_path / "out", capacity)
+    return tmp_path / "out"
+
+
+def test_stage_copies_each_piece_and_says_what_is_left(pieces: Path, tmp_path: Path) -> None:
+    stage = tmp_path / "stage"
+    first = _stage(pieces / "piece-1", stage)
+    assert first.returncode == 0, first.stderr
+    assert "1 of 3 pieces; still to stage: piece-2, piece-3" in first.stdout
+    for name in ("piece-2", "piece-3"):
+        assert _stage(pieces / name, stage).returncode == 0
+    again = _stage(pieces / "piece-3", stage)
+    assert "3 of 3 pieces; all there" in again.stdout
+    manifest = stage_manifest.Manifest.read(stage / "manifest.json")
+    for name in manifest.piece_names:
+        assert stage_manifest.piece_problems(manifest, name, stage / name) == []
+
+
+def test_stage_refuses_a_changed_or_stray_file_and_a_foreign_run(
+    pieces: Path, tmp_path: Path
+) -> None:
+    stage = tmp_path / "stage"
+    part = next(p for p in (pieces / "piece-2").iterdir() if p.name != "manifest.json")
+    original = part.read_bytes()
+    part.write_bytes(b"!" + original[1:])
+    changed = _stage(pieces / "piece-2", stage)
+    assert changed.returncode == 1
+    assert "does not match its sha256" in changed.stderr
+    part.write_bytes(original)
+    (pieces / "piece-2" / "notes.txt").write_text("left behind")
+    stray = _stage(pieces / "piece-2", stage)
+    assert "notes.txt is not in the manifest" in stray.stderr
+    (pieces / "piece-2" / "notes.txt").unlink()
+    assert _stage(pieces / "piece-2", stage).returncode == 0
+    other = stage / "manifest.json"
+    other.write_text(other.read_text().replace("prepare.py", "another prepare.py"))
+    foreign = _stage(pieces / "piece-1", stage)
+    assert foreign.returncode == 1
+    assert "holds pieces of another prepare run" in foreign.stderr
+
+
+def test_requirement_gaps_on_the_host_python_only() -> None:
+    # Requires-Dist lines as in mistral-common 1.13.1, xgrammar 0.2.7 and vLLM 0.26.0's METADATA
+    requires = {
+        "mistral-common": ['numpy<2.4,>=1.25; python_version <= "3.12"', "pydantic>=2.7"],
+        "xgrammar": ['sentencepiece<0.2.2; python_version < "3.10" and extra == "test"'],
+        "vllm": ["numba==0.65.0", 'six>=1.16.0; python_version > "3.11"', "blake3"],
+    }
+    carried = {"pydantic": "2.14.4"}
+    host = {"numpy": "2.5.2", "numba": "0.68.0", "six": "1.17.0"}
+    gaps = wheel_lock.requirement_gaps(requires, carried, host)
+    assert [(pkg, req.name, have) for pkg, req, have in gaps] == [
+        ("mistral-common", "numpy", "2.5.2"),
+        ("vllm", "numba", "0.68.0"),
+        ("vllm", "blake3", None),
+    ]
