@@ -115,7 +115,10 @@ def vllm_level(
         "--result-filename",
         name,
     ]
-    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=600)
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {"error": f"vllm bench serve did not run: {exc}"}
     (out / f"vllm-{args.label}-c{concurrency}.log").write_text(done.stdout + done.stderr)
     if done.returncode != 0 or not (out / name).exists():
         return {"error": f"vllm bench serve exited {done.returncode}: {done.stderr[-300:]}"}
