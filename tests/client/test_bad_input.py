@@ -17,6 +17,12 @@ from aiohttp import web
 from sparkrig.client.endpoint import ChatRequest, EndpointClient
 from sparkrig.client.records import RequestRecord
 from sparkrig.paths import STATE_ENV
+from tests.wire.error_shapes import (
+    OLD_VLLM_BODY,
+    VLLM_BAD_SCHEMA_BODY,
+    VLLM_ENGINE_GENERATE_ERROR_EVENT,
+    VLLM_GENERATION_ERROR_EVENT,
+)
 
 HOST = "127.0.0.1"
 from tests.conftest import SPARKRIG  # noqa: E402
@@ -110,6 +116,49 @@ async def serves_a_web_page_as_metrics(request: web.Request) -> web.Response:
     return web.Response(text=LOGIN_PAGE, content_type="text/html")
 
 
+async def vllm_engine_error_mid_stream(request: web.Request) -> web.StreamResponse:
+    """vLLM 0.26.0 when its engine fails a request: HTTP 200, and as the stream's only event the
+    error with an empty message, then [DONE] (tests/wire/error_shapes.py cites the source)."""
+    response = await start_event_stream(request)
+    await response.write(f"data: {VLLM_ENGINE_GENERATE_ERROR_EVENT}\n\n".encode())
+    await response.write(b"data: [DONE]\n\n")
+    return response
+
+
+async def vllm_generation_error_after_text(request: web.Request) -> web.StreamResponse:
+    response = await start_event_stream(request)
+    await response.write(sse_event(content_chunk("Hello")))
+    await response.write(f"data: {VLLM_GENERATION_ERROR_EVENT}\n\n".encode())
+    await response.write(b"data: [DONE]\n\n")
+    return response
+
+
+async def old_vllm_error_mid_stream(request: web.Request) -> web.StreamResponse:
+    """The error at the top level with "object": "error", which has no `choices` to read."""
+    response = await start_event_stream(request)
+    await response.write(f"data: {OLD_VLLM_BODY}\n\n".encode())
+    await response.write(b"data: [DONE]\n\n")
+    return response
+
+
+def json_reply(status: int, body: str) -> web.Response:
+    return web.Response(status=status, text=body, content_type="application/json")
+
+
+# what vLLM's engine_error_handler sends for an EngineGenerateError of a request not streamed
+VLLM_EMPTY_500_BODY = json.dumps(
+    json.loads(VLLM_ENGINE_GENERATE_ERROR_EVENT), separators=(",", ":")
+)
+
+
+async def vllm_empty_500(request: web.Request) -> web.Response:
+    return json_reply(500, VLLM_EMPTY_500_BODY)
+
+
+async def vllm_bad_schema_400(request: web.Request) -> web.Response:
+    return json_reply(400, VLLM_BAD_SCHEMA_BODY)
+
+
 FAULTS = {
     "ok": answers_well,
     "http500": fails_with_500,
@@ -120,6 +169,11 @@ FAULTS = {
     "slow": never_answers,
     "template-error": rejects_a_prompt_quoting_its_template,
     "brackets": answers_with_brackets,
+    "vllm-engine-error": vllm_engine_error_mid_stream,
+    "vllm-generation-error": vllm_generation_error_after_text,
+    "old-vllm-error": old_vllm_error_mid_stream,
+    "vllm-empty-500": vllm_empty_500,
+    "vllm-bad-schema-400": vllm_bad_schema_400,
 }
 
 
@@ -215,6 +269,79 @@ async def test_event_that_is_not_json_is_non_json(faults: FaultServer) -> None:
     assert len(record.events) == 1
 
 
+# --- the server's own error text is never lost ---------------------------------------------------
+
+
+async def test_vllm_error_event_with_no_message_says_so_and_shows_the_event(
+    faults: FaultServer,
+) -> None:
+    record = await send_once(faults.url("vllm-engine-error"))
+
+    assert record.error is not None
+    assert record.error.kind == "protocol"
+    assert record.error.message.startswith(
+        "the server sent an error event mid-stream with no message: "
+        + VLLM_ENGINE_GENERATE_ERROR_EVENT
+        + " — "
+    )
+    assert "EngineGenerateError" in record.error.message  # where to look: the server's log
+    assert record.error.server is not None
+    assert (record.error.server.type, record.error.server.code) == ("InternalServerError", "500")
+    assert record.error.body == VLLM_ENGINE_GENERATE_ERROR_EVENT
+
+
+async def test_vllm_error_event_after_some_text_keeps_the_text_and_the_message(
+    faults: FaultServer,
+) -> None:
+    record = await send_once(faults.url("vllm-generation-error"))
+
+    assert record.error is not None
+    assert record.error.message == (
+        "the server reported an error mid-stream: 'Internal server error' "
+        "(InternalServerError, code 500) — read its log"
+    )
+    assert [event.content_chars for event in record.events] == [len("Hello")]
+
+
+async def test_an_older_vllm_error_at_the_top_level_is_an_error_not_a_cut_stream(
+    faults: FaultServer,
+) -> None:
+    record = await send_once(faults.url("old-vllm-error"))
+
+    assert record.error is not None
+    assert record.error.kind == "protocol"
+    assert "'The model `x` does not exist.' (NotFoundError, code 404)" in record.error.message
+
+
+@pytest.mark.parametrize(
+    ("fault", "status", "says"),
+    [
+        (
+            "vllm-empty-500",
+            500,
+            f"the server sent an error body with no message: {VLLM_EMPTY_500_BODY} — the cause "
+            "is only in the server's log",
+        ),
+        (
+            "vllm-bad-schema-400",
+            400,
+            "\"Failed to transform json schema into a grammar: No module named 'xgrammar'\" "
+            "(BadRequestError, code 400) — read the server's message and its log",
+        ),
+    ],
+)
+async def test_an_error_body_gives_the_servers_text_or_says_it_gave_none(
+    faults: FaultServer, fault: str, status: int, says: str
+) -> None:
+    record = await send_once(faults.url(fault))
+
+    assert record.error is not None
+    assert record.error.kind == "http_status"
+    assert record.error.status == status
+    assert says in record.error.message
+    assert record.error.server is not None
+
+
 async def test_refused_connection_is_connect(closed_url: str) -> None:
     record = await send_once(closed_url)
 
@@ -295,6 +422,7 @@ CLI_FAULTS = [
     ("ask", "web-page"),
     ("ask", "ends-early"),
     ("ask", "closed"),
+    ("ask", "vllm-engine-error"),
     ("metrics", "web-page"),
     ("metrics", "closed"),
 ]

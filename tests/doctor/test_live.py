@@ -1,11 +1,14 @@
 """`doctor --live URL`: the running server against the cluster file. The pure part on a real vLLM
-/metrics capture (tests/fixtures/vllm_metrics.txt); the whole command against the real
-llama-server of the test session."""
+0.26.0 /metrics capture and the flags its serve log names (tests/fixtures/vllm/); the whole
+command against the real llama-server of the test session."""
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 from typer.testing import CliRunner
 
@@ -15,8 +18,21 @@ from sparkrig.doctor.live import live_checks
 from sparkrig.launch.local import LocalInstance
 from tests.doctor.fixtures import FIXTURES
 
-VLLM_METRICS = (FIXTURES.parent / "vllm_metrics.txt").read_text()
-SERVED = "deepseek-v4-flash-vision-exp-ablit-dual"  # the model name in that capture
+VLLM_CAPTURES = FIXTURES.parent / "vllm"
+VLLM_METRICS = (VLLM_CAPTURES / "metrics_after.txt").read_text()
+
+
+def _serve_args() -> dict[str, Any]:
+    """The flags the captured server was started with: its log's `non-default args: {...}`."""
+    found = re.search(r"non-default args: (\{.*\})", (VLLM_CAPTURES / "serve.log").read_text())
+    assert found is not None
+    args: dict[str, Any] = ast.literal_eval(found[1])
+    return args
+
+
+SERVE_ARGS = _serve_args()
+SERVED = SERVE_ARGS["served_model_name"][0]  # smollm2-135m-instruct, the name in the capture
+MAX_MODEL_LEN = SERVE_ARGS["max_model_len"]
 
 
 def _cluster(kind: str, model: str, max_model_len: int | None = None) -> Cluster:
@@ -32,19 +48,19 @@ def _cluster(kind: str, model: str, max_model_len: int | None = None) -> Cluster
     )
 
 
-def _models(max_model_len: int = 262144) -> dict[str, object]:
+def _models(max_model_len: int = MAX_MODEL_LEN) -> dict[str, object]:
     return {"object": "list", "data": [{"id": SERVED, "max_model_len": max_model_len}]}
 
 
 def test_the_running_server_matches_the_file() -> None:
-    assert live_checks(_models(), VLLM_METRICS, _cluster("vllm", SERVED, 262144)) == []
+    assert live_checks(_models(), VLLM_METRICS, _cluster("vllm", SERVED, MAX_MODEL_LEN)) == []
 
 
 def test_another_model_other_flags_or_engine_are_each_named() -> None:
     old = live_checks(_models(), VLLM_METRICS, _cluster("vllm", "GLM-5.3-Flash"))
     assert [(f.check, f.severity) for f in old] == [("live-model", "error")]
     assert "GLM-5.3-Flash" in old[0].seen
-    flags = live_checks(_models(131072), VLLM_METRICS, _cluster("vllm", SERVED, 262144))
+    flags = live_checks(_models(4096), VLLM_METRICS, _cluster("vllm", SERVED, MAX_MODEL_LEN))
     assert [f.check for f in flags] == ["live-flags"]
     engine = live_checks(_models(), VLLM_METRICS, _cluster("llamacpp", SERVED))
     assert [f.check for f in engine] == ["live-metrics"]
@@ -52,16 +68,16 @@ def test_another_model_other_flags_or_engine_are_each_named() -> None:
 
 
 def test_cache_config_of_the_real_capture_against_the_profile() -> None:
-    """The capture's vllm:cache_config_info says gpu_memory_utilization 0.835, block_size 4,
-    cache_dtype nvfp4_ds_mla."""
+    """The capture's vllm:cache_config_info says gpu_memory_utilization 0.3 (the serve log's
+    flag), block_size 16 and cache_dtype auto (vLLM's defaults)."""
     same = _cluster("vllm", SERVED)
     same = same.model_copy(
         update={
             "profile": same.profile.model_copy(
                 update={
-                    "gpu_memory_utilization": 0.835,
-                    "block_size": 4,
-                    "kv_cache_dtype": "nvfp4_ds_mla",
+                    "gpu_memory_utilization": SERVE_ARGS["gpu_memory_utilization"],
+                    "block_size": 16,
+                    "kv_cache_dtype": "auto",
                 }
             )
         }
@@ -76,8 +92,29 @@ def test_cache_config_of_the_real_capture_against_the_profile() -> None:
     )
     [finding] = live_checks(_models(), VLLM_METRICS, other)
     assert finding.check == "live-flags"
-    assert "gpu_memory_utilization 0.835 (the file: 0.8)" in finding.seen
-    assert "cache_dtype nvfp4_ds_mla (the file: fp8)" in finding.seen
+    assert "gpu_memory_utilization 0.3 (the file: 0.8)" in finding.seen
+    assert "cache_dtype auto (the file: fp8)" in finding.seen
+
+
+def test_a_non_default_block_size_and_kv_dtype_of_a_later_vllm_are_read() -> None:
+    """A third party's capture of a later vLLM (tests/fixtures/vllm_metrics.txt), kept for what
+    ours lack: block_size 4 and cache_dtype nvfp4_ds_mla, neither of them a default."""
+    later = (FIXTURES.parent / "vllm_metrics.txt").read_text()
+    served = "deepseek-v4-flash-vision-exp-ablit-dual"
+    cluster = _cluster("vllm", served)
+    cluster = cluster.model_copy(
+        update={
+            "profile": cluster.profile.model_copy(
+                update={"block_size": 16, "kv_cache_dtype": "fp8", "gpu_memory_utilization": 0.835}
+            )
+        }
+    )
+    models = {"object": "list", "data": [{"id": served}]}
+    [finding] = live_checks(models, later, cluster)
+    assert finding.seen == (
+        "vllm:cache_config_info: block_size 4 (the file: 16); "
+        "cache_dtype nvfp4_ds_mla (the file: fp8)"
+    )
 
 
 def test_metrics_missing_or_not_prometheus_is_a_warning() -> None:

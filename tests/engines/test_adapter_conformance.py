@@ -31,8 +31,11 @@ from sparkrig.errors import UsageError
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 FIXTURES = Path(__file__).parents[1] / "fixtures"
-# a real /metrics text of each engine (tests/fixtures/README.md says where each came from)
-CAPTURES = {"vllm": "vllm_metrics.txt", "llamacpp": "llamacpp_metrics_spec.txt"}
+# a real /metrics text of each engine, with speculative decoding on so that every quantity has a
+# value (tests/fixtures/README.md says where each came from): vLLM 0.26.0 with ngram drafts
+CAPTURES = {"vllm": "vllm/metrics_ngram_spec.txt", "llamacpp": "llamacpp_metrics_spec.txt"}
+# the same contract on a later vLLM (about 0.29, MTP): the map must read both versions
+LATER_VLLM_CAPTURE = "vllm_metrics.txt"
 SERVER = "/opt/engine/bin/server"
 
 
@@ -159,6 +162,8 @@ def test_conformance_fails_on_a_faulty_adapter() -> None:
         "engine.binary /opt/engine/bin/server lost to /built/server",
     ]
     assert conformance_problems(adapter_for("vllm"), vllm_capture) == []
+    later = (FIXTURES / LATER_VLLM_CAPTURE).read_text()
+    assert conformance_problems(adapter_for("vllm"), later) == []
 
 
 def test_the_registry_holds_every_engine_kind_the_config_accepts() -> None:

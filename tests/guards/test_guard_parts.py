@@ -108,6 +108,8 @@ def test_schema_problems() -> None:
 
 
 def test_block_size_comes_from_a_real_vllm_metrics_capture() -> None:
+    assert block_size_in_metrics((FIXTURES / "vllm" / "metrics_after.txt").read_text()) == 16
+    # a later vLLM's capture with a non-default block size, which ours lack
     assert block_size_in_metrics((FIXTURES / "vllm_metrics.txt").read_text()) == 4
     assert block_size_in_metrics("llamacpp:prompt_tokens_total 5\n") is None
 

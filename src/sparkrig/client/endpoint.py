@@ -23,7 +23,8 @@ from sparkrig.client.http_failures import checked_base_url, describe_client_erro
 from sparkrig.client.records import ErrorKind, RequestError, RequestRecord
 from sparkrig.client.timeouts import Timeouts
 from sparkrig.errors import UsageError, excerpt
-from sparkrig.wire.openai import MalformedField
+from sparkrig.wire.openai import MalformedField, json_object
+from sparkrig.wire.server_error import ServerError, server_error
 from sparkrig.wire.sse import ReceivedEvent, SseFault, SseReader, is_event_stream
 
 _BODY_EXCERPT = 500
@@ -33,6 +34,10 @@ _MAX_BODY_BYTES = 256 * 1024 * 1024  # one non-streamed reply
 # more carry the role, usage and finish. Past this many a server ignores max_tokens.
 _EVENTS_PER_TOKEN, _EXTRA_EVENTS = 4, 64
 _RECV_BYTES = 64 * 1024
+# vLLM wraps a failure inside its engine in an EngineGenerateError, which has no text
+_NO_TEXT_HINT = (
+    "the cause is only in the server's log (vLLM sends no text for an EngineGenerateError); read it"
+)
 
 
 class _RequestBase(BaseModel):
@@ -278,17 +283,28 @@ def _fail(accumulator: StreamAccumulator, kind: ErrorKind, error: RequestError) 
 async def _http_error(response: aiohttp.ClientResponse) -> RequestError:
     raw = await read_at_most(response, _ERROR_BODY_BYTES)  # a 3 MB error page stays unread
     text = raw.decode(errors="replace")
+    title = web_page_title(raw)
+    error = None if title else server_error(json_object(raw), text)
     hint = {
         401: "set the API key (--api-key-env, default $SPARKRIG_API_KEY)",
         404: "check the URL and that the server speaks the OpenAI API at /v1",
-    }.get(response.status, "read the server's message and its log")
-    title = web_page_title(raw)
-    said = f"a web page titled {title!r}" if title else repr(excerpt(text))
+    }.get(response.status) or (
+        _NO_TEXT_HINT
+        if error is not None and error.message is None
+        else "read the server's message and its log"
+    )
+    if title:
+        said = f"a web page titled {title!r}"
+    elif error is not None:
+        said = error.describe("an error body")
+    else:
+        said = repr(excerpt(text))
     return RequestError(
         kind="http_status",
         status=response.status,
         body=text[:_BODY_EXCERPT],
         message=f"HTTP {response.status} from {response.url}: {said} — {hint}",
+        server=error,
     )
 
 
@@ -432,20 +448,26 @@ def _add_event(accumulator: StreamAccumulator, t_ns: int, data: str) -> None:
                 "server?",
             )
         )
-    if isinstance(chunk.get("error"), (dict, str)):
-        detail = chunk["error"]
-        text = detail.get("message", str(detail)) if isinstance(detail, dict) else detail
+    if (error := server_error(chunk, data)) is not None:
+        said = error.describe("an error event mid-stream")
         raise _ProtocolFault(
             RequestError(
                 kind="protocol",
                 body=data[:_BODY_EXCERPT],
-                message=f"the server reported an error mid-stream: {text} — read its log",
+                message=_mid_stream(error, said),
+                server=error,
             )
         )
     try:
         accumulator.add_chunk(t_ns, chunk)
     except MalformedField as exc:
         raise _malformed(f"SSE event {accumulator.event_count + 1}", exc, data) from exc
+
+
+def _mid_stream(error: ServerError, said: str) -> str:
+    if error.message is None:
+        return f"{said} — {_NO_TEXT_HINT}"
+    return f"the server reported an error mid-stream: {said} — read its log"
 
 
 def _malformed(where: str, exc: MalformedField, data: str) -> _ProtocolFault:

@@ -15,6 +15,9 @@ from sparkrig.engines.registry import ENGINES, adapter_by_metrics_name
 from sparkrig.errors import EndpointError, MetricsError, excerpt
 
 QuantityValue = float | dict[str, float] | None
+# prometheus_client's process collector: vLLM's API server exposes it (llama.cpp does not), and a
+# new value means another process answers, even one whose counters already passed the old ones
+PROCESS_START = "process_start_time_seconds"
 
 
 class MetricSample(BaseModel):
@@ -51,8 +54,8 @@ class MetricsDelta(BaseModel):
     elapsed_s: float
     values: dict[Quantity, QuantityValue]
     server_restarted: bool = Field(
-        description="a counter went backwards: the server restarted between the scrapes, and "
-        "counter deltas are None"
+        description="a counter went backwards or the process start time changed: the server "
+        "restarted between the scrapes, and counter deltas are None"
     )
     counters_backwards: list[str] = Field(default_factory=list)
 
@@ -126,12 +129,16 @@ def metrics_delta(before: MetricsSnapshot, after: MetricsSnapshot) -> MetricsDel
         for sample in after_samples
         if _matching_value(before.samples[name], sample.labels) > sample.value
     )
+    started, started_again = _process_start(before), _process_start(after)
+    restarted = bool(backwards) or (
+        started is not None and started_again is not None and started != started_again
+    )
     values: dict[Quantity, QuantityValue] = {}
     for quantity, source in after.engine_map().items():
         later, earlier = after.read(quantity), before.read(quantity)
         if source.kind == "gauge":
             values[quantity] = later
-        elif backwards or later is None or earlier is None:
+        elif restarted or later is None or earlier is None:
             values[quantity] = None
         else:
             values[quantity] = _subtract(later, earlier)
@@ -141,9 +148,14 @@ def metrics_delta(before: MetricsSnapshot, after: MetricsSnapshot) -> MetricsDel
         engine=after.engine,
         elapsed_s=(after.taken_ns - before.taken_ns) / 1e9,
         values=values,
-        server_restarted=bool(backwards),
+        server_restarted=restarted,
         counters_backwards=sorted(set(backwards)),
     )
+
+
+def _process_start(snapshot: MetricsSnapshot) -> float | None:
+    samples = snapshot.samples.get(PROCESS_START, [])
+    return samples[0].value if len(samples) == 1 else None
 
 
 def _matching_value(samples: list[MetricSample], labels: dict[str, str]) -> float:

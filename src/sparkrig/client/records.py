@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, computed_field
 
+from sparkrig.wire.server_error import ServerError
+
 RECORD_SCHEMA_VERSION = 1
 NS_PER_S = 1_000_000_000
 
@@ -34,6 +36,11 @@ class RequestError(BaseModel):
     message: str = Field(description="what happened — how to fix it")
     status: int | None = Field(default=None, description="HTTP status, when one came back")
     body: str | None = Field(default=None, description="start of the response body")
+    server: ServerError | None = Field(
+        default=None,
+        description="the server's own error (its text, type and code) when an error body or "
+        "event came back",
+    )
 
 
 class SseEvent(BaseModel):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
+from sparkrig.client.records import RequestError
 from sparkrig.client.request_parts import PERSON_FORMAT, PERSON_SCHEMA, WEATHER_TOOL
 from sparkrig.detectors.schema import schema_problems
 from sparkrig.guards.context import GuardContext
@@ -22,6 +23,19 @@ def _parse(text: str) -> tuple[Any, str | None]:
         return None, f"not JSON ({exc.msg} at char {exc.pos}): {text[:60]!r}"
 
 
+def _schema_failure(error: RequestError) -> str:
+    """The client's message, which holds the server's own text; where the server sent none,
+    what that means for a JSON-schema request on vLLM 0.26.0: its front end found no backend to
+    compile the schema (xgrammar failed, then llguidance), and says why only in its log."""
+    failure = f"the JSON-schema request failed: {error.message}"
+    if error.server is not None and error.server.message is None:
+        failure += (
+            "; vLLM 0.26.0 fails a JSON-schema request this way when neither xgrammar nor "
+            "llguidance imports in the server's Python"
+        )
+    return failure
+
+
 async def structured_guard(context: GuardContext) -> GuardResult:
     parts: dict[str, str] = {}
     schema_request = context.chat(
@@ -30,12 +44,14 @@ async def structured_guard(context: GuardContext) -> GuardResult:
         extra={"response_format": PERSON_FORMAT},
     )
     record = await context.send(schema_request)
-    if record.error is not None and record.error.status in (400, 404, 422, 501):
+    error = record.error
+    if error is not None and error.status in (400, 404, 422, 501):
+        said = f": {error.server.describe('an error body')}" if error.server else ""
         parts["json_schema"] = (
-            f"skipped: the server refused response_format ({record.error.status})"
+            f"skipped: the server refused response_format (HTTP {error.status}{said})"
         )
-    elif record.error is not None:
-        return failed(NAME, f"the JSON-schema request failed: {record.error.message}")
+    elif error is not None:
+        return failed(NAME, _schema_failure(error))
     else:
         value, problem = _parse(record.content)
         problems = [problem] if problem else schema_problems(value, PERSON_SCHEMA)
@@ -68,6 +84,9 @@ async def structured_guard(context: GuardContext) -> GuardResult:
         parts["tool_call"] = f"{len(calls)} call(s), arguments parse"
     if parts["json_schema"].startswith("skipped") and not calls:
         return skipped(
-            NAME, "the server supports neither response_format nor tool calls", parts=parts
+            NAME,
+            "the server supports neither response_format nor tool calls; json_schema: "
+            + parts["json_schema"],
+            parts=parts,
         )
     return passed(NAME, "; ".join(f"{k}: {v}" for k, v in parts.items()), parts=parts)

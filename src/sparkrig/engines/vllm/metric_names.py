@@ -1,7 +1,11 @@
-"""vLLM's /metrics names (vllm: prefix), V1 engine, from vLLM's production-metrics docs.
+"""vLLM's /metrics names (vllm: prefix), V1 engine.
 
-tests/fixtures/ holds a real captured /metrics text (see tests/fixtures/README.md). vLLM has no
-counter of decode steps; under speculative decoding `spec_decode_num_drafts` counts verify steps.
+Checked against vLLM 0.26.0: its source (vllm/v1/metrics/loggers.py, vllm/v1/spec_decode/
+metrics.py) and its own /metrics, captured idle, after a run and under ngram speculation
+(tests/fixtures/vllm/), and against a later build's capture (tests/fixtures/vllm_metrics.txt).
+The `alternatives` are the names before 0.9.2, which renamed them. vLLM has no counter of decode
+steps; under speculative decoding `spec_decode_num_drafts` counts verify steps that carried a
+draft (an ngram drafter makes none when no n-gram matches).
 """
 
 from sparkrig.engines.metric_map import EngineMetricMap, MetricSource, Quantity
