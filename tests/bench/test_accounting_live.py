@@ -1,5 +1,6 @@
-"""The bench refuses inflated token counts: the real llama-server behind the gateway's
-inflated-counts fault (every count ×1.25, text untouched), against the same server clean."""
+"""The bench refuses inflated token counts and passes honest ones: the real llama-server
+behind the gateway's inflated-counts fault (every count ×1.25, text and logprobs untouched),
+against the same server clean."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from sparkrig.bench.point import INVALID_COUNTS, BenchSettings
-from sparkrig.bench.receipt import load_receipt
+from sparkrig.bench.point import INVALID_COUNTS, BenchSettings, PointResult, count_findings
+from sparkrig.bench.receipt import BenchReceipt, load_receipt
 from sparkrig.bench.run import run_bench
 from sparkrig.cli.views.bench_table import bench_table
 from sparkrig.gateway import Fault, GatewayConfig, running_gateway
@@ -29,23 +30,31 @@ SETTINGS = BenchSettings(
 )
 
 
-async def _bench(url: str, out: Path) -> list[tuple[str, bool, list[str]]]:
-    receipt = await run_bench(
-        url, suites=["decode", "concurrency"], settings=SETTINGS, out_path=out
-    )
-    assert not [w for w in receipt.warnings if "tokenize" in w]  # the text check ran
-    return [
-        (f"{p.suite}/{p.name}", p.invalid, [f for s in p.samples for f in s.accounting])
-        for p in receipt.points
-    ]
+async def _bench(url: str, out: Path, settings: BenchSettings = SETTINGS) -> BenchReceipt:
+    suites = ["decode", "concurrency"] if settings is SETTINGS else ["concurrency"]
+    receipt = await run_bench(url, suites=suites, settings=settings, out_path=out)
+    assert not [w for w in receipt.warnings if "tokenize" in w]  # the text was re-tokenized
+    assert load_receipt(out) == receipt  # the witness and the notes survive the receipt file
+    return receipt
+
+
+def _witnessed_honestly(point: PointResult) -> None:
+    """The point's witness was read and held: every logprobs entry a claimed token."""
+    witness = point.witness
+    assert witness is not None, point.name
+    assert witness.read, point.warnings
+    assert witness.claimed == witness.logprob_entries == TOKENS
+    assert witness.findings == []
 
 
 async def test_counts_of_the_clean_server_hold(llama_server: LocalInstance, tmp_path: Path) -> None:
     async with running_gateway(llama_server.base_url) as url:
-        points = await _bench(url, tmp_path / "clean.json")
-    assert [name for name, invalid, _ in points if invalid] == []
-    assert all(findings == [] for _, _, findings in points)
-    receipt = load_receipt(tmp_path / "clean.json")
+        receipt = await _bench(url, tmp_path / "clean.json")
+    assert [p.name for p in receipt.points if p.invalid] == []
+    assert [count_findings(p) for p in receipt.points if count_findings(p)] == []
+    for point in receipt.points:
+        _witnessed_honestly(point)
+        assert not [w for w in point.warnings if "witness" in w]
     checked = [r for p in receipt.points for s in p.samples for r in s.requests]
     assert checked
     assert all(r.retokenized_tokens is not None for r in checked)  # not vacuous: each was counted
@@ -57,21 +66,44 @@ async def test_inflated_counts_make_every_point_invalid_with_both_numbers(
     config = GatewayConfig(faults=[Fault.INFLATED_COUNTS])
     out = tmp_path / "inflated.json"
     async with running_gateway(llama_server.base_url, config) as url:
-        points = await _bench(url, out)
-    assert all(invalid for _, invalid, _ in points), points
-    inflated = TOKENS * 5 // 4  # 40 claimed for 32 in the text
-    for name, _, findings in points:
-        text = " ".join(findings)
-        assert f"claimed {inflated} completion tokens, its text re-tokenizes to" in text, name
-        assert f"for max_tokens {TOKENS}" in text, name
-        assert "/metrics counted" in text, name
+        receipt = await _bench(url, out)
+    assert all(point.invalid for point in receipt.points)
+    inflated = TOKENS * 5 // 4  # 40 claimed for 32 generated
+    for point in receipt.points:
+        text = " ".join(count_findings(point))
+        assert point.witness is not None
+        # the gateway inflates usage and timings, never the logprobs: one entry per real token
+        assert (point.witness.claimed, point.witness.logprob_entries) == (inflated, TOKENS)
+        assert (
+            f"logprobs witness: token count: the server claimed {inflated} completion tokens, "
+            f"its reply carried {TOKENS} logprobs entries"
+        ) in text, point.name
+        assert f"for max_tokens {TOKENS}" in text, point.name
+        assert "/metrics counted" in text, point.name
+        assert "re-tokenizes" not in text  # the text judges nothing
     # the inflated rate is never shown as a figure
-    receipt = load_receipt(out)
     assert all(INVALID_COUNTS in point.invalid_reasons for point in receipt.points)
     console = Console(record=True, width=300)
     console.print(bench_table(receipt))
     table = console.export_text()
     assert table.count("INVALID: token counts do not hold") == len(receipt.points)
+    rows = [line.split("│") for line in table.splitlines() if "INVALID" in line]
+    assert [row[4].strip() for row in rows] == ["—"] * len(receipt.points)  # the tok/s column
+    assert all(point.summary is not None for point in receipt.points)  # there was a figure
+
+
+async def test_counts_hold_up_a_concurrency_ladder(
+    llama_server: LocalInstance, tmp_path: Path
+) -> None:
+    """Streams past the server's 4 slots queue and share batches: still every count holds."""
+    settings = SETTINGS.model_copy(update={"concurrency": [1, 4, 16]})
+    async with running_gateway(llama_server.base_url) as url:
+        receipt = await _bench(url, tmp_path / "ladder.json", settings)
+    assert [p.name for p in receipt.points] == [
+        f"c={c} {kind}" for c in (1, 4, 16) for kind in ("cold", "cached")
+    ]
+    assert [p.name for p in receipt.points if p.invalid] == []
     for point in receipt.points:
-        assert point.summary is not None
-        assert f"{point.summary.median:.1f}" not in table
+        assert count_findings(point) == []
+        _witnessed_honestly(point)
+        assert len(point.samples[0].requests) == int(point.name[2:].split()[0])

@@ -34,6 +34,14 @@ async def test_spec_suite_reports_the_synthetic_acceptance(
         spec_server.base_url, suites=["spec"], settings=settings, out_path=tmp_path / "s.json"
     )
     assert all(point.spec is not None for point in receipt.points)
+    # llama.cpp gives no logprobs to the tokens its speculation accepts: the witness abstains,
+    # says why, and the point stands on max_tokens and /metrics
+    for spec_point in receipt.points:
+        assert not spec_point.invalid, spec_point.invalid_reasons
+        assert spec_point.witness is not None
+        assert spec_point.witness.uncounted is not None
+        assert "speculative decoding" in spec_point.witness.uncounted
+        assert any(w.startswith("counts not witnessed by logprobs") for w in spec_point.warnings)
     point = receipt.points[0]
     assert point.summary is not None
     # every point runs at the same synthetic rates: pool their drafts for a tighter estimate

@@ -463,9 +463,12 @@ def test_chat_style_logprobs_keep_token_value_and_alternatives() -> None:
         [
             (at(100), with_logprobs("I", -2.32, "Hello", -2.35)),
             (at(110), with_logprobs("'m", -0.17, " hope", -3.51)),
+            (at(120), chat_chunk({"content": " fine"})),  # a chunk that came without logprobs
         ]
     )
 
+    # each event keeps how many entries it carried (bench/count_witness.py reads them)
+    assert [event.logprob_entries for event in record.events] == [1, 1, 0]
     assert record.logprobs == [
         TokenLogprob(
             token="I",
@@ -508,6 +511,7 @@ def test_legacy_completions_logprobs_read_parallel_lists() -> None:
     )
 
     assert record.content == " Paris."
+    assert [event.logprob_entries for event in record.events] == [1, 1]
     assert record.logprobs == [
         TokenLogprob(
             token=" Paris",

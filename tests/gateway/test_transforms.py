@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 
 import pytest
@@ -231,6 +232,25 @@ def test_inflated_counts_raise_every_count_and_keep_them_consistent() -> None:
     plain = {"choices": [{"delta": {"content": " a"}}]}
     assert not inflate_counts(plain, 1.25)
     assert plain == {"choices": [{"delta": {"content": " a"}}]}
+
+
+def test_inflated_counts_leave_logprobs_alone() -> None:
+    """A server that inflates its usage does not invent logprobs: the bench's logprobs witness
+    (bench/count_witness.py) counts one entry per real token under this fault."""
+    chat_entry = {
+        "token": " a",
+        "logprob": -0.1,
+        "top_logprobs": [{"token": " a", "logprob": -0.1}],
+    }
+    legacy = {"tokens": [" a"], "token_logprobs": [-0.1], "top_logprobs": [{" a": -0.1}]}
+    for logprobs in ({"content": [chat_entry]}, legacy):
+        chunk = {
+            "choices": [{"delta": {"content": " a"}, "logprobs": copy.deepcopy(logprobs)}],
+            "usage": {"completion_tokens": 1},
+            "timings": {"predicted_n": 1},
+        }
+        assert inflate_counts(chunk, 1.25)
+        assert chunk["choices"][0]["logprobs"] == logprobs
 
 
 @pytest.mark.parametrize("size", [1, 3, 7, 1000])

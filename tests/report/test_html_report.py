@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from sparkrig.bench.count_witness import CountWitness
 from sparkrig.bench.point import BenchSettings, PointResult, RequestSummary, Sample
 from sparkrig.bench.receipt import BenchReceipt, save_receipt
 from sparkrig.bench.speculative import SpecAccounting
@@ -299,9 +300,42 @@ def test_a_client_limited_point_is_flagged_in_the_page_and_the_table() -> None:
 def test_counts_that_do_not_hold_read_invalid_with_both_numbers() -> None:
     receipt = _receipt()
     point = receipt.points[0]  # decode/count, 140 tok/s claimed
-    finding = "token count: the server claimed 160 completion tokens, its text re-tokenizes to 128"
+    finding = "token count: the server claimed 160 completion tokens for max_tokens 128"
     point.samples[0].accounting = [finding]
     point.invalid, point.invalid_reasons = True, ["token counts do not hold"]
     page = render_report([receipt])
     assert f"INVALID: token counts do not hold ({finding}" in page
     assert "140.0" not in page  # the count row's median is not shown
+
+
+def test_the_logprobs_witness_finding_is_shown_with_the_invalid_point() -> None:
+    receipt = _receipt()
+    point = receipt.points[0]
+    finding = (
+        "logprobs witness: token count: the server claimed 160 completion tokens, its reply "
+        "carried 128 logprobs entries (one per generated token)"
+    )
+    point.witness = CountWitness(claimed=160, logprob_entries=128, findings=[finding])
+    point.invalid, point.invalid_reasons = True, ["token counts do not hold"]
+    assert f"INVALID: token counts do not hold ({finding}" in render_report([receipt])
+
+
+def test_re_tokenized_count_notes_are_counted_never_invalid() -> None:
+    receipt = _receipt()
+    point = receipt.points[0]  # decode/count, 140 tok/s
+    note = (
+        "re-tokenized: the server claimed 128 completion tokens, its text re-tokenizes to 119 "
+        "(a note, not a count check)"
+    )
+    point.samples[0].notes = [note]
+    point.samples[1].notes = [note]
+    page = render_report([receipt])
+    assert "2 re-tokenized count notes" in page
+    assert "140.0" in page
+    console = Console(record=True, width=300)
+    console.print(bench_table(receipt))
+    rows = [line for line in console.export_text().splitlines() if "count notes" in line]
+    assert len(rows) == 1
+    assert "2 re-tokenized count notes" in rows[0]
+    assert "INVALID" not in rows[0]
+    assert "140.0" in rows[0]

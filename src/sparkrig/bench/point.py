@@ -1,7 +1,8 @@
 """Measure one benchmark point honestly: warm up, wait for idle, repeat to a precision.
 
 A sample is discarded (and retried) when a request failed or when the server generated tokens
-nobody in this run asked for (foreign traffic). Degenerate output marks the point invalid.
+nobody in this run asked for (foreign traffic). Degenerate output, or token counts that an
+exact witness does not hold (bench/accounting.py), mark the point invalid.
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ from pydantic import BaseModel, Field
 from sparkrig import defaults
 from sparkrig.bench.accounting import (
     CountText,
-    max_tokens_finding,
-    metrics_count_finding,
-    reply_text,
-    text_count_finding,
+    CountVerdict,
+    ReplyCount,
+    judge_counts,
+    retokenized_counts,
 )
 from sparkrig.bench.client_shards import ClientLoad, SendAll, send_in_process
+from sparkrig.bench.count_witness import CountWitness, take_witness, unread_warning
 from sparkrig.bench.modes import TWO_SPEEDS_PREFIX, TwoSpeeds, two_speeds
 from sparkrig.bench.speculative import SpecAccounting, spec_accounting
 from sparkrig.bench.statistics import (
@@ -40,7 +42,6 @@ from sparkrig.client.metrics import (
     try_scrape_metrics,
 )
 from sparkrig.engines.metric_map import Quantity
-from sparkrig.errors import EndpointError
 
 _SETTLE_READS = 10
 _SETTLE_PAUSE_S = 0.05
@@ -101,7 +102,9 @@ class RequestSummary(BaseModel):
     completion_tokens: int | None
     retokenized_tokens: int | None = Field(
         default=None,
-        description="the reply's text re-tokenized by the server's /tokenize; None without one",
+        description="the reply's text re-tokenized by the server's /tokenize, recorded beside "
+        "completion_tokens and never judged (a model's tokens need not be its text's canonical "
+        "tokenization); None without /tokenize",
     )
     token_source: str | None
     ttft_s: float | None
@@ -120,7 +123,13 @@ class Sample(BaseModel):
     degenerate: list[str] = Field(default_factory=list, description="detector findings")
     accounting: list[str] = Field(
         default_factory=list,
-        description="token counts that disagree with the text, max_tokens or /metrics",
+        description="token counts that an exact witness does not hold: max_tokens or /metrics "
+        "(receipts from before the notes also list re-tokenized text here)",
+    )
+    notes: list[str] = Field(
+        default_factory=list,
+        description="claimed counts that differ from the re-tokenized text, both numbers: "
+        "recorded, never a reason to be invalid",
     )
     client: ClientLoad | None = Field(
         default=None, description="the client's processes and how busy each was"
@@ -150,6 +159,11 @@ class PointResult(BaseModel):
     spec: SpecAccounting | None = Field(
         default=None, description="speculative-decoding accounting over this point's samples"
     )
+    witness: CountWitness | None = Field(
+        default=None,
+        description="the point's one request with logprobs on, after its first kept sample and "
+        "outside the timed window: claimed completion tokens against logprobs entries",
+    )
     cold_start: bool = Field(default=False, description="the first request ran markedly slower")
     imprecise: bool = Field(
         default=False,
@@ -169,7 +183,9 @@ class PointResult(BaseModel):
     warmup_primes_cache: bool = Field(
         default=False, description="the warm-up fills the prefix cache on purpose: no cold flag"
     )
-    requests_sent: int = Field(default=0, description="requests sent, warm-up included")
+    requests_sent: int = Field(
+        default=0, description="requests sent, warm-up included, the logprobs witness not"
+    )
     request_errors: dict[str, int] = Field(
         default_factory=dict, description="failed requests by kind (malformed, timeout, …)"
     )
@@ -197,6 +213,16 @@ def invalid_reasons(point: PointResult) -> list[str]:
     if not point.invalid:
         return []
     return point.invalid_reasons or [INVALID_DEGENERATE]
+
+
+def count_findings(point: PointResult) -> list[str]:
+    """Every finding behind "token counts do not hold": the samples' and the witness's."""
+    found = [finding for sample in point.samples for finding in sample.accounting]
+    return found + (point.witness.findings if point.witness else [])
+
+
+def count_notes(point: PointResult) -> int:
+    return sum(len(sample.notes) for sample in point.samples)
 
 
 def mark_invalid(point: PointResult, reason: str) -> None:
@@ -278,9 +304,10 @@ async def measure_point(
     """Warm up (in round 1, or every round when the warm-up primes the prefix cache), then
     sample until this round's samples are precise enough or max_samples.
 
-    With `count_text` (the server's /tokenize), every reply's completion count is checked
-    against its text; without it only max_tokens and /metrics check the counts. `send_all`
-    sends a sample's requests (ShardedSender: from worker processes); by default, `client`."""
+    Every reply's completion count is checked against its max_tokens and the sample's
+    /metrics, and once per point against a logprobs witness; with `count_text` (the server's
+    /tokenize) its re-tokenized text is noted beside it. `send_all` sends a sample's requests
+    (ShardedSender: from worker processes); by default, `client`."""
     send = send_all or functools.partial(send_in_process, client)
     # later rounds follow a whole pass over a warm engine: only a warm-up that primes this
     # point's prefix cache runs again (the other points' prompts may have evicted it)
@@ -313,6 +340,8 @@ async def measure_point(
             continue
         retries = 0
         point.samples[-1].round = round_index
+        if point.witness is None:
+            await _witness_counts(client, point, make_requests()[0])
         this_round.append(point.samples[-1].value)
         point.summary = summarize([sample.value for sample in point.samples])
         on_sample(point)
@@ -377,9 +406,9 @@ async def _take_sample(
     if value is None:
         return "no rate could be derived (fewer than 2 output events or no server token count)"
     summaries = [summarize_request(r, rec) for r, rec in zip(requests, records, strict=True)]
-    accounting = await _count_findings(point, requests, records, summaries, count_text)
-    if (finding := metrics_count_finding(ours, generated)) is not None:
-        accounting.append(finding)
+    counts = await _judge_counts(
+        point, requests, records, summaries, generated=generated, count_text=count_text
+    )
     findings = [finding for record in records for finding in check_text(record.content)]
     point.samples.append(
         Sample(
@@ -387,7 +416,8 @@ async def _take_sample(
             requests=summaries,
             metrics=delta,
             degenerate=findings,
-            accounting=accounting,
+            accounting=counts.findings,
+            notes=counts.notes,
             client=load,
         )
     )
@@ -395,35 +425,44 @@ async def _take_sample(
         _flag_client_limited(point, load)
     if findings:
         mark_invalid(point, INVALID_DEGENERATE)
-    if accounting:
+    if counts.findings:
         mark_invalid(point, INVALID_COUNTS)
     return None
 
 
-async def _count_findings(
+async def _judge_counts(
     point: PointResult,
     requests: Sequence[ChatRequest | CompletionRequest],
     records: list[RequestRecord],
     summaries: list[RequestSummary],
+    *,
+    generated: float | int | None,
     count_text: CountText | None,
-) -> list[str]:
-    """Each request's claimed completion count against its max_tokens and, with a tokenizer,
-    its own text; the re-tokenized count is kept on the request's summary."""
-    findings: list[str] = []
-    for index, (request, record, summary) in enumerate(
-        zip(requests, records, summaries, strict=True)
-    ):
-        claimed = record.completion_tokens
-        checks = [max_tokens_finding(claimed, request.max_tokens, record.finish_reason)]
-        if count_text is not None and claimed is not None:
-            try:
-                summary.retokenized_tokens = await count_text(reply_text(record))
-            except EndpointError as exc:
-                _warn_once(point, f"a count was not checked against its text: {exc}")
-            checks.append(text_count_finding(claimed, summary.retokenized_tokens))
-        where = f"request {index + 1} of {len(requests)}: " if len(requests) > 1 else ""
-        findings += [where + finding for finding in checks if finding is not None]
-    return findings
+) -> CountVerdict:
+    """The sample's counts judged; each re-tokenized count is kept on its request's summary."""
+    retokenized: list[int | None] = [None] * len(records)
+    if count_text is not None:
+        retokenized, failure = await retokenized_counts(records, count_text)
+        if failure is not None:
+            _warn_once(point, f"a count was not set beside its re-tokenized text: {failure}")
+    for summary, count in zip(summaries, retokenized, strict=True):
+        summary.retokenized_tokens = count
+    replies = [
+        ReplyCount(record.completion_tokens, request.max_tokens, record.finish_reason, count)
+        for request, record, count in zip(requests, records, retokenized, strict=True)
+    ]
+    return judge_counts(replies, generated)
+
+
+async def _witness_counts(
+    client: EndpointClient, point: PointResult, request: ChatRequest | CompletionRequest
+) -> None:
+    """The point's logprobs witness, once; a witness that cannot be read is a warning."""
+    point.witness = await take_witness(client, request)
+    if point.witness.findings:
+        mark_invalid(point, INVALID_COUNTS)
+    elif not point.witness.read:
+        _warn_once(point, unread_warning(point.witness))
 
 
 def _precise_over_rounds(point: PointResult, precision: float) -> bool:

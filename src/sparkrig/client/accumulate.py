@@ -127,7 +127,10 @@ class StreamAccumulator:
             self._merge_tool_call(call, f"{where}.{key}.tool_calls[{position}]")
         logprobs = field.mapping(choice.get("logprobs"), f"{where}.logprobs")
         if logprobs is not None:
-            self.record.logprobs.extend(_logprobs(logprobs, f"{where}.logprobs"))
+            entries = _logprobs(logprobs, f"{where}.logprobs")
+            self.record.logprobs.extend(entries)
+            if entries:
+                fields["logprob_entries"] = fields.get("logprob_entries", 0) + len(entries)
         finish_reason = field.text(choice.get("finish_reason"), f"{where}.finish_reason")
         if finish_reason:
             fields["finish_reason"] = finish_reason

@@ -52,6 +52,9 @@ class SseEvent(BaseModel):
     )
     content_chars: int = 0
     reasoning_chars: int = 0
+    logprob_entries: int = Field(
+        default=0, description="per-token logprobs the event carried (when the request asked)"
+    )
     tool_call: bool = False
     finish_reason: str | None = None
 

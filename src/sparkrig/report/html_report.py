@@ -12,7 +12,13 @@ from collections import Counter
 from collections.abc import Sequence
 from html import escape
 
-from sparkrig.bench.point import BenchSettings, PointResult, invalid_reasons
+from sparkrig.bench.point import (
+    BenchSettings,
+    PointResult,
+    count_findings,
+    count_notes,
+    invalid_reasons,
+)
 from sparkrig.bench.receipt import BenchReceipt
 from sparkrig.bench.soak_receipt import SoakReceipt
 from sparkrig.bench.statistics import precision_checkpoints
@@ -191,9 +197,8 @@ def _warnings(receipt: BenchReceipt) -> str:
 def _flags(point: PointResult) -> str:
     flags = []
     if point.invalid:
-        findings = dict.fromkeys(
-            f for sample in point.samples for f in (*sample.degenerate, *sample.accounting)
-        )
+        degenerate = [f for sample in point.samples for f in sample.degenerate]
+        findings = dict.fromkeys([*degenerate, *count_findings(point)])
         detail = f" ({'; '.join(list(findings)[:3])})" if findings else ""
         why = ", ".join(invalid_reasons(point))
         flags.append(f'<span class="flag bad">INVALID: {escape(why + detail)}</span>')
@@ -219,6 +224,11 @@ def _flags(point: PointResult) -> str:
         detail = "; ".join(f"{reason} ×{count}" for reason, count in reasons.items())
         flags.append(
             f'<span class="flag warn">{len(point.discarded)} discarded: {escape(detail)}</span>'
+        )
+    if notes := count_notes(point):
+        flags.append(
+            f'<span class="flag">{notes} re-tokenized count notes: the text re-tokenizes to '
+            "another count than the server claimed, not a count check (see the receipt)</span>"
         )
     return "".join(flags)
 

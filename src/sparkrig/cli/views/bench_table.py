@@ -7,7 +7,7 @@ import statistics
 from rich.table import Table
 
 from sparkrig.bench.compare import SAMPLES_ONLY, PointComparison
-from sparkrig.bench.point import PointResult, invalid_reasons
+from sparkrig.bench.point import PointResult, count_notes, invalid_reasons
 from sparkrig.bench.receipt import BenchReceipt
 from sparkrig.bench.suites import per_stream_mean
 
@@ -26,6 +26,8 @@ def _flags(point: PointResult) -> str:
         flags.append("[yellow]client-limited[/]")
     if point.discarded:
         flags.append(f"{len(point.discarded)} discarded")
+    if notes := count_notes(point):
+        flags.append(f"{notes} re-tokenized count notes")
     return ", ".join(flags)
 
 
