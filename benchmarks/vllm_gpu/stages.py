@@ -1,6 +1,6 @@
 """Every sparkrig stage against the live vLLM, in groups that each fit one device call.
 
-    python3 benchmarks/vllm_gpu/stages.py GROUP [--budget SECONDS] [--soak SECONDS]
+    python3 benchmarks/vllm_gpu/stages.py GROUP [--budget SECONDS] [--soak SECONDS] [--from STAGE]
 
 GROUP: serve (up, fixtures, check ×3, bench, the peer at plain), matrix (guard × fault matrix
 through the gateway, gateway serve with the openai client, soak, doctor --live, report), spec
@@ -300,12 +300,17 @@ def main() -> int:
     group = sys.argv[1]
     budget = float(sys.argv[sys.argv.index("--budget") + 1]) if "--budget" in sys.argv else 560
     soak_s = int(sys.argv[sys.argv.index("--soak") + 1]) if "--soak" in sys.argv else 240
+    start = sys.argv[sys.argv.index("--from") + 1] if "--from" in sys.argv else None
     began = time.monotonic()
     folder = RESULTS / group
     folder.mkdir(parents=True, exist_ok=True)
     env = environment()
     summary = folder / "summary.jsonl"
-    for name, argv, timeout in groups(soak_s)[group]:
+    stages = groups(soak_s)[group]
+    names = [name for name, _, _ in stages]
+    if start is not None:  # resume a group cut short by an earlier call's budget
+        stages = stages[names.index(start) :]
+    for name, argv, timeout in stages:
         left = budget - (time.monotonic() - began)
         record: dict[str, object] = {"stage": name}
         if left < 30:
