@@ -11,6 +11,7 @@ import pytest
 
 from sparkrig.bench.speculative import spec_accounting
 from sparkrig.client.metrics import MetricsDelta, parse_metrics
+from sparkrig.engines.metric_map import Quantity
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "vllm"
 
@@ -38,3 +39,35 @@ def test_ngram_counters_give_acceptance_per_position_and_draft_length() -> None:
 
 def test_a_server_without_speculation_has_no_accounting() -> None:
     assert spec_accounting([since_start("metrics_after.txt")], decode_tps=100.0) is None
+
+
+def test_ngram_steps_count_the_steps_that_drafted_nothing() -> None:
+    """An ngram drafter with no match makes no draft: 856 drafts, but generated − accepted =
+    4096 − 504 = 3592 decode steps, within 16 (the 32 requests' prefill iterations, about) of
+    vLLM's own engine iteration count in the same capture (3608). Tokens per step counts every
+    step: 4096 / 3592 = 1.14, not 1 + 504 / 856 = 1.59, so steps/s is not overstated."""
+    text = (FIXTURES / "metrics_ngram_spec.txt").read_text()
+    accounting = spec_accounting([since_start("metrics_ngram_spec.txt")], decode_tps=400.0)
+
+    assert accounting is not None
+    assert accounting.steps == 4_096 - 504
+    iterations = next(
+        float(line.split()[-1])
+        for line in text.splitlines()
+        if line.startswith("vllm:iteration_tokens_total_count")
+    )
+    assert iterations == 3_608
+    assert 0 <= iterations - accounting.steps <= 32
+    assert accounting.tokens_per_step == pytest.approx(4_096 / 3_592)
+    assert accounting.accepted_per_draft == pytest.approx(504 / 856)
+    assert accounting.steps_per_s == pytest.approx(400.0 / (4_096 / 3_592))
+
+
+def test_without_a_generated_count_every_draft_is_a_step() -> None:
+    delta = since_start("metrics_ngram_spec.txt")
+    values = {k: v for k, v in delta.values.items() if k != Quantity.GENERATED_TOKENS}
+    accounting = spec_accounting([delta.model_copy(update={"values": values})], decode_tps=None)
+
+    assert accounting is not None
+    assert accounting.steps == 856
+    assert accounting.tokens_per_step == pytest.approx(1 + 504 / 856)

@@ -53,7 +53,8 @@ async def test_spec_suite_reports_the_synthetic_acceptance(
     assert len(spec.per_position_rate) == len(SYNTH_RATES)
     for measured, known in zip(spec.per_position_rate, SYNTH_RATES, strict=True):
         assert abs(measured - known) < RATE_TOLERANCE, (spec.per_position_rate, SYNTH_RATES)
-    assert abs(spec.accepted_per_step - sum(SYNTH_RATES)) < 2 * RATE_TOLERANCE
+    assert spec.accepted_per_draft is not None
+    assert abs(spec.accepted_per_draft - sum(SYNTH_RATES)) < 2 * RATE_TOLERANCE
     assert spec.mean_draft_length == pytest.approx(4, abs=0.2)
     assert spec.steps_per_s is not None
     assert spec.steps_per_s * spec.tokens_per_step == pytest.approx(point.summary.median)

@@ -18,6 +18,11 @@ from sparkrig.engines.metric_map import Quantity
 
 class SpecAccounting(BaseModel):
     drafts: float = Field(description="verification steps that carried a draft")
+    steps: float = Field(
+        default=0.0,
+        description="decode steps: generated − accepted tokens (each step emits one token of "
+        "its own plus the draft tokens it accepted); the drafts where generated is unknown",
+    )
     draft_tokens: float
     accepted_tokens: float
     acceptance_rate: float = Field(description="accepted ÷ drafted tokens")
@@ -25,7 +30,12 @@ class SpecAccounting(BaseModel):
         description="accepted at draft position i ÷ drafts, i = 0, 1, …"
     )
     mean_draft_length: float = Field(description="k: drafted tokens per draft")
-    accepted_per_step: float = Field(description="accepted draft tokens per verification step")
+    accepted_per_draft: float | None = Field(
+        default=None,
+        description="accepted ÷ drafts (vLLM's mean acceptance length is 1 + this); equal to "
+        "accepted_per_step only where every step drafts",
+    )
+    accepted_per_step: float = Field(description="accepted draft tokens per decode step")
     tokens_per_step: float = Field(description="1 + accepted_per_step: tokens each step emits")
     steps_per_s: float | None = Field(description="decode tok/s ÷ tokens per step")
     ceiling_tps: float | None = Field(description="steps/s × (k + 1): every draft accepted")
@@ -60,17 +70,24 @@ def spec_accounting(
         return None
     per_position = _per_position(usable)
     order = sorted(per_position, key=lambda label: int(label) if label.isdigit() else 1 << 30)
-    accepted_per_step = accepted / drafts
+    # a drafter with nothing to offer (ngram without a match) makes no draft: such steps are
+    # in no spec counter, so steps come from the tokens (measured: generated − accepted was 115,
+    # 107 and 119 steps where the stream had 115, 107 and 119 chunks; docs/metrics.md)
+    generated = _total(usable, Quantity.GENERATED_TOKENS)
+    steps = generated - accepted if generated is not None and generated > accepted else drafts
+    accepted_per_step = accepted / steps
     tokens_per_step = 1 + accepted_per_step
     mean_draft_length = draft_tokens / drafts
     steps_per_s = decode_tps / tokens_per_step if decode_tps else None
     return SpecAccounting(
         drafts=drafts,
+        steps=steps,
         draft_tokens=draft_tokens,
         accepted_tokens=accepted,
         acceptance_rate=accepted / draft_tokens,
         per_position_rate=[per_position[label] / drafts for label in order],
         mean_draft_length=mean_draft_length,
+        accepted_per_draft=accepted / drafts,
         accepted_per_step=accepted_per_step,
         tokens_per_step=tokens_per_step,
         steps_per_s=steps_per_s,
