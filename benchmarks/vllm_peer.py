@@ -22,6 +22,8 @@ import shutil
 import statistics
 import subprocess
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +129,17 @@ def vllm_level(
     return {key: result.get(key) for key in (*keys, "output_throughput")}
 
 
+def reset_prefix_cache(url: str) -> str:
+    """Both clients send the same prompts: whichever went second would find them cached. vLLM
+    empties its prefix cache on POST /reset_prefix_cache (with VLLM_SERVER_DEV_MODE=1)."""
+    request = urllib.request.Request(f"{url}/reset_prefix_cache", data=b"", method="POST")  # noqa: S310
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
+            return f"HTTP {response.status}"
+    except (urllib.error.URLError, OSError) as exc:
+        return f"not reset: {exc}"
+
+
 def ratios(ours: dict[str, Any], theirs: dict[str, Any]) -> dict[str, float | None]:
     pairs = {
         "ttft": ("median_ttft_ms", "median_ttft_ms"),
@@ -160,9 +173,20 @@ def main() -> int:
         texts = prompts(count)
         dataset = out / f"prompts-{count}.jsonl"
         dataset.write_text("".join(json.dumps({"prompt": t}) + "\n" for t in texts))
-        ours = asyncio.run(sparkrig_level(args.url, args.model, texts, concurrency, args.tokens))
-        theirs = vllm_level(args, dataset, count, concurrency, out)
+        # alternate who goes first, each on an emptied prefix cache
+        resets = []
+        order = ["sparkrig", "vllm"] if len(rows) % 2 == 0 else ["vllm", "sparkrig"]
+        for side in order:
+            resets.append(f"before {side}: {reset_prefix_cache(args.url)}")
+            if side == "sparkrig":
+                ours = asyncio.run(
+                    sparkrig_level(args.url, args.model, texts, concurrency, args.tokens)
+                )
+            else:
+                theirs = vllm_level(args, dataset, count, concurrency, out)
         row = {
+            "order": order,
+            "prefix_cache_resets": resets,
             "concurrency": concurrency,
             "prompts": count,
             "sparkrig": ours,

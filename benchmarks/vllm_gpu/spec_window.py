@@ -79,7 +79,8 @@ async def one(url: str, model: str, name: str, prompt: str, tokens: int) -> dict
     if ours is not None:
         row["differences"] = {
             "acceptance_rate": ours.acceptance_rate - (theirs["acceptance_rate"] or 0),
-            "tokens_per_step_vs_mean_acceptance_length": ours.tokens_per_step
+            "mean_acceptance_length": 1
+            + (ours.accepted_per_draft or 0)
             - (theirs["mean_acceptance_length"] or 0),
             "per_position": [
                 x - y
@@ -88,7 +89,9 @@ async def one(url: str, model: str, name: str, prompt: str, tokens: int) -> dict
             "drafts": ours.drafts - theirs["drafts"],
             "accepted_tokens": ours.accepted_tokens - theirs["accepted_tokens"],
         }
-        # steps/s: sparkrig's decode tok/s ÷ tokens per step; vLLM's drafts ÷ the same span
+        # decode steps (generated − accepted) against the stream's chunks: at c = 1 one step
+        # sends one chunk, drafted or not
+        row["steps"] = {"sparkrig": ours.steps, "sse_chunks": len(record.output_events)}
         row["steps_per_s"] = ours.steps_per_s
     return row
 
