@@ -30,6 +30,7 @@ STAGES: list[set[str]] = [
     {"guards", "bench", "doctor"},
     {"report"},
     {"cli"},
+    {"__main__"},
 ]
 
 # Rules stated on their own as well (the stage order implies the first two; they stay when the
