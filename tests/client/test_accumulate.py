@@ -119,11 +119,12 @@ def test_llamacpp_stream_decode_rate_is_tokens_after_first_over_span() -> None:
 
 
 # --- vLLM: cumulative usage on every chunk (continuous_usage_stats) ---------------------------
-# vLLM cannot run here, so these chunks are constructed. Their shape follows vLLM's documented
-# OpenAI streaming format with stream_options {"include_usage": true,
-# "continuous_usage_stats": true}: every chunk carries cumulative `usage`, the first has the
-# role, and a last chunk with `choices: []` repeats the totals. Under speculative decoding one
-# chunk can carry several tokens' text.
+# Constructed, to set each chunk's time; framed as vLLM 0.26.0 framed a live stream with
+# stream_options {"include_usage": true, "continuous_usage_stats": true}
+# (tests/fixtures/vllm/live/*-chat-stream-usage.txt, read whole in test_vllm_live.py): every
+# chunk carries cumulative `usage`, the first has the role and no tokens, the last content
+# chunk carries `finish_reason`, and a last chunk with `choices: []` repeats the totals. One
+# chunk can carry several tokens' text (under speculative decoding, and live even without it).
 
 
 def vllm_chunk(
@@ -158,12 +159,12 @@ def vllm_usage_only(completion_tokens: int) -> Chunk:
 
 def vllm_stream(contents_and_totals: list[tuple[int, str, int]]) -> list[tuple[int, Chunk]]:
     """(ms, text, cumulative completion tokens) per content chunk, framed as vLLM frames them."""
-    last_ms, _, total = contents_and_totals[-1]
+    *first, (last_ms, last_text, total) = contents_and_totals
     return [
         (at(50), vllm_chunk({"role": "assistant", "content": ""}, 0)),
-        *[(at(ms), vllm_chunk({"content": text}, n)) for ms, text, n in contents_and_totals],
-        (at(last_ms + 1), vllm_chunk({"content": ""}, total, finish_reason="stop")),
-        (at(last_ms + 2), vllm_usage_only(total)),
+        *[(at(ms), vllm_chunk({"content": text}, n)) for ms, text, n in first],
+        (at(last_ms), vllm_chunk({"content": last_text}, total, finish_reason="stop")),
+        (at(last_ms + 1), vllm_usage_only(total)),
     ]
 
 

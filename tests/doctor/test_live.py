@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from sparkrig.cli import app
@@ -17,6 +18,7 @@ from sparkrig.config.cluster import Cluster
 from sparkrig.doctor.live import live_checks
 from sparkrig.launch.local import LocalInstance
 from tests.doctor.fixtures import FIXTURES
+from tests.vllm_live import capture
 
 VLLM_CAPTURES = FIXTURES.parent / "vllm"
 VLLM_METRICS = (VLLM_CAPTURES / "metrics_after.txt").read_text()
@@ -54,6 +56,14 @@ def _models(max_model_len: int = MAX_MODEL_LEN) -> dict[str, object]:
 
 def test_the_running_server_matches_the_file() -> None:
     assert live_checks(_models(), VLLM_METRICS, _cluster("vllm", SERVED, MAX_MODEL_LEN)) == []
+
+
+@pytest.mark.parametrize("label", ["after", "ngram-after"])
+def test_the_live_captures_model_list_and_metrics_match_the_file(label: str) -> None:
+    """/v1/models and /metrics as vLLM 0.26.0 sent them live (tests/fixtures/vllm/live/)."""
+    models = json.loads(capture(label, "models"))
+    metrics = capture(label, "metrics").decode()
+    assert live_checks(models, metrics, _cluster("vllm", SERVED, MAX_MODEL_LEN)) == []
 
 
 def test_another_model_other_flags_or_engine_are_each_named() -> None:

@@ -1,14 +1,18 @@
 """Error bodies and events exactly as servers send them, for the wire and client tests. The
-vLLM ones are the text vLLM 0.26.0 sends; each cites the source that builds it."""
+vLLM ones are the text vLLM 0.26.0 sends; each cites the source that builds it, and the one a
+live server was seen to send is read from that capture (tests/fixtures/vllm/live/)."""
+
+from tests.vllm_live import capture
 
 # vllm/entrypoints/generate/base/serving.py `create_streaming_error_response`: json.dumps of
 # `create_error_response(e).model_dump()` (vllm/entrypoints/serve/utils/error_response.py), an
 # `ErrorResponse(error=ErrorInfo(message, type, param, code))` of
 # vllm/entrypoints/openai/engine/protocol.py. The chat and completion stream generators send it
 # for any exception; vllm/v1/engine/async_llm.py `generate` raises `EngineGenerateError()` with
-# no text for anything but a ValueError, so the message is "".
+# no text for anything but a ValueError, so the message is "". Seen live: the only event of the
+# json-schema stream when lm-format-enforcer was not installed (the data of its first line).
 VLLM_ENGINE_GENERATE_ERROR_EVENT = (
-    '{"error": {"message": "", "type": "InternalServerError", "param": null, "code": 500}}'
+    capture("plain", "chat-json-schema-stream").decode().splitlines()[0].removeprefix("data: ")
 )
 # `_convert_generation_error_to_streaming_response`: a request the engine finished with
 # finish_reason "error" (a grammar that failed to compile in the engine core, a KV load failure)

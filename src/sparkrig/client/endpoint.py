@@ -285,14 +285,7 @@ async def _http_error(response: aiohttp.ClientResponse) -> RequestError:
     text = raw.decode(errors="replace")
     title = web_page_title(raw)
     error = None if title else server_error(json_object(raw), text)
-    hint = {
-        401: "set the API key (--api-key-env, default $SPARKRIG_API_KEY)",
-        404: "check the URL and that the server speaks the OpenAI API at /v1",
-    }.get(response.status) or (
-        _NO_TEXT_HINT
-        if error is not None and error.message is None
-        else "read the server's message and its log"
-    )
+    hint = _http_error_hint(response.status, error)
     if title:
         said = f"a web page titled {title!r}"
     elif error is not None:
@@ -305,6 +298,20 @@ async def _http_error(response: aiohttp.ClientResponse) -> RequestError:
         body=text[:_BODY_EXCERPT],
         message=f"HTTP {response.status} from {response.url}: {said} — {hint}",
         server=error,
+    )
+
+
+def _http_error_hint(status: int, error: ServerError | None) -> str:
+    # vLLM answers 404 for a model it does not serve, at the right URL (its `param` is "model")
+    if error is not None and error.param == "model":
+        return "check the model name against the server's /v1/models, or pass --model"
+    return {
+        401: "set the API key (--api-key-env, default $SPARKRIG_API_KEY)",
+        404: "check the URL and that the server speaks the OpenAI API at /v1",
+    }.get(status) or (
+        _NO_TEXT_HINT
+        if error is not None and error.message is None
+        else "read the server's message and its log"
     )
 
 
