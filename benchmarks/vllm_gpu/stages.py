@@ -53,19 +53,11 @@ PY = [sys.executable]
 def groups(soak_s: int) -> dict[str, list[tuple[str, list[str], int]]]:
     """name, argv, timeout in seconds."""
     check = [*SR, "check", URL, "--full", "--force", "--out"]
-    bench_plain = [
-        *SR,
-        "bench",
-        URL,
-        "--suite",
-        "decode,concurrency,prefill",
-        "--concurrency",
-        "1,4,16,64",
-        "--rounds",
-        "1",
-        "--force",
-        "--out",
-    ]
+
+    def bench(suites: str, out: str) -> list[str]:
+        ladder = ["--concurrency", "1,4,16,64", "--rounds", "1", "--force", "--out", out]
+        return [*SR, "bench", URL, "--suite", suites, *ladder]
+
     return {
         "serve": [
             ("up", [*SR, "up", CLUSTER, "--apply"], 420),
@@ -93,7 +85,7 @@ def groups(soak_s: int) -> dict[str, list[tuple[str, list[str], int]]]:
             ("check-1", [*check, "{dir}/check-1.json"], 300),
             ("check-2", [*check, "{dir}/check-2.json"], 300),
             ("check-3", [*check, "{dir}/check-3.json"], 300),
-            ("bench-plain", [*bench_plain, "{dir}/bench-plain.json"], 420),
+            ("bench-plain", bench("decode,concurrency,prefill", "{dir}/bench-plain.json"), 420),
             (
                 "peer-plain",
                 [
@@ -162,24 +154,7 @@ def groups(soak_s: int) -> dict[str, list[tuple[str, list[str], int]]]:
                 [*PY, "benchmarks/vllm_gpu/spec_window.py", URL, MODEL, "{dir}/spec-window.json"],
                 300,
             ),
-            (
-                "bench-spec",
-                [
-                    *SR,
-                    "bench",
-                    URL,
-                    "--suite",
-                    "spec,decode,concurrency",
-                    "--concurrency",
-                    "1,4,16,64",
-                    "--rounds",
-                    "1",
-                    "--force",
-                    "--out",
-                    "{dir}/bench-spec.json",
-                ],
-                480,
-            ),
+            ("bench-spec", bench("spec,decode,concurrency", "{dir}/bench-spec.json"), 480),
             (
                 "peer-spec",
                 [

@@ -104,21 +104,37 @@ def test_up_status_logs_down_with_vllm_from_path(
     assert process_start_ticks(record.pid) != record.pid_start_ticks
 
 
-def test_vllm_missing_from_path_is_named(
-    tmp_path: Path, engine: EngineInstall, bundled_model: Path
-) -> None:
+def failed_up(
+    tmp_path: Path,
+    name: str,
+    engine: EngineInstall,
+    bundled_model: Path,
+    *,
+    port: int | None = None,
+    mode: str = "",
+    path: str = "",
+) -> subprocess.CompletedProcess[str]:
+    """`up --apply` of a one-node file that must fail; nothing may stay recorded."""
     cluster_file = tmp_path / "one.toml"
-    one_node_file(cluster_file, free_port("127.0.0.1"), name="vllm-missing")
+    one_node_file(cluster_file, port or free_port("127.0.0.1"), name=name)
     result = sparkrig(
         "up",
         str(cluster_file),
         "--apply",
         engine=engine,
         bundled_model=bundled_model,
-        path="/usr/bin:/bin",
+        mode=mode,
+        path=path,
     )
+    assert load_state(name) is None
+    return result
+
+
+def test_vllm_missing_from_path_is_named(
+    tmp_path: Path, engine: EngineInstall, bundled_model: Path
+) -> None:
+    result = failed_up(tmp_path, "vllm-missing", engine, bundled_model, path="/usr/bin:/bin")
     assert_one_line_error(result, "vllm is not installed on node gpu", "engine.binary")
-    assert load_state("vllm-missing") is None
 
 
 def test_port_taken_by_another_process_is_named(
@@ -128,29 +144,14 @@ def test_port_taken_by_another_process_is_named(
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        cluster_file = tmp_path / "one.toml"
-        one_node_file(cluster_file, port, name="vllm-port")
-        result = sparkrig(
-            "up", str(cluster_file), "--apply", engine=engine, bundled_model=bundled_model
-        )
+        result = failed_up(tmp_path, "vllm-port", engine, bundled_model, port=port)
     assert_one_line_error(result, f"port {port} on node gpu", "engine.port")
-    assert load_state("vllm-port") is None
 
 
 def test_dead_engine_core_is_named_with_vllms_own_line(
     tmp_path: Path, engine: EngineInstall, bundled_model: Path
 ) -> None:
-    cluster_file = tmp_path / "one.toml"
-    one_node_file(cluster_file, free_port("127.0.0.1"), name="vllm-dead")
-    result = sparkrig(
-        "up",
-        str(cluster_file),
-        "--apply",
-        engine=engine,
-        bundled_model=bundled_model,
-        mode="engine-dead",
-    )
+    result = failed_up(tmp_path, "vllm-dead", engine, bundled_model, mode="engine-dead")
     assert_one_line_error(
         result, "node gpu: vllm exited", "Engine core initialization failed", "OutOfMemoryError"
     )
-    assert load_state("vllm-dead") is None
