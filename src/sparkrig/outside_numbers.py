@@ -29,9 +29,9 @@ _ASCII_FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 Number = int | float
 
 
-class OutsideNumberError(SparkrigError):
+class OutsideNumberError(SparkrigError, ValueError):
     """A number read from a file, a kernel file, a command or a server is not a number in the
-    range expected."""
+    range expected. A ValueError too, so parsers that read a bad value as absent still do."""
 
 
 def _range(minimum: Number | None, maximum: Number | None) -> str:
