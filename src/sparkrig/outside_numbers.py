@@ -22,6 +22,10 @@ MAX_DIGITS = 100
 FLOAT_LIMIT = 2.0**1023
 """A whole number past this cannot become a float, so no division by it may be trusted."""
 
+COUNT_LIMIT = 2**53
+"""A count (tokens, bytes, events) past this is not a count any server sends: above it an int no
+longer survives becoming a float exactly, and rates made from it are wrong."""
+
 _ASCII_INT = re.compile(r"[+-]?[0-9]+")
 _ASCII_HEX = re.compile(r"[+-]?(0[xX])?[0-9a-fA-F]+")
 _ASCII_FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
