@@ -189,3 +189,11 @@ def checked_number(
 def finite_float(value: float, *, source: str, field: str) -> float:
     """A float another parser produced (prometheus_client, json), refused when NaN or infinite."""
     return float(checked_number(value, source=source, field=field))
+
+
+def count_or_none(value: object, *, maximum: int = COUNT_LIMIT) -> int | None:
+    """A count json already parsed (a token count, an index): an int from 0 to `maximum`, not a
+    bool; None for anything else."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= maximum:
+        return value
+    return None
