@@ -197,3 +197,13 @@ def count_or_none(value: object, *, maximum: int = COUNT_LIMIT) -> int | None:
     if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= maximum:
         return value
     return None
+
+
+def number_or_none(value: object) -> float | None:
+    """A number json already parsed, as a float: finite, not a bool, small enough to become a
+    float (json reads 10**400 as an int that float() cannot take); None for anything else."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, int):
+        return float(value) if abs(value) <= FLOAT_LIMIT else None
+    return value if math.isfinite(value) else None

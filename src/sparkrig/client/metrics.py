@@ -71,6 +71,7 @@ def parse_metrics(text: str, taken_ns: int | None = None) -> MetricsSnapshot:
             f"{first!r}) — check the URL is the engine's own, not a web UI or login proxy in "
             "front of it, and that metrics are enabled (llama-server needs --metrics)"
         )
+    _refuse_non_ascii_values(text)
     try:
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
@@ -95,6 +96,21 @@ def parse_metrics(text: str, taken_ns: int | None = None) -> MetricsSnapshot:
         taken_ns=taken_ns if taken_ns is not None else time.perf_counter_ns(),
         samples=samples,
     )
+
+
+def _refuse_non_ascii_values(text: str) -> None:
+    """prometheus_client reads a value with float(), which takes "٣" for 3: the value and
+    timestamp after a sample's labels must be ASCII (label values may be any text)."""
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith("#") or line.isascii():
+            continue
+        after = line.rpartition("}")[2] if "}" in line else line.partition(" ")[2]
+        if not after.isascii():
+            raise MetricsError(
+                f"the /metrics text is not Prometheus exposition format (line {number}: the "
+                f"value {excerpt(after.strip(), 40)!r} is not ASCII digits) — check the URL is "
+                "the engine's /metrics and that nothing in front of it rewrites the text"
+            )
 
 
 _COUNTS = ("_total", "_count", "_bucket")
