@@ -81,10 +81,12 @@ def number(value: Any, field: str) -> float | None:
     """A real number (a logprob may be -inf); NaN, text and booleans are not."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise MalformedField(field, "a number", value)
-    if isinstance(value, int) and abs(value) > FLOAT_LIMIT:
-        raise MalformedField(field, "a number within ±2**1023", value)  # float() would overflow
+    if isinstance(value, int) and abs(value) > FLOAT_LIMIT:  # before isnan(), which overflows
+        raise MalformedField(field, "a number within ±2**1023", value)
+    if math.isnan(value):
+        raise MalformedField(field, "a number", value)
     return float(value)
 
 
