@@ -20,7 +20,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "sparkrig"
 # is a top-level package or module of src/sparkrig ("sparkrig" is the package's __init__).
 STAGES: list[set[str]] = [
     {"sparkrig", "errors", "defaults", "process_exit"},
-    {"paths", "json_files", "local_process", "registry"},
+    {"paths", "json_files", "local_process", "registry", "outside_numbers"},
     {"wire", "detectors"},
     {"config"},
     {"fabric", "recipes"},

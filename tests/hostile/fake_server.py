@@ -43,6 +43,19 @@ def tool_call(**fields: Any) -> Chunk:
     return delta({"tool_calls": [call]})
 
 
+# /metrics texts whose numbers are hostile: (text, what the one line must say).
+_COUNTER = (
+    '# TYPE vllm:generation_tokens counter\nvllm:generation_tokens_total{{model_name="m"}} {}\n'
+)
+HOSTILE_METRICS: dict[str, tuple[str, str]] = {
+    "counter-nan": (_COUNTER.format("NaN"), "vllm:generation_tokens_total is nan"),
+    "counter-inf": (_COUNTER.format("+Inf"), "vllm:generation_tokens_total is inf"),
+    "counter-1e400": (_COUNTER.format("1e400"), "vllm:generation_tokens_total is inf"),
+    "counter-negative": (_COUNTER.format("-5"), "of 0 or more"),
+    "counter-arabic-digits": (_COUNTER.format("\u0663"), "not Prometheus"),
+}
+
+
 # One malformed chunk each, sent after a good first event so the event number is 2.
 MALFORMED: dict[str, tuple[Chunk, str]] = {
     "choices-number": ({"choices": 5}, "choices"),
@@ -113,6 +126,12 @@ MALFORMED: dict[str, tuple[Chunk, str]] = {
     "tool-name-number": (tool_call(function={"name": 1}), "function.name"),
     "tool-arguments-object": (tool_call(function={"arguments": {"a": 1}}), "function.arguments"),
     "tool-id-number": (tool_call(id=9), "tool_calls[0].id"),
+    # numbers past any real count or a float's range (json writes 10**400 as digits)
+    "tokens-huge": ({"choices": [], "usage": {"completion_tokens": 10**400}}, "completion_tokens"),
+    "tokens-past-2-53": ({"choices": [], "usage": {"prompt_tokens": 2**60}}, "prompt_tokens"),
+    "predicted-huge": ({"choices": [], "timings": {"predicted_n": 10**30}}, "predicted_n"),
+    "logprob-huge": (logprob_item(logprob=-(10**400)), "logprob"),
+    "tool-index-huge": (tool_call(index=10**400), "tool_calls[0].index"),
 }
 
 
@@ -318,6 +337,11 @@ SCENARIOS: dict[str, dict[str, Behaviour]] = {
     "metrics-html": {"metrics": _raw(200, "text/html", LOGIN_PAGE.encode())},
     "metrics-500": {"metrics": _raw(500, "text/plain", b"down")},
     "metrics-binary": {"metrics": _raw(200, "text/plain", bytes(range(256)) * 4)},
+    **{
+        f"metrics-{name}": {"metrics": _raw(200, "text/plain", text.encode())}
+        for name, (text, _) in HOSTILE_METRICS.items()
+    },
+    "models-not-utf8": {"models": _raw(200, "application/json", b'{"data": [{"id": "m\xff"}]}')},
     "every-other-malformed": {"chat": _every_other_malformed},
     "endless": {"chat": _endless},
     "endless-event": {"chat": _endless_event},

@@ -34,6 +34,7 @@ from pydantic import BaseModel, Field
 from sparkrig import defaults
 from sparkrig.client import ChatRequest, CompletionRequest, EndpointClient, RequestRecord
 from sparkrig.errors import EndpointError, UsageError
+from sparkrig.outside_numbers import int_or_none
 
 Request = ChatRequest | CompletionRequest
 _NS_PER_MS = 1_000_000
@@ -84,7 +85,7 @@ def queued_ns() -> int | None:
     """This thread's time ready to run but waiting for a core (schedstat's second field)."""
     try:
         with open("/proc/thread-self/schedstat", encoding="ascii") as stats:
-            return int(stats.read().split()[1])
+            return int_or_none(stats.read().split()[1], minimum=0)
     except (OSError, IndexError, ValueError):
         return None
 

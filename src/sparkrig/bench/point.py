@@ -365,6 +365,26 @@ async def measure_point(
     return point
 
 
+def _counter_problem(
+    delta: MetricsDelta | None, generated: float | None, records: Sequence[RequestRecord]
+) -> str | None:
+    """Why the server's counters over a sample rule it out: a restart (a counter went
+    backwards, which would read as a negative rate), or more tokens than this sample asked."""
+    if delta is not None and delta.server_restarted:
+        backwards = ", ".join(delta.counters_backwards[:3]) or "process_start_time_seconds"
+        return (
+            f"server restarted: {backwards} went backwards or changed during this sample, so "
+            "its counters give no rate"
+        )
+    ours = sum(record.completion_tokens or 0 for record in records)
+    if generated is not None and generated > ours:
+        return (
+            f"foreign traffic: server generated {generated:.0f} tokens, this sample claimed "
+            f"{ours} (or the server under-reports its counts)"
+        )
+    return None
+
+
 async def _take_sample(
     client: EndpointClient,
     point: PointResult,
@@ -394,14 +414,10 @@ async def _take_sample(
     if isinstance(still_running, float | int) and still_running > 0:
         return f"foreign traffic: {still_running:.0f} requests still running after this sample"
     delta = metrics_delta(before, after) if before and after else None
-    ours = sum(record.completion_tokens or 0 for record in records)
     generated = delta.values.get(Quantity.GENERATED_TOKENS) if delta else None
     generated = generated if isinstance(generated, float | int) else None
-    if generated is not None and generated > ours:
-        return (
-            f"foreign traffic: server generated {generated:.0f} tokens, this sample claimed "
-            f"{ours} (or the server under-reports its counts)"
-        )
+    if (problem := _counter_problem(delta, generated, records)) is not None:
+        return problem
     value = value_of(records)
     if value is None:
         return "no rate could be derived (fewer than 2 output events or no server token count)"

@@ -11,6 +11,7 @@ from typing import Any, Final, Literal
 from sparkrig import defaults
 from sparkrig.client.endpoint import ChatRequest, CompletionRequest
 from sparkrig.client.request_parts import PERSON_FORMAT, WEATHER_TOOL
+from sparkrig.outside_numbers import count_or_none, number_or_none
 from sparkrig.wire.workload_log import WorkloadRecord
 
 Kind = Literal["tool_call", "json", "code", "summary", "prose", "replay"]
@@ -127,16 +128,16 @@ def replay_request(model: str, record: WorkloadRecord, n: int) -> PlannedRequest
     """A recorded request again: its prompt when it was recorded, otherwise filler text of
     about its size (the prompt's length and the budget are what load the server)."""
     params = record.params
-    max_tokens = params.get("max_tokens") or record.completion_tokens or 128
-    temperature = params.get("temperature")
+    # a workload log is a file from outside: its numbers are checked, an odd one reads as absent
+    max_tokens = count_or_none(params.get("max_tokens")) or record.completion_tokens or 128
     extra = {k: v for k, v in params.items() if k not in _REPLAY_OWN}
     words = record.prompt_tokens or max(record.prompt_chars // 4, 8)
     filler = " ".join(_FILLER[i % len(_FILLER)] for i in range(words))
     common: dict[str, Any] = {
         "model": model,
-        "max_tokens": int(max_tokens),
+        "max_tokens": max_tokens,
         "stream": record.stream,
-        "temperature": float(temperature) if isinstance(temperature, int | float) else None,
+        "temperature": number_or_none(params.get("temperature")),
         "extra": extra,
     }
     request: ChatRequest | CompletionRequest

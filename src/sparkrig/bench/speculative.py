@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 
 from sparkrig.client.metrics import MetricsDelta
 from sparkrig.engines.metric_map import Quantity
+from sparkrig.outside_numbers import int_or_none
 
 
 class SpecAccounting(BaseModel):
@@ -69,7 +70,7 @@ def spec_accounting(
     if not drafts or not draft_tokens or accepted is None:
         return None
     per_position = _per_position(usable)
-    order = sorted(per_position, key=lambda label: int(label) if label.isdigit() else 1 << 30)
+    order = sorted(per_position, key=_position_order)
     # a drafter with nothing to offer (ngram without a match) makes no draft: such steps are
     # in no spec counter, so steps come from the tokens (measured: generated − accepted was 115,
     # 107 and 119 steps where the stream had 115, 107 and 119 chunks; docs/metrics.md)
@@ -93,3 +94,9 @@ def spec_accounting(
         steps_per_s=steps_per_s,
         ceiling_tps=steps_per_s * (mean_draft_length + 1) if steps_per_s else None,
     )
+
+
+def _position_order(label: str) -> int:
+    """A position label (from /metrics) by its number; a label that is none goes last."""
+    position = int_or_none(label, minimum=0)
+    return 1 << 30 if position is None else position

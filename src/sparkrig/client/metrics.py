@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -13,6 +14,7 @@ from sparkrig.client.http_failures import web_page_title
 from sparkrig.engines.metric_map import EngineMetricMap, MetricSource, Quantity
 from sparkrig.engines.registry import ENGINES, adapter_by_metrics_name
 from sparkrig.errors import EndpointError, MetricsError, excerpt
+from sparkrig.outside_numbers import OutsideNumberError, int_or_none, parse_float
 
 QuantityValue = float | dict[str, float] | None
 # prometheus_client's process collector: vLLM's API server exposes it (llama.cpp does not), and a
@@ -69,12 +71,14 @@ def parse_metrics(text: str, taken_ns: int | None = None) -> MetricsSnapshot:
             f"{first!r}) — check the URL is the engine's own, not a web UI or login proxy in "
             "front of it, and that metrics are enabled (llama-server needs --metrics)"
         )
+    _refuse_non_ascii_values(text)
     try:
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
-                samples.setdefault(sample.name, []).append(
-                    MetricSample(labels=dict(sample.labels), value=float(sample.value))
-                )
+                if (value := _sample_value(sample.name, sample.value)) is not None:
+                    samples.setdefault(sample.name, []).append(
+                        MetricSample(labels=dict(sample.labels), value=value)
+                    )
     except (ValueError, TypeError, IndexError, KeyError) as exc:
         raise MetricsError(
             f"the /metrics text is not Prometheus exposition format ({excerpt(str(exc), 80)}; "
@@ -92,6 +96,41 @@ def parse_metrics(text: str, taken_ns: int | None = None) -> MetricsSnapshot:
         taken_ns=taken_ns if taken_ns is not None else time.perf_counter_ns(),
         samples=samples,
     )
+
+
+def _refuse_non_ascii_values(text: str) -> None:
+    """prometheus_client reads a value with float(), which takes "٣" for 3: the value and
+    timestamp after a sample's labels must be ASCII (label values may be any text)."""
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith("#") or line.isascii():
+            continue
+        after = line.rpartition("}")[2] if "}" in line else line.partition(" ")[2]
+        if not after.isascii():
+            raise MetricsError(
+                f"the /metrics text is not Prometheus exposition format (line {number}: the "
+                f"value {excerpt(after.strip(), 40)!r} is not ASCII digits) — check the URL is "
+                "the engine's /metrics and that nothing in front of it rewrites the text"
+            )
+
+
+_COUNTS = ("_total", "_count", "_bucket")
+
+
+def _sample_value(name: str, value: float) -> float | None:
+    """A sample's value as prometheus_client parsed it: a counter (or histogram count) must be
+    finite and not negative, else MetricsError naming it; a gauge that is NaN or infinite reads
+    as absent (an engine may export NaN for a gauge with nothing measured yet)."""
+    if not name.endswith(_COUNTS) and not name.endswith("_sum"):
+        return value if math.isfinite(value) else None
+    minimum = 0.0 if name.endswith(_COUNTS) else None
+    try:
+        return parse_float(repr(value), source="/metrics", field=name, minimum=minimum)
+    except OutsideNumberError as exc:
+        raise MetricsError(
+            f"/metrics: counter {name} is {value!r}, expected a finite number"
+            + (" of 0 or more" if minimum is not None else "")
+            + " — the server (or a proxy) sent a broken counter; check its version"
+        ) from exc
 
 
 def detect_engine(samples: dict[str, Any]) -> str | None:
@@ -118,7 +157,8 @@ def _read_source(samples: dict[str, list[MetricSample]], source: MetricSource) -
 
 
 def _label_order(label: str) -> tuple[int, str]:
-    return (int(label), "") if label.isdigit() else (1 << 30, label)
+    position = int_or_none(label, minimum=0)  # "²".isdigit() is True, int("²") raises
+    return (1 << 30, label) if position is None else (position, "")
 
 
 def metrics_delta(before: MetricsSnapshot, after: MetricsSnapshot) -> MetricsDelta:

@@ -40,7 +40,15 @@ async def model_ids(client: EndpointClient) -> list[str]:
             "the URL (and the API key), or pass --model"
         )
     try:
-        listing = json.loads(body)
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:  # json.loads would call this "not JSON"
+        raise EndpointError(
+            f"{url} answered a model list that is not UTF-8 text (byte "
+            f"0x{body[exc.start]:02x} at offset {exc.start}) — the server or a proxy in front of "
+            "it mangled the reply; check its version and encoding, or pass --model"
+        ) from exc
+    try:
+        listing = json.loads(text)
     except (ValueError, RecursionError) as exc:
         raise EndpointError(
             f"{url} did not answer JSON ({excerpt(body.decode(errors='replace'), 80)!r}) — "

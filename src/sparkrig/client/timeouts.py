@@ -12,6 +12,7 @@ import aiohttp
 
 from sparkrig import defaults
 from sparkrig.errors import UsageError
+from sparkrig.outside_numbers import OutsideNumberError, parse_float
 
 
 def seconds_from_env(name: str, default: float) -> float:
@@ -20,8 +21,8 @@ def seconds_from_env(name: str, default: float) -> float:
     if not text:
         return default
     try:
-        value = float(text)
-    except ValueError:
+        value = parse_float(text, source=name, field="seconds", ascii_digits=False)
+    except OutsideNumberError:
         value = math.nan
     if not math.isfinite(value) or value <= 0:
         raise UsageError(f"{name}={text!r} is not a number of seconds above 0 — fix or unset it")

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from sparkrig.config.cluster import Cluster
 from sparkrig.errors import ConfigError
 from sparkrig.json_files import read_text_file
+from sparkrig.outside_numbers import OutsideNumberError, checked_number
 
 _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
 
@@ -35,10 +36,28 @@ def parse_cluster(text: str, source: str = "<cluster>") -> Cluster:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(_toml_error_message(exc, source)) from exc
+    _check_numbers(data, (), text, source)
     try:
         return Cluster.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(_validation_message(exc, text, source)) from exc
+
+
+def _check_numbers(value: object, loc: tuple[str | int, ...], text: str, source: str) -> None:
+    """Every number of the file, before the model sees it: TOML writes `nan`, `inf`, `1e400`
+    (infinity) and `10**400` as an integer literal, and none of them is a setting anywhere."""
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            _check_numbers(inner, (*loc, key), text, source)
+    elif isinstance(value, list):
+        for index, inner in enumerate(value):
+            _check_numbers(inner, (*loc, index), text, source)
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        where = f"{source} line {line}" if (line := _line_of(loc, text)) else source
+        try:
+            checked_number(value, source=where, field=_dotted(loc))
+        except OutsideNumberError as exc:
+            raise ConfigError(str(exc)) from exc
 
 
 def _toml_error_message(exc: tomllib.TOMLDecodeError, source: str) -> str:

@@ -12,6 +12,7 @@ from sparkrig.config.cluster import Cluster
 from sparkrig.doctor.model import DoctorFinding
 from sparkrig.engines.registry import adapter_for
 from sparkrig.errors import MetricsError
+from sparkrig.outside_numbers import float_or_none
 
 SOURCE = "docs/doctor.md (live server)"
 
@@ -137,8 +138,8 @@ def _cache_config_findings(labels: dict[str, str], cluster: Cluster) -> list[Doc
         if value is None or served is None:
             continue
         same = (
-            float(served) == float(value)
-            if isinstance(value, int | float) and served.replace(".", "", 1).isdigit()
+            float_or_none(served) == float(value)
+            if isinstance(value, int | float) and float_or_none(served) is not None
             else served == str(value)
         )
         if not same:

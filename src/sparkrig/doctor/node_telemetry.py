@@ -19,6 +19,7 @@ from sparkrig.doctor.telemetry import (
 from sparkrig.doctor.telemetry_model import GpuSample, Telemetry, TelemetrySample
 from sparkrig.errors import ExecutorError
 from sparkrig.fabric.runner import CommandRunner
+from sparkrig.outside_numbers import float_or_none, int_or_none, parse_float
 
 _RDMA_FILES = " ".join(
     [
@@ -89,19 +90,17 @@ def stop(sampler: NodeSampler, runner: CommandRunner, interval_s: float) -> Tele
 def _cost(line: str) -> tuple[float, float]:
     """(CPU seconds the loop used, seconds it ran) from the `@@cost` line."""
     words = line.split()[1:]
-    if len(words) != 7 or not all(w.replace(".", "", 1).isdigit() for w in words):
-        return 0.0, 0.0
-    ticks = float(words[0])
-    cpu = sum(float(w) for w in words[1:5]) / ticks
-    ran = float(words[6]) - float(words[5]) / ticks
+    values = [float_or_none(w, minimum=0) for w in words]
+    if len(values) != 7 or None in values or not values[0]:
+        return 0.0, 0.0  # no tick rate: the cost is unknown, not divided by zero
+    ticks, *times = (v or 0.0 for v in values)
+    cpu = sum(times[0:4]) / ticks
+    ran = times[5] - times[4] / ticks
     return cpu, ran
 
 
 def _number(text: str) -> float | None:
-    try:
-        return float(text)
-    except ValueError:
-        return None  # `[N/A]`, `[Not Supported]`
+    return float_or_none(text)  # None for `[N/A]`, `[Not Supported]`
 
 
 def gpu_rows(text: str) -> list[GpuSample]:
@@ -109,18 +108,19 @@ def gpu_rows(text: str) -> list[GpuSample]:
     gpus = []
     for line in text.splitlines():
         cells = [cell.strip() for cell in line.split(",")]
-        if len(cells) != 7 or not cells[0].isdigit():
+        index = int_or_none(cells[0], minimum=0) if len(cells) == 7 else None
+        if index is None:
             continue
         values = [_number(cell) for cell in cells[:6]]
-        reasons = int(cells[6], 16) if cells[6].startswith("0x") else None
+        reasons = int_or_none(cells[6], minimum=0, base=16) if cells[6].startswith("0x") else None
         gpus.append(
             GpuSample(
-                index=int(cells[0]),
-                sm_clock_mhz=None if values[1] is None else int(values[1]),
-                mem_clock_mhz=None if values[2] is None else int(values[2]),
+                index=index,
+                sm_clock_mhz=None if values[1] is None else round(values[1]),
+                mem_clock_mhz=None if values[2] is None else round(values[2]),
                 power_w=values[3],
-                temperature_c=None if values[4] is None else int(values[4]),
-                utilization_percent=None if values[5] is None else int(values[5]),
+                temperature_c=None if values[4] is None else round(values[4]),
+                utilization_percent=None if values[5] is None else round(values[5]),
                 clock_event_reasons=reasons,
             )
         )
@@ -138,7 +138,8 @@ def parse_stream(text: str, host: str, interval_s: float) -> Telemetry:
             name = line[4:].strip()
             blocks[-1][1][name] = ""
         elif line.startswith("@@ "):
-            blocks.append((float(line[3:]), {}))
+            at = parse_float(line[3:], source="telemetry sampler", field="time", minimum=0)
+            blocks.append((at, {}))
         elif blocks and name:
             blocks[-1][1][name] += line
     whole = [(t, f) for t, f in blocks if all(f.get(n) for n in PROC_FILES) and "gpu" in f]

@@ -9,6 +9,8 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from sparkrig.outside_numbers import parse_int
+
 
 class Unreadable(ValueError):
     """The tool's output is not in the tool's format."""
@@ -45,9 +47,11 @@ def ip_json(text: str) -> list[dict[str, Any]]:
 def meminfo_kib(text: str) -> dict[str, int]:
     values: dict[str, int] = {}
     for line in text.splitlines():
-        match = re.match(r"^(\w[\w()]*):\s+(\d+)(?: kB)?$", line.strip())
+        match = re.match(r"^(\w[\w()]*):\s+(\S+?)(?: kB)?$", line.strip())
         if match:
-            values[match.group(1)] = int(match.group(2))
+            values[match.group(1)] = parse_int(
+                match.group(2), source="/proc/meminfo", field=match.group(1), minimum=0
+            )
     if "MemTotal" not in values:
         raise Unreadable("no MemTotal line: not /proc/meminfo")
     return values
@@ -62,9 +66,13 @@ def vmstat_rows(text: str) -> list[dict[str, int]]:
     names = lines[header]
     rows = []
     for words in lines[header + 1 :]:
-        if len(words) != len(names) or not all(w.isdigit() for w in words):
+        if len(words) != len(names):
             raise Unreadable(f"vmstat row {' '.join(words)[:60]!r} does not match its header")
-        rows.append(dict(zip(names, map(int, words), strict=True)))
+        values = [
+            parse_int(w, source="vmstat", field=n, minimum=0)
+            for n, w in zip(names, words, strict=True)
+        ]
+        rows.append(dict(zip(names, values, strict=True)))
     return rows
 
 
@@ -76,8 +84,10 @@ def xml_root(text: str, what: str) -> ET.Element:
 
 
 def mhz(text: str | None) -> int | None:
-    match = re.match(r"^\s*(\d+)\s*MHz", text or "")
-    return int(match.group(1)) if match else None
+    match = re.match(r"^\s*([0-9]+)\s*MHz", text or "")
+    return (
+        parse_int(match.group(1), source="nvidia-smi", field="clock", minimum=0) if match else None
+    )
 
 
 def first_filesystem(text: str) -> dict[str, Any]:

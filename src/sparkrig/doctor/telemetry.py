@@ -17,6 +17,7 @@ from typing import Any
 
 from sparkrig import defaults
 from sparkrig.doctor.telemetry_model import GpuSample, Telemetry, TelemetrySample
+from sparkrig.outside_numbers import int_or_none, parse_int
 
 # --- pure readers -------------------------------------------------------------------------------
 
@@ -25,7 +26,9 @@ def cpu_times(stat: str) -> tuple[int, int]:
     """(busy, total) jiffies from /proc/stat's `cpu` line."""
     for line in stat.splitlines():
         if line.startswith("cpu "):
-            values = [int(v) for v in line.split()[1:]]
+            values = [
+                parse_int(v, source="/proc/stat", field="cpu", minimum=0) for v in line.split()[1:]
+            ]
             idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle + iowait
             return sum(values) - idle, sum(values)
     raise ValueError("no `cpu` line: not /proc/stat")
@@ -36,13 +39,19 @@ def meminfo_bytes(meminfo: str) -> int:
     for line in meminfo.splitlines():
         key, _, rest = line.partition(":")
         if rest.strip().endswith("kB"):
-            values[key] = int(rest.split()[0]) * 1024
+            values[key] = (
+                parse_int(rest.split()[0], source="/proc/meminfo", field=key, minimum=0) * 1024
+            )
     return values["MemTotal"] - values.get("MemAvailable", values.get("MemFree", 0))
 
 
 def swap_pages(vmstat: str) -> tuple[int, int]:
     values = dict(line.split() for line in vmstat.splitlines() if line.count(" ") == 1)
-    return int(values.get("pswpin", 0)), int(values.get("pswpout", 0))
+    swapped_in, swapped_out = (
+        parse_int(values.get(name, "0"), source="/proc/vmstat", field=name, minimum=0)
+        for name in ("pswpin", "pswpout")
+    )
+    return swapped_in, swapped_out
 
 
 def interface_bytes(net_dev: str) -> dict[str, tuple[int, int]]:
@@ -52,7 +61,10 @@ def interface_bytes(net_dev: str) -> dict[str, tuple[int, int]]:
         name, _, rest = line.partition(":")
         fields = rest.split()
         if name.strip() != "lo" and len(fields) >= 9:
-            found[name.strip()] = (int(fields[0]), int(fields[8]))
+            found[name.strip()] = (
+                parse_int(fields[0], source="/proc/net/dev", field=f"{name.strip()} rx", minimum=0),
+                parse_int(fields[8], source="/proc/net/dev", field=f"{name.strip()} tx", minimum=0),
+            )
     return found
 
 
@@ -62,16 +74,16 @@ def rdma_counters(values: dict[str, str]) -> dict[str, tuple[int, int, int]]:
     ports: dict[str, list[int]] = {}
     for path, text in values.items():
         parts = path.split("/")
-        if len(parts) < 5 or not text.strip().isdigit():
+        if len(parts) < 5 or (count := int_or_none(text, minimum=0)) is None:
             continue
         key, kind, name = f"{parts[-5]}/{parts[-3]}", parts[-2], parts[-1]
         entry = ports.setdefault(key, [0, 0, 0])
         if kind == "counters" and name == "port_rcv_data":
-            entry[0] = 4 * int(text)
+            entry[0] = 4 * count
         elif kind == "counters" and name == "port_xmit_data":
-            entry[1] = 4 * int(text)
+            entry[1] = 4 * count
         elif kind == "hw_counters" and name in defaults.DOCTOR_ROCE_ERROR_COUNTERS:
-            entry[2] += int(text)
+            entry[2] += count
     return {key: (rx, tx, errors) for key, (rx, tx, errors) in ports.items()}
 
 

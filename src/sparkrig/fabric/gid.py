@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from sparkrig.errors import UsageError
 from sparkrig.json_files import read_text_file
+from sparkrig.outside_numbers import int_or_none
 
 ROCE_V2 = "RoCE v2"
 
@@ -58,8 +59,10 @@ def read_gid_table(sysfs: Path, device: str, port: int = 1) -> list[GidEntry]:
     if not gids.is_dir():
         return []
     entries = []
-    for path in sorted(gids.iterdir(), key=lambda p: int(p.name) if p.name.isdigit() else -1):
-        if not path.name.isdigit() or (text := _read(path)) is None:
+    # entry names are sysfs text too: "²".isdigit() is True and int("²") raises
+    named = ((int_or_none(path.name, minimum=0), path) for path in gids.iterdir())
+    for index, path in sorted((i, p) for i, p in named if i is not None):
+        if (text := _read(path)) is None:
             continue
         try:
             gid = ipaddress.IPv6Address(text)
@@ -69,7 +72,7 @@ def read_gid_table(sysfs: Path, device: str, port: int = 1) -> list[GidEntry]:
             continue
         kind = _read(base / "gid_attrs" / "types" / path.name) or ""
         netdev = _read(base / "gid_attrs" / "ndevs" / path.name)
-        entries.append(GidEntry(index=int(path.name), gid=gid, kind=kind, netdev=netdev))
+        entries.append(GidEntry(index=index, gid=gid, kind=kind, netdev=netdev))
     return entries
 
 

@@ -18,6 +18,7 @@ from sparkrig.detectors.text import (
     replacement_char_findings,
 )
 from sparkrig.gateway.shaping import ReplyText
+from sparkrig.outside_numbers import count_or_none
 
 
 class LiveFinding(BaseModel):
@@ -29,10 +30,10 @@ class LiveFinding(BaseModel):
 
 
 def completion_tokens(reply: ReplyText) -> int | None:
-    if reply.usage and isinstance(reply.usage.get("completion_tokens"), int):
-        return int(reply.usage["completion_tokens"])
-    if reply.timings and isinstance(reply.timings.get("predicted_n"), int):
-        return int(reply.timings["predicted_n"])
+    if reply.usage and (tokens := count_or_none(reply.usage.get("completion_tokens"))) is not None:
+        return tokens
+    if reply.timings and (tokens := count_or_none(reply.timings.get("predicted_n"))) is not None:
+        return tokens
     return None
 
 

@@ -16,6 +16,7 @@ from sparkrig.gateway.plan import ReplyPlan
 from sparkrig.gateway.reasoning import Split
 from sparkrig.gateway.soft_logprobs import shift_logprobs, soften_logprobs
 from sparkrig.gateway.text_faults import ShiftFirstDigitRun
+from sparkrig.outside_numbers import count_or_none
 from sparkrig.wire.openai import first_choice, logprob_items, text_holder
 
 Chunk = dict[str, Any]
@@ -222,7 +223,7 @@ class StreamRewriter:
             function = call.get("function") if isinstance(call, dict) else None
             if not isinstance(function, dict) or not isinstance(function.get("arguments"), str):
                 continue
-            index = int(call.get("index", 0))
+            index = count_or_none(call.get("index", 0)) or 0  # an odd index: the first call
             text = self._held_args.get(index, "") + function["arguments"]
             function["arguments"], self._held_args[index] = text[:-1], text[-1:]
 

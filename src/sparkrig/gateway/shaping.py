@@ -19,6 +19,7 @@ from sparkrig.gateway.reasoning_fields import (
 )
 from sparkrig.gateway.request_faults import Api
 from sparkrig.gateway.stops import ContentStops
+from sparkrig.outside_numbers import count_or_none
 from sparkrig.wire.openai import first_choice, string
 
 Chunk = dict[str, Any]
@@ -197,7 +198,7 @@ class ReplyShaper:
         for call in calls if isinstance(calls, list) else []:
             function = call.get("function") if isinstance(call, dict) else None
             if isinstance(function, dict) and isinstance(function.get("arguments"), str):
-                index = int(call.get("index", 0))
+                index = count_or_none(call.get("index", 0)) or 0  # an odd index: the first call
                 text = self.reply.tool_arguments.get(index, "") + function["arguments"]
                 self.reply.tool_arguments[index] = text
 

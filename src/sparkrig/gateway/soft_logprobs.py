@@ -13,6 +13,7 @@ import math
 from typing import Any
 
 from sparkrig import defaults
+from sparkrig.outside_numbers import number_or_none
 
 SOFT_TOP1 = math.log(defaults.GATEWAY_SOFT_TOP1_PROB)
 SOFT_RUNNER_UP = math.log(defaults.GATEWAY_SOFT_RUNNER_UP_PROB)
@@ -53,8 +54,8 @@ def _soften_item(item: dict[str, Any]) -> None:
 
 
 def _logprob(top: dict[str, Any]) -> float:
-    value = top.get("logprob")
-    return float(value) if isinstance(value, (int, float)) else -math.inf
+    value = number_or_none(top.get("logprob"))  # 10**400 from a server is not a logprob
+    return -math.inf if value is None else value
 
 
 def _soften_legacy_top(top: dict[str, float], token: str) -> dict[str, float]:

@@ -27,6 +27,7 @@ from sparkrig.guards.context import GuardContext
 from sparkrig.guards.divergence import first_divergence, reference_problem
 from sparkrig.guards.long_prompts import TokenCounter, filler_sentence, text_of_tokens
 from sparkrig.guards.verdict import GuardResult, failed, passed, skipped
+from sparkrig.outside_numbers import int_or_none
 
 NAME: Final = "kv_integrity"
 SHARED_PREFIX: Final = (
@@ -128,7 +129,7 @@ _VLLM_BLOCK_SIZE: Final = re.compile(r'cache_config_info\{[^}]*\bblock_size="(\d
 def block_size_in_metrics(text: str) -> int | None:
     """vLLM's block size from its cache_config_info metric labels."""
     match = _VLLM_BLOCK_SIZE.search(text)
-    return int(match.group(1)) if match else None
+    return int_or_none(match.group(1), minimum=1) if match else None
 
 
 async def _block_tokens(context: GuardContext) -> tuple[int, str]:

@@ -15,6 +15,7 @@ from sparkrig import defaults
 from sparkrig.guards.context import GuardContext
 from sparkrig.guards.long_prompts import TokenCounter, filler_sentence, text_of_tokens
 from sparkrig.guards.verdict import GuardResult, failed, passed, skipped
+from sparkrig.outside_numbers import count_or_none
 
 NAME: Final = "needle"
 CODE: Final = "738291"
@@ -34,8 +35,9 @@ async def context_tokens(context: GuardContext) -> int | None:
     with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError, AttributeError):
         models = await context.client.get_json("/v1/models")
         for model in models.get("data", []):
-            if model.get("id") == context.model and isinstance(model.get("max_model_len"), int):
-                return int(model["max_model_len"])
+            length = count_or_none(model.get("max_model_len"))
+            if model.get("id") == context.model and length is not None:
+                return length
     return None
 
 

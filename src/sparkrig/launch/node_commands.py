@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict
 
 from sparkrig.errors import LaunchError
+from sparkrig.outside_numbers import int_or_none
 from sparkrig.process_exit import ProcessExit, from_shell_status
 
 # /proc/PID/stat after the command name: field 3 (state) is first, field 22 (starttime) is 20th.
@@ -91,8 +92,8 @@ def parse_started(stdout: str) -> StartedProcess:
     pid = ticks = None
     for line in stdout.splitlines():
         key, _, value = line.partition(" ")
-        if key == "pid" and value.strip().isdigit():
-            pid = int(value)
+        if key == "pid" and (number := int_or_none(value, minimum=2)) is not None:
+            pid = number  # never 0, -1 or 1: signals to those reach whole process groups
         elif key == "stat":
             ticks = _ticks(value)
     if pid is None:
@@ -105,7 +106,7 @@ def _ticks(stat_rest: str) -> int | None:
     fields = stat_rest.split()
     if len(fields) < 20 or fields[0] in {"Z", "X"}:
         return None
-    return int(fields[19])
+    return int_or_none(fields[19], minimum=0)
 
 
 def observe_script(
@@ -134,10 +135,11 @@ def parse_observation(stdout: str, start_ticks: int, port: int | None) -> Proces
     size = values.get("size", "-1").strip()
     listen = values.get("listen")
     status = values.get("exit", "").strip()
+    log_bytes = int_or_none(size, minimum=0)  # -1: no log file yet
     return ProcessObservation(
-        exit_status=int(status) if status.isdigit() else None,
+        exit_status=int_or_none(status, minimum=0, maximum=255),
         alive=ticks is not None and ticks == start_ticks,
-        log_bytes=int(size) if size.lstrip("-").isdigit() else -1,
+        log_bytes=-1 if log_bytes is None else log_bytes,
         port_open=None
         if port is None
         else (listen is not None and listen.strip() not in {"", "0"}),

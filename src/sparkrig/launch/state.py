@@ -15,6 +15,7 @@ from sparkrig.engines.llamacpp.server import LlamaServerSpec
 from sparkrig.errors import StateError
 from sparkrig.fabric.runner import ExecutorSpec
 from sparkrig.json_files import read_model_file, write_atomically
+from sparkrig.outside_numbers import int_or_none
 from sparkrig.paths import state_dir
 
 LAUNCH_STATE_VERSION = 2  # 1: clusters only; local servers had a record of their own
@@ -106,7 +107,7 @@ def process_start_ticks(pid: int) -> int | None:
         return None
     # the command name (field 2) may contain spaces and parentheses: split after the last ')'
     fields = stat[stat.rindex(")") + 2 :].split()
-    return None if fields[0] in {"Z", "X"} else int(fields[19])
+    return None if fields[0] in {"Z", "X"} else int_or_none(fields[19], minimum=0)
 
 
 def is_running_here(record: StartedRecord) -> bool:

@@ -18,6 +18,7 @@ import math
 from typing import Any
 
 from sparkrig.errors import excerpt
+from sparkrig.outside_numbers import COUNT_LIMIT, FLOAT_LIMIT
 
 
 class MalformedField(ValueError):
@@ -71,18 +72,22 @@ def count(value: Any, field: str) -> int | None:
     """A whole number of 0 or more (a token count, an index); `True` and `"12"` are not."""
     if value is None:
         return None
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= COUNT_LIMIT:
         return value
-    raise MalformedField(field, "a whole number of 0 or more", value)
+    raise MalformedField(field, "a whole number from 0 to 2**53", value)
 
 
 def number(value: Any, field: str) -> float | None:
     """A real number (a logprob may be -inf); NaN, text and booleans are not."""
     if value is None:
         return None
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value):
-        return float(value)
-    raise MalformedField(field, "a number", value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise MalformedField(field, "a number", value)
+    if isinstance(value, int) and abs(value) > FLOAT_LIMIT:  # before isnan(), which overflows
+        raise MalformedField(field, "a number within ±2**1023", value)
+    if math.isnan(value):
+        raise MalformedField(field, "a number", value)
+    return float(value)
 
 
 # --- lenient readers: anything unexpected reads as absent ---------------------------------------

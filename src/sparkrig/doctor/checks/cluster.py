@@ -10,6 +10,7 @@ from sparkrig.doctor.checks.gpu import nvidia_smi_log
 from sparkrig.doctor.model import NodeCapture
 from sparkrig.doctor.parse import Unreadable, dpkg_installed, mhz
 from sparkrig.doctor.registry import Hit, NodeContext, cluster_check
+from sparkrig.outside_numbers import parse_float
 
 NOTES = "docs/field-notes.md"
 Captures = Mapping[str, NodeCapture]
@@ -156,7 +157,7 @@ def _offset(capture: NodeCapture) -> tuple[float, float] | None:
     if output is None or output.started_at is None or output.finished_at is None:
         return None
     try:
-        remote = float(output.stdout.strip())
+        remote = parse_float(output.stdout, source="date +%s.%N", field="clock", minimum=0)
     except ValueError as exc:
         raise Unreadable(f"clock {output.stdout.strip()[:30]!r} is not seconds since 1970") from exc
     middle = (output.started_at + output.finished_at) / 2

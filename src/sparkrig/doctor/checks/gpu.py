@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 from sparkrig.doctor.model import NodeCapture
 from sparkrig.doctor.parse import dpkg_installed, sysfs_values, xml_root
 from sparkrig.doctor.registry import Hit, NodeContext, node_check
+from sparkrig.outside_numbers import parse_int
 
 NOTES = "docs/field-notes.md"
 _NO_XML = (
@@ -58,7 +59,8 @@ def driver_version(text: str) -> str | None:
 def gpu_visible(capture: NodeCapture, context: NodeContext) -> list[Hit]:
     text = capture.text("nvidia_smi") or ""
     root = nvidia_smi_log(text)
-    if root is not None and int(root.findtext("attached_gpus") or "0") > 0:
+    attached = (root.findtext("attached_gpus") or "0") if root is not None else "0"
+    if parse_int(attached, source="nvidia-smi -q -x", field="attached_gpus", minimum=0) > 0:
         return []
     line = text.strip().splitlines()[0] if text.strip() else "attached_gpus 0"
     return [

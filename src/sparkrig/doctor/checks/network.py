@@ -14,6 +14,7 @@ from sparkrig.doctor.model import NodeCapture
 from sparkrig.doctor.parse import ip_json, sysfs_values
 from sparkrig.doctor.registry import Hit, NodeContext, node_check
 from sparkrig.fabric.plan_model import InterfacePlan, NodePlan
+from sparkrig.outside_numbers import int_or_none, parse_int
 
 NOTES = "docs/field-notes.md"
 APPLY = "or `sparkrig fabric apply CLUSTER.toml --apply` for the whole plan"
@@ -224,8 +225,8 @@ def _fabric_netdevs(context: NodeContext) -> list[str]:
 
 def _ethtool_speed(text: str | None) -> int | None:
     """`Speed: 100000Mb/s` from `ethtool NETDEV`; None for `Unknown!` or no output."""
-    match = re.search(r"^\s*Speed:\s*(\d+)Mb/s", text or "", flags=re.MULTILINE)
-    return int(match.group(1)) if match else None
+    match = re.search(r"^\s*Speed:\s*([0-9]+)Mb/s", text or "", flags=re.MULTILINE)
+    return parse_int(match.group(1), source="ethtool", field="Speed") if match else None
 
 
 @node_check(
@@ -244,7 +245,7 @@ def link_speed(capture: NodeCapture, context: NodeContext) -> list[Hit]:
         speed = _ethtool_speed(capture.text(f"ethtool:{netdev}"))
         if speed is None:
             text = values.get(f"/sys/class/net/{netdev}/speed", "")
-            speed = int(text) if text.isdigit() else None  # down links: EINVAL or -1
+            speed = int_or_none(text, minimum=0)  # down links: EINVAL or -1
         if speed is not None and 0 < speed < defaults.DOCTOR_FABRIC_MIN_SPEED_MBPS:
             slow.append(f"{netdev} {speed / 1000:g} Gb/s")
     if not slow:

@@ -13,6 +13,7 @@ from sparkrig.doctor.model import NodeCapture
 from sparkrig.doctor.parse import Unreadable, ibv_ports, sysfs_values
 from sparkrig.doctor.registry import Hit, NodeContext, node_check
 from sparkrig.fabric.gid import GidEntry, resolve_gid_index
+from sparkrig.outside_numbers import int_or_none, parse_int
 
 NOTES = "docs/field-notes.md"
 _PATH = re.compile(r"^/sys/class/infiniband/([^/]+)/ports/(\d+)/(.+)$")
@@ -46,19 +47,23 @@ def rdma_ports(text: str) -> dict[tuple[str, int], RdmaPort]:
         match = _PATH.match(path)
         if not match:
             raise Unreadable(f"{path} is not under /sys/class/infiniband/*/ports/*")
-        device, port, rest = match.group(1), int(match.group(2)), match.group(3)
+        port = parse_int(match.group(2), source=path, field="port", minimum=0)
+        device, rest = match.group(1), match.group(3)
         entry = ports.setdefault((device, port), RdmaPort(device, port))
         kind, _, name = rest.rpartition("/")
         if rest == "state":
             entry.state = value
-        elif kind == "gids" and name.isdigit():
-            entry.gids[int(name)] = value
-        elif kind == "gid_attrs/types" and name.isdigit():
-            entry.types[int(name)] = value
-        elif kind == "gid_attrs/ndevs" and name.isdigit():
-            entry.ndevs[int(name)] = value
-        elif kind in ("counters", "hw_counters") and value.isdigit():
-            entry.counters[name] = int(value)
+        elif kind == "gids" and (index := int_or_none(name, minimum=0)) is not None:
+            entry.gids[index] = value
+        elif kind == "gid_attrs/types" and (index := int_or_none(name, minimum=0)) is not None:
+            entry.types[index] = value
+        elif kind == "gid_attrs/ndevs" and (index := int_or_none(name, minimum=0)) is not None:
+            entry.ndevs[index] = value
+        elif (
+            kind in ("counters", "hw_counters")
+            and (count := int_or_none(value, minimum=0)) is not None
+        ):
+            entry.counters[name] = count
     return ports
 
 
@@ -228,9 +233,10 @@ def rdma_link_errors(capture: NodeCapture, context: NodeContext) -> list[Hit]:
 def roce_mtu(capture: NodeCapture, context: NodeContext) -> list[Hit]:
     hits = []
     for port in ibv_ports(capture.text("ibv_devinfo") or ""):
-        mtu = re.match(r"(\d+)", port.get("active_mtu", ""))
+        mtu = re.match(r"([0-9]+)", port.get("active_mtu", ""))
         active = "PORT_ACTIVE" in port.get("state", "")
-        if active and mtu and int(mtu.group(1)) < defaults.DOCTOR_ROCE_MIN_ACTIVE_MTU:
+        size = parse_int(mtu.group(1), source="ibv_devinfo", field="active_mtu") if mtu else None
+        if active and size is not None and size < defaults.DOCTOR_ROCE_MIN_ACTIVE_MTU:
             hits.append(
                 Hit(
                     "warning",

@@ -6,6 +6,7 @@ from sparkrig import defaults
 from sparkrig.doctor.model import NodeCapture
 from sparkrig.doctor.parse import first_filesystem, lsblk_devices, sysfs_values
 from sparkrig.doctor.registry import Hit, NodeContext, node_check
+from sparkrig.outside_numbers import parse_int
 
 NOTES = "docs/field-notes.md"
 NETWORK_FILESYSTEMS = (
@@ -157,7 +158,10 @@ def nvme_apst(capture: NodeCapture, context: NodeContext) -> list[Hit]:
     secondary = values.get(_PARAMS + "apst_secondary_timeout_ms")
     if primary is None or secondary is None:
         return []  # a kernel older than these parameters
-    if int(primary) >= defaults.DOCTOR_APST_PRIMARY_MIN_MS and int(secondary) >= (
+    source = "nvme module parameters"
+    primary_ms = parse_int(primary, source=source, field="apst_primary_timeout_ms", minimum=0)
+    secondary_ms = parse_int(secondary, source=source, field="apst_secondary_timeout_ms", minimum=0)
+    if primary_ms >= defaults.DOCTOR_APST_PRIMARY_MIN_MS and secondary_ms >= (
         defaults.DOCTOR_APST_SECONDARY_MIN_MS
     ):
         return []

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from sparkrig import defaults
 from sparkrig.errors import EngineBuildError
+from sparkrig.outside_numbers import int_or_none
 from sparkrig.process_exit import from_returncode
 
 _VENDOR_PREFIX = "vendor/llama.cpp/"
@@ -126,7 +127,11 @@ def _cmake_build(
     progress(phase, 0.0)
     for line in _run_logged(argv, log):
         if step := _NINJA_STEP.match(line):
-            progress(phase, int(step[1]) / int(step[2]))
-        elif percent := _MAKE_PERCENT.match(line):
-            progress(phase, int(percent[1]) / 100)
+            done, total = int_or_none(step[1], minimum=0), int_or_none(step[2], minimum=1)
+            if done is not None and total is not None:
+                progress(phase, min(done / total, 1.0))
+        elif (percent := _MAKE_PERCENT.match(line)) and (
+            share := int_or_none(percent[1], minimum=0, maximum=100)
+        ) is not None:
+            progress(phase, share / 100)
     return build

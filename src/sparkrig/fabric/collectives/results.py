@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from sparkrig import __version__, defaults
 from sparkrig.errors import UsageError
 from sparkrig.json_files import read_receipt, write_atomically
+from sparkrig.outside_numbers import int_or_none
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
 IMPLEMENTATIONS = ("builtin", "sparkrig")
@@ -30,7 +31,8 @@ def parse_sizes(text: str) -> list[int]:
         match = _SIZE.match(item)
         if match is None:
             raise UsageError(f"--sizes {text!r}: {item!r} is not a size — write e.g. 8K,64K,1M")
-        value = int(match.group(1)) * _UNITS[match.group(2).upper()]
+        number = int_or_none(match.group(1))
+        value = -1 if number is None else number * _UNITS[match.group(2).upper()]
         if value <= 0:
             raise UsageError(
                 f"--sizes {text!r}: {item.strip()} is not a positive size — every size must "

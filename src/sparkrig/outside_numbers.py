@@ -1,0 +1,209 @@
+"""The one parser for numbers that come from outside: sysfs and /proc files, command output,
+server replies and /metrics, and values a TOML or JSON file holds (docs/errors.md, class 9).
+
+Python's own `int()` and `float()` trust too much for that: `int("٣")` is 3, `"²".isdigit()` is
+True while `int("²")` raises, `float("1e400")` is infinity and `10**400 / 3` overflows. Every
+function here accepts only finite values in the range the caller states, ASCII digits only where
+the source is a kernel file or a command's output, and raises `OutsideNumberError` — naming the
+source, the field, the value seen (excerpted) and the range expected — for anything else. The
+`*_or_none` forms are for parsers that already read an unreadable value as absent.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from sparkrig.errors import SparkrigError, excerpt
+
+MAX_DIGITS = 100
+"""Longer number text is refused before conversion (int() itself stops near 4300 digits)."""
+
+FLOAT_LIMIT = 2.0**1023
+"""A whole number past this cannot become a float, so no division by it may be trusted."""
+
+COUNT_LIMIT = 2**53
+"""A count (tokens, bytes, events) past this is not a count any server sends: above it an int no
+longer survives becoming a float exactly, and rates made from it are wrong."""
+
+_ASCII_INT = re.compile(r"[+-]?[0-9]+")
+_ASCII_HEX = re.compile(r"[+-]?(0[xX])?[0-9a-fA-F]+")
+_ASCII_FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+Number = int | float
+
+
+class OutsideNumberError(SparkrigError, ValueError):
+    """A number read from a file, a kernel file, a command or a server is not a number in the
+    range expected. A ValueError too, so parsers that read a bad value as absent still do."""
+
+
+def _range(minimum: Number | None, maximum: Number | None) -> str:
+    if minimum is not None and maximum is not None:
+        return f"from {minimum} to {maximum}"
+    if minimum is not None:
+        return f"of {minimum} or more"
+    if maximum is not None:
+        return f"of {maximum} or less"
+    return "that is finite and within ±2**1023"
+
+
+def _fail(
+    source: str, field: str, seen: object, expected: str, why: str = ""
+) -> OutsideNumberError:
+    shown = excerpt(seen if isinstance(seen, str) else repr(seen), 60)
+    reason = f" ({why})" if why else ""
+    return OutsideNumberError(
+        f"{source}: {field} is {shown!r}{reason}, expected {expected} — correct that value, or "
+        "check what wrote it (the file, the command or the server)"
+    )
+
+
+def _bounded(
+    value: Number,
+    *,
+    source: str,
+    field: str,
+    minimum: Number | None,
+    maximum: Number | None,
+    kind: str,
+) -> Number:
+    expected = f"{kind} {_range(minimum, maximum)}"
+    if isinstance(value, float) and not math.isfinite(value):
+        raise _fail(
+            source,
+            field,
+            value,
+            expected,
+            "not finite: NaN, infinity, or past a float's range like 1e400",
+        )
+    if isinstance(value, int) and abs(value) > FLOAT_LIMIT:
+        raise _fail(source, field, value, expected, "too large to compute with")
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        raise _fail(source, field, value, expected, "out of range")
+    return value
+
+
+def parse_int(
+    text: str,
+    *,
+    source: str,
+    field: str,
+    minimum: int | None = None,
+    maximum: int | None = None,
+    ascii_digits: bool = True,
+    base: int = 10,
+) -> int:
+    """`text` (surrounding space stripped) as a whole number in [minimum, maximum]. With
+    `ascii_digits` (the default: kernel files, command output) only 0-9 (and a-f in base 16)."""
+    stripped = text.strip()
+    expected = f"a whole number {_range(minimum, maximum)}"
+    if len(stripped) > MAX_DIGITS:
+        raise _fail(source, field, text, expected, f"more than {MAX_DIGITS} characters")
+    pattern = _ASCII_HEX if base == 16 else _ASCII_INT
+    if ascii_digits and not pattern.fullmatch(stripped):
+        raise _fail(source, field, text, expected, "not ASCII digits")
+    try:
+        value = int(stripped, base)
+    except ValueError:
+        raise _fail(source, field, text, expected) from None
+    return int(
+        _bounded(
+            value,
+            source=source,
+            field=field,
+            minimum=minimum,
+            maximum=maximum,
+            kind="a whole number",
+        )
+    )
+
+
+def parse_float(
+    text: str,
+    *,
+    source: str,
+    field: str,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    ascii_digits: bool = True,
+) -> float:
+    """`text` as a finite number in [minimum, maximum]; NaN, infinity and overflow refused."""
+    stripped = text.strip()
+    expected = f"a number {_range(minimum, maximum)}"
+    if len(stripped) > MAX_DIGITS:
+        raise _fail(source, field, text, expected, f"more than {MAX_DIGITS} characters")
+    if ascii_digits and not _ASCII_FLOAT.fullmatch(stripped):
+        raise _fail(source, field, text, expected, "not an ASCII decimal number")
+    try:
+        value = float(stripped)
+    except ValueError:
+        raise _fail(source, field, text, expected) from None
+    return float(
+        _bounded(
+            value, source=source, field=field, minimum=minimum, maximum=maximum, kind="a number"
+        )
+    )
+
+
+def int_or_none(
+    text: str, *, minimum: int | None = None, maximum: int | None = None, base: int = 10
+) -> int | None:
+    """`parse_int` with ASCII digits, or None where it would refuse the text."""
+    try:
+        return parse_int(text, source="", field="", minimum=minimum, maximum=maximum, base=base)
+    except OutsideNumberError:
+        return None
+
+
+def float_or_none(
+    text: str, *, minimum: float | None = None, maximum: float | None = None
+) -> float | None:
+    """`parse_float` with ASCII digits, or None where it would refuse the text."""
+    try:
+        return parse_float(text, source="", field="", minimum=minimum, maximum=maximum)
+    except OutsideNumberError:
+        return None
+
+
+def checked_number(
+    value: object,
+    *,
+    source: str,
+    field: str,
+    minimum: Number | None = None,
+    maximum: Number | None = None,
+    whole: bool = False,
+) -> Number:
+    """A number tomllib or json already parsed: not a bool, finite, small enough to become a
+    float (so dividing by it cannot overflow), within [minimum, maximum]; `whole`: an int."""
+    kind = "a whole number" if whole else "a number"
+    expected = f"{kind} {_range(minimum, maximum)}"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _fail(source, field, value, expected, f"a {type(value).__name__}")
+    if whole and not isinstance(value, int):
+        raise _fail(source, field, value, expected, "not whole")
+    return _bounded(value, source=source, field=field, minimum=minimum, maximum=maximum, kind=kind)
+
+
+def finite_float(value: float, *, source: str, field: str) -> float:
+    """A float another parser produced (prometheus_client, json), refused when NaN or infinite."""
+    return float(checked_number(value, source=source, field=field))
+
+
+def count_or_none(value: object, *, maximum: int = COUNT_LIMIT) -> int | None:
+    """A count json already parsed (a token count, an index): an int from 0 to `maximum`, not a
+    bool; None for anything else."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= maximum:
+        return value
+    return None
+
+
+def number_or_none(value: object) -> float | None:
+    """A number json already parsed, as a float: finite, not a bool, small enough to become a
+    float (json reads 10**400 as an int that float() cannot take); None for anything else."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, int):
+        return float(value) if abs(value) <= FLOAT_LIMIT else None
+    return value if math.isfinite(value) else None
