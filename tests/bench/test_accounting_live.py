@@ -96,12 +96,11 @@ async def test_counts_hold_up_a_concurrency_ladder(
     llama_server: LocalInstance, tmp_path: Path
 ) -> None:
     """Streams past the server's 4 slots queue and share batches: still every count holds."""
-    settings = SETTINGS.model_copy(update={"concurrency": [1, 4, 16]})
+    # cold only: the cached replays send the same requests again (108 s with them on 2 cores)
+    settings = SETTINGS.model_copy(update={"concurrency": [1, 4, 16], "cached_replays": False})
     async with running_gateway(llama_server.base_url) as url:
         receipt = await _bench(url, tmp_path / "ladder.json", settings)
-    assert [p.name for p in receipt.points] == [
-        f"c={c} {kind}" for c in (1, 4, 16) for kind in ("cold", "cached")
-    ]
+    assert [p.name for p in receipt.points] == [f"c={c} cold" for c in (1, 4, 16)]
     assert [p.name for p in receipt.points if p.invalid] == []
     for point in receipt.points:
         assert count_findings(point) == []
