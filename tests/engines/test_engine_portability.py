@@ -191,8 +191,7 @@ def test_a_native_build_that_dies_by_sigill_falls_back_to_the_portable_build(
     assert "-DGGML_NATIVE=OFF" in record.flags
     assert record.note is not None
     assert "native build: failed (repack on): killed by SIGILL" in record.note
-    assert "portable build: " in record.note
-    assert record.note.endswith(f"passed (repack {repack}, " + record.note.rsplit(", ", 1)[1])
+    assert f"passed (repack {repack}, " in record.note.split("portable build: ", 1)[1]
     assert any("building the portable variant next" in line for line in notes)
     assert any(line.startswith("engine self-test: ") for line in notes)
     assert not (install_dir(EngineVariant.NATIVE) / "engine.json").exists()  # never recorded
