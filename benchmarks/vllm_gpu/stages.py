@@ -54,6 +54,21 @@ def groups(soak_s: int) -> dict[str, list[tuple[str, list[str], int]]]:
     """name, argv, timeout in seconds."""
     check = [*SR, "check", URL, "--full", "--force", "--out"]
 
+    def capture(label: str) -> list[str]:
+        return [*PY, "benchmarks/vllm_gpu/capture.py", URL, MODEL, "{dir}/fixtures", label]
+
+    def peer(label: str) -> list[str]:
+        return [
+            *PY,
+            "benchmarks/vllm_peer.py",
+            URL,
+            MODEL,
+            MODEL_DIR,
+            "{dir}/peer",
+            "--label",
+            label,
+        ]
+
     def bench(suites: str, out: str) -> list[str]:
         ladder = ["--concurrency", "1,4,16,64", "--rounds", "1", "--force", "--out", out]
         return [*SR, "bench", URL, "--suite", suites, *ladder]
@@ -64,7 +79,7 @@ def groups(soak_s: int) -> dict[str, list[tuple[str, list[str], int]]]:
             ("status", [*SR, "status", CLUSTER], 60),
             (
                 "capture-plain",
-                [*PY, "benchmarks/vllm_gpu/capture.py", URL, MODEL, "{dir}/fixtures", "plain"],
+                capture("plain"),
                 120,
             ),
             (
@@ -88,21 +103,12 @@ def groups(soak_s: int) -> dict[str, list[tuple[str, list[str], int]]]:
             ("bench-plain", bench("decode,concurrency,prefill", "{dir}/bench-plain.json"), 420),
             (
                 "peer-plain",
-                [
-                    *PY,
-                    "benchmarks/vllm_peer.py",
-                    URL,
-                    MODEL,
-                    MODEL_DIR,
-                    "{dir}/peer",
-                    "--label",
-                    "plain",
-                ],
+                peer("plain"),
                 420,
             ),
             (
                 "metrics-after",
-                [*PY, "benchmarks/vllm_gpu/capture.py", URL, MODEL, "{dir}/fixtures", "after"],
+                capture("after"),
                 120,
             ),
             ("logs", [*SR, "logs", CLUSTER, "gpu", "-n", "400"], 60),
@@ -146,7 +152,7 @@ def groups(soak_s: int) -> dict[str, list[tuple[str, list[str], int]]]:
             ("up-ngram", [*SR, "up", CLUSTER, "--profile", "ngram", "--apply"], 420),
             (
                 "capture-spec",
-                [*PY, "benchmarks/vllm_gpu/capture.py", URL, MODEL, "{dir}/fixtures", "ngram"],
+                capture("ngram"),
                 120,
             ),
             (
@@ -157,28 +163,12 @@ def groups(soak_s: int) -> dict[str, list[tuple[str, list[str], int]]]:
             ("bench-spec", bench("spec,decode,concurrency", "{dir}/bench-spec.json"), 480),
             (
                 "peer-spec",
-                [
-                    *PY,
-                    "benchmarks/vllm_peer.py",
-                    URL,
-                    MODEL,
-                    MODEL_DIR,
-                    "{dir}/peer",
-                    "--label",
-                    "ngram",
-                ],
+                peer("ngram"),
                 420,
             ),
             (
                 "metrics-spec-after",
-                [
-                    *PY,
-                    "benchmarks/vllm_gpu/capture.py",
-                    URL,
-                    MODEL,
-                    "{dir}/fixtures",
-                    "ngram-after",
-                ],
+                capture("ngram-after"),
                 120,
             ),
             ("logs-spec", [*SR, "logs", CLUSTER, "gpu", "-n", "400"], 60),
