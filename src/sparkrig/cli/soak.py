@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from sparkrig import defaults
 from sparkrig.cli.common import COUNT, NON_NEGATIVE, Range, app, console, ranged
-
-if TYPE_CHECKING:
-    from sparkrig.client import EndpointClient
 
 
 @app.command()
@@ -49,6 +46,7 @@ def soak(
     from sparkrig.cli.receipt_files import write_soak_report
     from sparkrig.client import EndpointClient
     from sparkrig.client.endpoint import api_key_from_env
+    from sparkrig.client.probe import first_model_id
     from sparkrig.wire.workload_log import read_workload
 
     records = read_workload(replay) if replay is not None else None
@@ -67,7 +65,7 @@ def soak(
 
     async def run() -> SoakReceipt:
         async with EndpointClient(url, api_key=api_key_from_env()) as client:
-            served = model or await _first_model(client)
+            served = model or await first_model_id(client)
             traffic = replayed_traffic(served, records) if records else mixed_traffic(served, seed)
             source = f"replay {replay}" if replay else "mixed"
             started = new_receipt(
@@ -107,16 +105,3 @@ def soak(
         console.print(f"the upstream went away {done.upstream_lost_at_s:.0f} s in", style="red")
     if done.lost or done.bad_outputs or done.status != "complete":
         raise typer.Exit(1)
-
-
-async def _first_model(client: EndpointClient) -> str:
-    from sparkrig.errors import EndpointError
-
-    try:
-        listing = await client.get_json("/v1/models")
-        return str(listing["data"][0]["id"])
-    except Exception as exc:
-        raise EndpointError(
-            f"cannot read the model id from {client.base_url}/v1/models ({exc.__class__.__name__})"
-            " — check the URL, or pass --model"
-        ) from exc
