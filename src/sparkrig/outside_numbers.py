@@ -186,9 +186,10 @@ def checked_number(
     return _bounded(value, source=source, field=field, minimum=minimum, maximum=maximum, kind=kind)
 
 
-def finite_float(value: float, *, source: str, field: str) -> float:
-    """A float another parser produced (prometheus_client, json), refused when NaN or infinite."""
-    return float(checked_number(value, source=source, field=field))
+def finite_float(value: float, *, source: str, field: str, minimum: float | None = None) -> float:
+    """A float another parser produced (prometheus_client, json), refused when NaN, infinite
+    or below `minimum`."""
+    return float(checked_number(value, source=source, field=field, minimum=minimum))
 
 
 def count_or_none(value: object, *, maximum: int = COUNT_LIMIT) -> int | None:

@@ -14,7 +14,7 @@ from sparkrig.client.http_failures import web_page_title
 from sparkrig.engines.metric_map import EngineMetricMap, MetricSource, Quantity
 from sparkrig.engines.registry import ENGINES, adapter_by_metrics_name
 from sparkrig.errors import EndpointError, MetricsError, excerpt
-from sparkrig.outside_numbers import OutsideNumberError, checked_number, int_or_none
+from sparkrig.outside_numbers import OutsideNumberError, finite_float, int_or_none
 
 QuantityValue = float | dict[str, float] | None
 # prometheus_client's process collector: vLLM's API server exposes it (llama.cpp does not), and a
@@ -124,7 +124,7 @@ def _sample_value(name: str, value: float) -> float | None:
         return value if math.isfinite(value) else None
     minimum = 0.0 if name.endswith(_COUNTS) else None
     try:
-        return float(checked_number(value, source="/metrics", field=name, minimum=minimum))
+        return finite_float(value, source="/metrics", field=name, minimum=minimum)
     except OutsideNumberError as exc:
         raise MetricsError(
             f"/metrics: counter {name} is {value!r}, expected a finite number"
