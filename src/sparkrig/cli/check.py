@@ -142,10 +142,14 @@ def check(
         kwargs["api_key"] = api_key_from_env(api_key_env)
         return await check_with_soak(str(url), repeat_every, **kwargs)
 
-    from sparkrig.cli.doctor import node_runners
+    from sparkrig.config import load_cluster
     from sparkrig.doctor.telemetry_record import sampled_beside
+    from sparkrig.launch.executors import reach_nodes
 
-    nodes = node_runners(telemetry_cluster) if telemetry and telemetry_cluster else None
+    # every node by the file's [executor]: telemetry reads, it never changes a host
+    nodes = None
+    if telemetry and telemetry_cluster is not None:
+        nodes = reach_nodes(load_cluster(telemetry_cluster))
 
     try:
         with sampled_beside(out_path, enabled=telemetry, nodes=nodes):

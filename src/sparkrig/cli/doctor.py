@@ -8,11 +8,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from sparkrig.cli.common import JsonFlag, _print_json, app, console
-from sparkrig.errors import UsageError
 
 if TYPE_CHECKING:
-    from sparkrig.config.cluster import Cluster
-    from sparkrig.fabric.runner import CommandRunner, ExecutorSpec
+    from sparkrig.fabric.runner import CommandRunner
 
 
 @app.command()
@@ -59,7 +57,8 @@ def doctor(
     from sparkrig.cli.views.doctor_table import doctor_view
     from sparkrig.doctor.capture_files import load_captures, save_captures
     from sparkrig.doctor.session import check_captures, collect_for, local_node_name
-    from sparkrig.launch.executors import LocalExecutor, executor_for
+    from sparkrig.launch.executors import LocalExecutor, reach_nodes
+    from sparkrig.launch.node_executors import ExecutorChoice
 
     cluster = None
     if cluster_file is not None:
@@ -71,8 +70,8 @@ def doctor(
     else:
         runners: dict[str, CommandRunner] = {node or local_node_name(): LocalExecutor()}
         if cluster is not None:
-            specs = _specs(cluster, executor, netns_prefix, node)
-            runners = {name: executor_for(spec) for name, spec in specs.items()}
+            choice = ExecutorChoice(kind=executor, netns_prefix=netns_prefix, node=node)
+            runners = dict(reach_nodes(cluster, choice))
         captures = collect_for(runners, cluster, model_dir)
     if save is not None:
         save_captures(captures, save)
@@ -91,30 +90,3 @@ def doctor(
         console.print(doctor_view(report))
     if report.errors:
         raise typer.Exit(1)
-
-
-def _specs(
-    cluster: Cluster, executor: str | None, netns_prefix: str | None, node: str | None
-) -> dict[str, ExecutorSpec]:
-    from sparkrig.cli.fabric import _executor_specs
-    from sparkrig.launch.cluster_plan import executor_spec
-
-    if executor is not None or netns_prefix is not None:
-        return dict(_executor_specs(cluster, executor or "netns", None, netns_prefix, node))
-    if all(cluster.executor_of(n) is None for n in cluster.nodes):
-        if node is None and len(cluster.nodes) > 1:
-            raise UsageError(
-                "the cluster file has no [executor] — give it one (ssh), pass --executor ssh or "
-                "netns, or check only this machine as one node with --node NAME"
-            )
-        return dict(_executor_specs(cluster, "local", None, None, node))
-    return {n.name: executor_spec(cluster, n) for n in cluster.nodes}
-
-
-def node_runners(cluster_file: Path) -> dict[str, CommandRunner]:
-    """Each node of a cluster file, reached by its [executor] (bench and check telemetry)."""
-    from sparkrig.config import load_cluster
-    from sparkrig.launch.executors import executor_for
-
-    specs = _specs(load_cluster(cluster_file), None, None, None)
-    return {name: executor_for(spec) for name, spec in specs.items()}

@@ -6,17 +6,13 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
 from sparkrig.cli.common import COUNT, ranged
 from sparkrig.errors import UsageError
-
-if TYPE_CHECKING:
-    from sparkrig.config.cluster import Cluster
-    from sparkrig.fabric.runner import ExecutorSpec
 
 fabric_app = typer.Typer(
     help="Switchless fabric: plan addresses, routes and NCCL settings from the cables; apply, "
@@ -76,61 +72,6 @@ def plan_command(
         console.print(f"wrote {len(written)} files to {out}", highlight=False)
 
 
-def _executor_specs(
-    cluster: Cluster,
-    executor: str,
-    netns: list[str] | None,
-    netns_prefix: str | None,
-    node: str | None,
-) -> dict[str, ExecutorSpec]:
-    from sparkrig.fabric.runner import ExecutorSpec
-
-    names = [n.name for n in cluster.nodes]
-    if executor == "local":
-        if node is None and len(names) > 1:
-            raise UsageError(
-                "the local executor changes only this machine — name it with --node "
-                f"(one of {', '.join(names)}), or use --executor ssh / netns for all nodes"
-            )
-        chosen = node or names[0]
-        if chosen not in names:
-            raise UsageError(f"--node {chosen} is not a node — use one of {', '.join(names)}")
-        return {chosen: ExecutorSpec(kind="local")}
-    if executor == "netns":
-        mapping: dict[str, str] = {}
-        for item in netns or []:
-            name, equals, namespace = item.partition("=")
-            if not equals or name not in names or not namespace:
-                raise UsageError(
-                    f"--netns {item!r} is not NODE=NAMESPACE for a known node — write e.g. "
-                    f"--netns {names[0]}=ns-{names[0]}"
-                )
-            mapping[name] = namespace
-        for name in names:
-            if name not in mapping:
-                if netns_prefix is None:
-                    raise UsageError(
-                        f"node {name} has no namespace — add --netns {name}=NAME or "
-                        "--netns-prefix PREFIX"
-                    )
-                mapping[name] = netns_prefix + name
-        return {name: ExecutorSpec(kind="netns", target=mapping[name]) for name in names}
-    if executor == "ssh":
-        specs = {}
-        for cluster_node in cluster.nodes:
-            destination = cluster_node.ssh or (
-                str(cluster_node.management.ip) if cluster_node.management else None
-            )
-            if destination is None:
-                raise UsageError(
-                    f"node {cluster_node.name} has no ssh destination — add `ssh = "
-                    '"user@host"` or a management address to it'
-                )
-            specs[cluster_node.name] = ExecutorSpec(kind="ssh", target=destination)
-        return specs
-    raise UsageError(f"--executor {executor} is not known — use local, netns or ssh")
-
-
 @fabric_app.command("apply")
 def apply_command(
     cluster_file: ClusterArg,
@@ -150,7 +91,8 @@ def apply_command(
     from sparkrig.fabric.apply import restore as restore_journal
     from sparkrig.fabric.plan import plan_fabric
     from sparkrig.fabric.steps import node_steps
-    from sparkrig.launch.executors import executor_for
+    from sparkrig.launch.executors import executor_for, executors_for
+    from sparkrig.launch.node_executors import ExecutorChoice, resolve_executors
 
     cluster = load_cluster(cluster_file)
     name = cluster.name or cluster_file.stem
@@ -165,7 +107,8 @@ def apply_command(
         console.print(f"restored {len(undone)} change(s) of {name}", highlight=False)
         return
     plan = plan_fabric(cluster, tp)
-    specs = _executor_specs(cluster, executor, netns, netns_prefix, node)
+    choice = ExecutorChoice(executor, tuple(netns or ()), netns_prefix, node)
+    specs = resolve_executors(cluster, choice)
     if not apply:
         for node_name in plan.rank_order:
             if node_name not in specs:
@@ -176,7 +119,7 @@ def apply_command(
                 console.print(f"  {' '.join(step.apply)}", highlight=False, markup=False)
         console.print("nothing changed — add --apply to run these commands")
         return
-    runners = {node_name: executor_for(spec) for node_name, spec in specs.items()}
+    runners = executors_for(specs)
     journal = apply_plan(plan, runners, specs, path)
     changed = sum(1 for e in journal.entries if e.undo is not None)
     console.print(
@@ -202,15 +145,16 @@ def discover_command(
     once, so --executor ssh (or netns for rehearsals)."""
     from sparkrig.config import load_cluster
     from sparkrig.fabric.discover import cables_toml, discover_cables, with_cables
-    from sparkrig.launch.executors import executor_for
+    from sparkrig.launch.executors import executors_for
+    from sparkrig.launch.node_executors import ExecutorChoice, resolve_executors
 
     if executor == "local":
         raise UsageError(
             "discover needs every node at once — use --executor ssh (or netns for rehearsals)"
         )
     cluster = load_cluster(cluster_file)
-    specs = _executor_specs(cluster, executor, netns, netns_prefix, None)
-    runners = {name: executor_for(spec) for name, spec in specs.items()}
+    choice = ExecutorChoice(executor, tuple(netns or ()), netns_prefix)
+    runners = executors_for(resolve_executors(cluster, choice))
     # local processes in namespaces share this interpreter; remote nodes have their own
     probe = [sys.executable if executor == "netns" else "python3", "-m", "sparkrig.fabric.probe"]
     cables = discover_cables(cluster, runners, probe)

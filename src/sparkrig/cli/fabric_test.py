@@ -22,7 +22,6 @@ from sparkrig.cli.fabric import (
     JsonFlag,
     NetnsOption,
     NetnsPrefixOption,
-    _executor_specs,
     _print_json,
     console,
     fabric_app,
@@ -75,13 +74,15 @@ def fabric_test_command(
     from sparkrig.fabric.collectives.results import default_ladder, parse_sizes
     from sparkrig.fabric.collectives.schedule import ring_of
     from sparkrig.fabric.plan import plan_fabric
+    from sparkrig.launch.node_executors import ExecutorChoice, resolve_executors
 
     cluster = load_cluster(cluster_file)
     plan = plan_fabric(cluster)
     order = ring_of(plan)
     ladder = parse_sizes(sizes) if sizes is not None else None
     loopback = executor == "local"
-    specs = {} if loopback else _executor_specs(cluster, executor, netns, netns_prefix, None)
+    choice = ExecutorChoice(executor, tuple(netns or ()), netns_prefix)
+    specs = {} if loopback else resolve_executors(cluster, choice)
     settings = TestSettings(
         backend=backend,
         sizes=ladder,

@@ -9,7 +9,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from sparkrig.config.cluster import Cluster, Node
-from sparkrig.config.serving import ExecutorSettings, ServingProfile
+from sparkrig.config.serving import ServingProfile
 from sparkrig.engines.adapter import EngineAdapter, LocalEngine
 from sparkrig.engines.launch_spec import LaunchContext, LaunchNode, ProcessSpec
 from sparkrig.engines.llamacpp.server import LlamaServerSpec
@@ -18,6 +18,7 @@ from sparkrig.errors import ConfigError
 from sparkrig.fabric.plan import plan_fabric
 from sparkrig.fabric.plan_model import EnvVar, FabricPlan
 from sparkrig.fabric.runner import ExecutorSpec
+from sparkrig.launch.node_executors import executor_spec
 
 BUNDLED_MODEL = "bundled"
 
@@ -57,40 +58,6 @@ class LaunchPlan(BaseModel):
 
     def log_path(self, process: ProcessSpec) -> str:
         return f"{self.access_of(process.node).log_dir}/{process.node}-{process.name}.log"
-
-
-def executor_spec(cluster: Cluster, node: Node) -> ExecutorSpec:
-    settings = cluster.executor_of(node)
-    if settings is None:
-        raise ConfigError(
-            f'node {node.name} has no executor — add `executor = {{ kind = "ssh" }}` (or '
-            "local / netns) to it, or an [executor] table for every node"
-        )
-    return ExecutorSpec(
-        kind=settings.kind,
-        target=_target(node, settings),
-        connect_timeout_s=settings.connect_timeout_s if settings.kind == "ssh" else None,
-        ssh_config=settings.ssh_config if settings.kind == "ssh" else None,
-    )
-
-
-def _target(node: Node, settings: ExecutorSettings) -> str | None:
-    if settings.kind == "local":
-        return None
-    if settings.kind == "netns":
-        if settings.target is None:
-            raise ConfigError(
-                f"node {node.name}: the netns executor needs a namespace — add "
-                f'`executor = {{ kind = "netns", target = "NAME" }}`'
-            )
-        return settings.target
-    target = settings.target or node.ssh or (str(node.management.ip) if node.management else None)
-    if target is None:
-        raise ConfigError(
-            f"node {node.name}: the ssh executor has no destination — set executor.target, the "
-            "node's `ssh` field, or its management address"
-        )
-    return target
 
 
 def plan_launch(

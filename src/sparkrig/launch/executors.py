@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import shlex
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from sparkrig import defaults
+from sparkrig.config.cluster import Cluster
 from sparkrig.errors import ExecutorError
 from sparkrig.fabric.runner import CommandResult, ExecutorSpec
+from sparkrig.launch.node_executors import ExecutorChoice, resolve_executors
 
 
 def _run(argv: list[str], shown: Sequence[str], timeout: float | None) -> CommandResult:
@@ -121,3 +123,13 @@ def executor_for(spec: ExecutorSpec) -> Executor:
     if spec.kind == "netns":
         return NetnsExecutor(spec.target)
     return SshExecutor(spec.target, spec.connect_timeout_s, spec.ssh_config)
+
+
+def executors_for(specs: Mapping[str, ExecutorSpec]) -> dict[str, Executor]:
+    """One executor per node, from what `resolve_executors` decided."""
+    return {node: executor_for(spec) for node, spec in specs.items()}
+
+
+def reach_nodes(cluster: Cluster, choice: ExecutorChoice | None = None) -> dict[str, Executor]:
+    """Every node of a cluster, reached as the options (else the file's `[executor]`) say."""
+    return executors_for(resolve_executors(cluster, choice or ExecutorChoice()))

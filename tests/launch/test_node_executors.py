@@ -1,0 +1,151 @@
+"""`resolve_executors`: which executor reaches which node, for every kind and every way the
+cluster file and the command line can disagree. Pure: no node is reached."""
+
+from __future__ import annotations
+
+import pytest
+
+from sparkrig.config import parse_cluster
+from sparkrig.config.cluster import Cluster
+from sparkrig.errors import ConfigError, SparkrigError, UsageError
+from sparkrig.fabric.runner import ExecutorSpec
+from sparkrig.launch.executors import LocalExecutor, NetnsExecutor, SshExecutor, reach_nodes
+from sparkrig.launch.node_executors import ExecutorChoice, resolve_executors
+
+PAIR = """
+name = "pair"
+cables = ["a.p0 <-> b.p0"]
+{executor}
+[[nodes]]
+name = "a"
+management = "192.168.1.11/24"
+{a_extra}
+[[nodes]]
+name = "b"
+{b_extra}
+"""
+
+
+def cluster(
+    executor: str = "", a_extra: str = "", b_extra: str = 'ssh = "admin@spark-b"'
+) -> Cluster:
+    return parse_cluster(PAIR.format(executor=executor, a_extra=a_extra, b_extra=b_extra))
+
+
+def test_local_reaches_only_the_named_node() -> None:
+    specs = resolve_executors(cluster(), ExecutorChoice("local", node="b"))
+    assert specs == {"b": ExecutorSpec(kind="local")}
+
+
+def test_local_on_a_cluster_needs_the_node_named() -> None:
+    with pytest.raises(UsageError, match="name it with --node"):
+        resolve_executors(cluster(), ExecutorChoice("local"))
+    with pytest.raises(UsageError, match="--node z is not a node"):
+        resolve_executors(cluster(), ExecutorChoice("local", node="z"))
+
+
+def test_netns_pairs_and_prefix() -> None:
+    specs = resolve_executors(cluster(), ExecutorChoice("netns", ("a=ns-x",), "sr-"))
+    assert specs == {
+        "a": ExecutorSpec(kind="netns", target="ns-x"),
+        "b": ExecutorSpec(kind="netns", target="sr-b"),
+    }
+
+
+@pytest.mark.parametrize(
+    ("pairs", "prefix", "message"),
+    [
+        (("a=ns-a",), None, "node b has no namespace"),
+        (("z=ns-z",), "p-", "is not NODE=NAMESPACE for a known node"),
+        (("a",), "p-", "is not NODE=NAMESPACE"),
+        (("a=",), "p-", "is not NODE=NAMESPACE"),
+    ],
+)
+def test_netns_refuses_what_it_cannot_map(
+    pairs: tuple[str, ...], prefix: str | None, message: str
+) -> None:
+    with pytest.raises(UsageError, match=message):
+        resolve_executors(cluster(), ExecutorChoice("netns", pairs, prefix))
+
+
+def test_ssh_goes_to_the_ssh_field_else_the_management_address() -> None:
+    specs = resolve_executors(cluster(), ExecutorChoice("ssh"))
+    assert specs == {
+        "a": ExecutorSpec(kind="ssh", target="192.168.1.11"),
+        "b": ExecutorSpec(kind="ssh", target="admin@spark-b"),
+    }
+
+
+def test_ssh_without_a_destination_names_the_node() -> None:
+    with pytest.raises(UsageError, match="node b has no ssh destination"):
+        resolve_executors(cluster(b_extra=""), ExecutorChoice("ssh"))
+
+
+def test_an_unknown_kind_is_refused() -> None:
+    with pytest.raises(UsageError, match="--executor rsh is not known — use local, netns or ssh"):
+        resolve_executors(cluster(), ExecutorChoice("rsh"))
+
+
+def test_without_a_kind_the_file_decides() -> None:
+    file_ssh = '[executor]\nkind = "ssh"\nconnect_timeout_s = 3\nssh_config = "cfg"\n'
+    specs = resolve_executors(cluster(executor=file_ssh), ExecutorChoice())
+    assert specs["a"] == ExecutorSpec(
+        kind="ssh", target="192.168.1.11", connect_timeout_s=3, ssh_config="cfg"
+    )
+    assert specs["b"].target == "admin@spark-b"
+
+
+def test_a_node_of_its_own_beats_the_file() -> None:
+    own = 'executor = { kind = "netns", target = "ns-a" }'
+    specs = resolve_executors(
+        cluster(executor='[executor]\nkind = "local"\n', a_extra=own), ExecutorChoice()
+    )
+    assert specs == {
+        "a": ExecutorSpec(kind="netns", target="ns-a"),
+        "b": ExecutorSpec(kind="local"),
+    }
+
+
+def test_a_file_executor_that_cannot_reach_a_node_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="node a has no executor"):
+        resolve_executors(cluster(b_extra='executor = { kind = "local" }'), ExecutorChoice())
+    with pytest.raises(ConfigError, match="the netns executor needs a namespace"):
+        resolve_executors(cluster(executor='[executor]\nkind = "netns"\n'), ExecutorChoice())
+    with pytest.raises(ConfigError, match="the ssh executor has no destination"):
+        resolve_executors(
+            cluster(executor='[executor]\nkind = "ssh"\n', b_extra=""), ExecutorChoice()
+        )
+
+
+def test_a_file_without_executors_is_one_local_node() -> None:
+    with pytest.raises(UsageError, match=r"the cluster file has no \[executor\]"):
+        resolve_executors(cluster(), ExecutorChoice())
+    assert resolve_executors(cluster(), ExecutorChoice(node="a")) == {
+        "a": ExecutorSpec(kind="local")
+    }
+
+
+def test_a_prefix_alone_means_netns() -> None:
+    specs = resolve_executors(cluster(), ExecutorChoice(netns_prefix="ns-"))
+    assert [s.target for s in specs.values()] == ["ns-a", "ns-b"]
+
+
+def test_the_options_beat_the_file() -> None:
+    specs = resolve_executors(
+        cluster(executor='[executor]\nkind = "local"\n'), ExecutorChoice("ssh")
+    )
+    assert {s.kind for s in specs.values()} == {"ssh"}
+
+
+def test_reach_nodes_builds_each_kind() -> None:
+    own = 'executor = { kind = "netns", target = "ns-a" }'
+    runners = reach_nodes(cluster(executor='[executor]\nkind = "ssh"\n', a_extra=own))
+    assert isinstance(runners["a"], NetnsExecutor)
+    assert isinstance(runners["b"], SshExecutor)
+    assert isinstance(reach_nodes(cluster(), ExecutorChoice(node="b"))["b"], LocalExecutor)
+
+
+def test_every_refusal_is_a_sparkrig_error_with_a_fix() -> None:
+    for choice in (ExecutorChoice("local"), ExecutorChoice("netns"), ExecutorChoice("x")):
+        with pytest.raises(SparkrigError, match=" — "):
+            resolve_executors(cluster(), choice)
