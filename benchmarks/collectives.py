@@ -21,7 +21,8 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from sparkrig.fabric.collectives.results import COLLECTIVES, FabricTestReceipt, bus_factor
+from sparkrig.fabric.collectives.results import FabricTestReceipt, bus_factor
+from sparkrig.fabric.collectives.specs import COLLECTIVES
 
 
 def ring_toml(ranks: int) -> str:

@@ -4,6 +4,7 @@ the worker joined; results are plain dicts the worker prints as JSON lines."""
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -13,80 +14,32 @@ import torch.distributed as dist
 
 from sparkrig import defaults
 from sparkrig.fabric.collectives import execute
-from sparkrig.fabric.collectives.results import COLLECTIVES, IMPLEMENTATIONS, elements_for
+from sparkrig.fabric.collectives.results import IMPLEMENTATIONS, elements_for
+from sparkrig.fabric.collectives.specs import COLLECTIVES, Implementation, spec_of
 
 Collective = Callable[[torch.Tensor], torch.Tensor]
 
 
-def _builtin(collective: str, size: int) -> Collective:
-    def all_reduce(x: torch.Tensor) -> torch.Tensor:
-        out = x.clone()
-        dist.all_reduce(out)
-        return out
-
-    def all_gather(x: torch.Tensor) -> torch.Tensor:
-        out = x.new_empty(x.numel() * size)
-        dist.all_gather_into_tensor(out, x)
-        return out
-
-    def reduce_scatter(x: torch.Tensor) -> torch.Tensor:
-        out = x.new_empty(x.numel() // size)
-        dist.reduce_scatter_tensor(out, x)
-        return out
-
-    def all_to_all(x: torch.Tensor) -> torch.Tensor:
-        out = torch.empty_like(x)
-        dist.all_to_all_single(out, x)
-        return out
-
-    table = {
-        "all_reduce": all_reduce,
-        "all_gather": all_gather,
-        "reduce_scatter": reduce_scatter,
-        "all_to_all": all_to_all,
-    }
-    return table[collective]
-
-
-def _sparkrig(collective: str, size: int, transport: execute.Transport) -> Collective:
-    table: dict[str, Collective] = {
-        "all_reduce": lambda x: execute.all_reduce(x, transport),
-        "all_gather": lambda x: execute.all_gather(x, x.numel() * size, transport),
-        "reduce_scatter": lambda x: execute.reduce_scatter(x, transport),
-        "all_to_all": lambda x: torch.cat(
-            execute.all_to_all(list(x.view(size, -1).unbind(0)), transport)
-        ),
-    }
-    return table[collective]
-
-
 def implementations(collective: str) -> dict[str, Collective]:
+    """The collective's implementations (from its spec), bound to this process group."""
     size = dist.get_world_size()
     transport = execute.TorchTransport()
     return {
-        "builtin": _builtin(collective, size),
-        "sparkrig": _sparkrig(collective, size, transport),
+        name: functools.partial(_bound, run, size, transport)
+        for name, run in spec_of(collective).implementations().items()
     }
+
+
+def _bound(
+    run: Implementation, size: int, transport: execute.Transport, x: torch.Tensor
+) -> torch.Tensor:
+    return run(x, size, transport)
 
 
 def _inputs(rank: int, count: int, dtype: torch.dtype, device: str) -> torch.Tensor:
     # small integers: every sum is exact in every dtype, whatever order a backend adds in
     generator = torch.Generator().manual_seed(rank * 1_000_003 + count)
     return torch.randint(-8, 9, (count,), generator=generator).to(dtype).to(device)
-
-
-def _reference(collective: str, inputs: list[torch.Tensor], rank: int) -> torch.Tensor:
-    size = len(inputs)
-    total = inputs[0].clone()
-    for other in inputs[1:]:
-        total = total + other
-    if collective == "all_reduce":
-        return total
-    if collective == "all_gather":
-        return torch.cat(inputs)
-    if collective == "reduce_scatter":
-        return total.view(size, -1)[rank]
-    return torch.cat([x.view(size, -1)[rank] for x in inputs])
 
 
 def correctness(device: str, wrong: str | None = None) -> tuple[int, list[str]]:
@@ -97,17 +50,20 @@ def correctness(device: str, wrong: str | None = None) -> tuple[int, list[str]]:
     rank, size = dist.get_rank(), dist.get_world_size()
     passed, failed = 0, []
     for collective in COLLECTIVES:
+        spec = spec_of(collective)
         for name, run in implementations(collective).items():
             for dtype_name in defaults.FABRIC_TEST_CHECK_DTYPES:
                 dtype = getattr(torch, dtype_name)
                 for base in defaults.FABRIC_TEST_CHECK_COUNTS:
-                    count = base if collective in ("all_reduce", "all_gather") else base * size
+                    count = base * size if spec.input_split else base
                     inputs = [_inputs(r, count, dtype, device) for r in range(size)]
                     got = run(inputs[rank])
                     if collective == wrong and name == "sparkrig":
                         got = got.clone()
                         got.view(-1)[0] += 1
-                    if torch.equal(got, _reference(collective, inputs, rank)):
+                    if spec.reference is not None and torch.equal(
+                        got, spec.reference(inputs, rank)
+                    ):
                         passed += 1
                     else:
                         failed.append(f"{collective}/{name}/{dtype_name}/{count}")

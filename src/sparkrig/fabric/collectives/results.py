@@ -13,10 +13,10 @@ from pydantic import BaseModel, Field
 
 from sparkrig import __version__, defaults
 from sparkrig.errors import UsageError
+from sparkrig.fabric.collectives.specs import COLLECTIVES, spec_of
 from sparkrig.json_files import read_receipt, write_atomically
 from sparkrig.outside_numbers import int_or_none
 
-COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
 IMPLEMENTATIONS = ("builtin", "sparkrig")
 RECEIPT_KIND = "sparkrig-fabric-test"
 RECEIPT_SCHEMA_VERSION = 1
@@ -56,19 +56,14 @@ def default_ladder(gpu: bool) -> list[int]:
 
 
 def bus_factor(collective: str, ranks: int) -> float:
-    """nccl-tests' busBw / algBw: 2(n-1)/n for all-reduce, (n-1)/n for the others."""
-    share = (ranks - 1) / ranks
-    return 2 * share if collective == "all_reduce" else share
+    """nccl-tests' busBw / algBw, from the collective's spec."""
+    return spec_of(collective).bus_factor(ranks)
 
 
 def elements_for(collective: str, size_bytes: int, ranks: int, itemsize: int) -> int:
-    """Per-rank input elements for a ladder size, as nccl-tests counts size: all-reduce's tensor;
-    all-gather's output; reduce-scatter's input; all-to-all's whole buffer. Rounded down so
-    every rank's share is whole (at least one element)."""
-    total = max(size_bytes // itemsize // ranks, 1) * ranks
-    if collective == "all_gather":
-        return total // ranks
-    return total
+    """Per-rank input elements for a ladder size, as nccl-tests counts size (the spec says
+    which buffer)."""
+    return spec_of(collective).elements(size_bytes, ranks, itemsize)
 
 
 class Point(BaseModel):
