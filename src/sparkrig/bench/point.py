@@ -26,6 +26,7 @@ from sparkrig.bench.accounting import (
 from sparkrig.bench.client_shards import ClientLoad, SendAll, send_in_process
 from sparkrig.bench.count_witness import CountWitness, take_witness, unread_warning
 from sparkrig.bench.modes import TWO_SPEEDS_PREFIX, TwoSpeeds, two_speeds
+from sparkrig.bench.settings import BenchSettings as BenchSettings  # noqa: PLC0414 - re-exported
 from sparkrig.bench.speculative import SpecAccounting, spec_accounting
 from sparkrig.bench.statistics import (
     PointSummary,
@@ -48,50 +49,6 @@ _SETTLE_PAUSE_S = 0.05
 
 ValueOf = Callable[[list[RequestRecord]], float | None]
 TextCheck = Callable[[str], list[str]]
-
-
-class BenchSettings(BaseModel):
-    precision: float = Field(default=defaults.BENCH_PRECISION, gt=0, lt=1)
-    min_samples: int = Field(
-        default=defaults.BENCH_MIN_SAMPLES,
-        ge=2,
-        description="samples a point takes before it looks at its interval at all",
-    )
-    max_samples: int = Field(default=defaults.BENCH_MAX_SAMPLES, ge=defaults.BENCH_MIN_SAMPLES_CAP)
-    precision_checks: list[int] = Field(
-        default_factory=lambda: list(defaults.BENCH_PRECISION_CHECKS),
-        description="the only sample counts (past min_samples) at which a point may stop on "
-        "precision, declared in advance; the cap is the last look",
-    )
-    warmup_requests: int = Field(default=defaults.BENCH_WARMUP_REQUESTS, ge=0)
-    decode_tokens: int = Field(
-        default=defaults.BENCH_DECODE_TOKENS, ge=defaults.BENCH_MIN_DECODE_TOKENS
-    )
-    concurrency: list[int] = Field(default_factory=lambda: list(defaults.BENCH_CONCURRENCY_LADDER))
-    prefill_depths: list[int] = Field(default_factory=lambda: list(defaults.BENCH_PREFILL_DEPTHS))
-    prompt_tokens: int = Field(
-        default=defaults.BENCH_CONCURRENCY_PROMPT_TOKENS,
-        ge=defaults.BENCH_SALT_TOKENS + 1,
-        description="concurrency suite: prompt length in tokens, salt included",
-    )
-    cached_replays: bool = Field(
-        default=True,
-        description="concurrency suite: also measure the same prompts replayed (prefix cache), "
-        "as separate points named 'cached'",
-    )
-    rounds: int = Field(
-        default=defaults.BENCH_ROUNDS,
-        ge=1,
-        description="passes over every point, each taking min_samples to max_samples samples; "
-        "compare judges by the spread between rounds",
-    )
-    client_processes: int | None = Field(
-        default=None,
-        ge=1,
-        description="processes that send a sample's streams: None splits them past "
-        "BENCH_CLIENT_STREAMS_PER_PROCESS streams (one process per core at most), 1 never "
-        "splits, N always splits over N",
-    )
 
 
 class RequestSummary(BaseModel):

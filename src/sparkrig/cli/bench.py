@@ -11,6 +11,7 @@ import typer
 from rich.markup import escape
 
 from sparkrig import defaults
+from sparkrig.bench.settings import BenchSettings
 from sparkrig.cli.bench_output import (
     fail_when_nothing_measured,
     paired_receipt_path,
@@ -19,14 +20,9 @@ from sparkrig.cli.bench_output import (
     show_receipt,
 )
 from sparkrig.cli.common import (
-    COUNT,
-    DECODE_TOKENS,
     NON_NEGATIVE,
-    SAMPLES,
-    SHARE,
     ForceFlag,
     JsonFlag,
-    Range,
     TelemetryClusterOption,
     TelemetryFlag,
     _ladder,
@@ -38,7 +34,14 @@ from sparkrig.cli.common import (
     ranged,
     refuse_to_replace,
 )
+from sparkrig.cli.model_options import setting
+from sparkrig.engines.llamacpp.server import LlamaServerSpec
 from sparkrig.errors import SparkrigError, UsageError
+
+# the settings bench shares with the receipt are declared once, in BenchSettings
+_PAIRED_NOTE = "default {}; {} with --paired-with"
+_SAMPLES = (defaults.BENCH_MAX_SAMPLES, defaults.BENCH_PAIRED_MAX_SAMPLES)
+_ROUNDS = (defaults.BENCH_ROUNDS, defaults.BENCH_PAIRED_ROUNDS)
 
 
 @app.command()
@@ -102,53 +105,17 @@ def bench(
     prefill_depths: Annotated[
         str, typer.Option(help="prompt lengths in tokens for the prefill suite")
     ] = ",".join(map(str, defaults.BENCH_PREFILL_DEPTHS)),
-    precision: Annotated[
-        float,
-        ranged("stop a point when the 95% half-width is within this share of the mean", SHARE),
-    ] = defaults.BENCH_PRECISION,
-    max_samples: Annotated[
-        int | None,
-        ranged(
-            f"samples per point in each round at most (default {defaults.BENCH_MAX_SAMPLES}; "
-            f"{defaults.BENCH_PAIRED_MAX_SAMPLES} with --paired-with)",
-            SAMPLES,
-        ),
-    ] = None,
-    tokens: Annotated[
-        int, ranged("tokens generated per request", DECODE_TOKENS)
-    ] = defaults.BENCH_DECODE_TOKENS,
-    prompt_tokens: Annotated[
-        int,
-        ranged(
-            "concurrency suite: prompt length in tokens, a fresh salt per stream and sample",
-            Range(low=defaults.BENCH_SALT_TOKENS + 1),
-        ),
-    ] = defaults.BENCH_CONCURRENCY_PROMPT_TOKENS,
-    cached: Annotated[
-        bool,
-        typer.Option(
-            "--cached/--no-cached",
-            help="concurrency suite: also replay the same prompts, as separate 'cached' points",
-        ),
-    ] = True,
-    rounds: Annotated[
-        int | None,
-        ranged(
-            "passes over every point; compare judges by the spread between rounds, which "
-            "carries the drift of a shared machine (1: samples only, docs/metrics.md; default "
-            f"{defaults.BENCH_ROUNDS}, {defaults.BENCH_PAIRED_ROUNDS} with --paired-with)",
-            COUNT,
-        ),
-    ] = None,
-    client_processes: Annotated[
-        int | None,
-        ranged(
-            "processes that send a sample's streams (default: one per "
-            f"{defaults.BENCH_CLIENT_STREAMS_PER_PROCESS} streams, at most one per core); 1 "
-            "sends all from this process",
-            COUNT,
-        ),
-    ] = None,
+    precision: float = setting(BenchSettings, "precision"),
+    max_samples: int | None = setting(
+        BenchSettings, "max_samples", default=None, note=_PAIRED_NOTE.format(*_SAMPLES)
+    ),
+    tokens: int = setting(BenchSettings, "decode_tokens", "--tokens"),
+    prompt_tokens: int = setting(BenchSettings, "prompt_tokens"),
+    cached: bool = setting(BenchSettings, "cached_replays", "--cached/--no-cached"),
+    rounds: int | None = setting(
+        BenchSettings, "rounds", default=None, note=_PAIRED_NOTE.format(*_ROUNDS)
+    ),
+    client_processes: int | None = setting(BenchSettings, "client_processes"),
     paired_with: Annotated[
         str | None,
         typer.Option(
@@ -164,9 +131,7 @@ def bench(
     model: Annotated[
         str | None, typer.Option(help="model id (default: the server's first)")
     ] = None,
-    slots: Annotated[
-        int, ranged("with --local: parallel slots", COUNT)
-    ] = defaults.LOCAL_PARALLEL_SLOTS,
+    slots: int = setting(LlamaServerSpec, "parallel_slots", "--slots", note="with --local"),
     out: Annotated[
         Path | None, typer.Option(help="receipt path (default: sparkrig-runs/bench-<time>.json)")
     ] = None,
@@ -183,7 +148,6 @@ def bench(
     Decode speed by content type and aggregate vs per-stream speed under concurrency,
     each point repeated until its 95% interval is within --precision. The receipt is rewritten
     after every sample, so an interrupted run keeps what it measured."""
-    from sparkrig.bench.point import BenchSettings
     from sparkrig.bench.run import check_suites, run_bench
     from sparkrig.client.endpoint import api_key_from_env
     from sparkrig.client.http_failures import checked_base_url

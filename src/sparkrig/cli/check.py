@@ -12,8 +12,6 @@ import typer
 
 from sparkrig import defaults
 from sparkrig.cli.common import (
-    KV_BLOCK_TOKENS,
-    NEEDLE_CAP_TOKENS,
     POSITIVE,
     ForceFlag,
     JsonFlag,
@@ -26,7 +24,9 @@ from sparkrig.cli.common import (
     ranged,
     refuse_to_replace,
 )
+from sparkrig.cli.model_options import setting
 from sparkrig.errors import UsageError
+from sparkrig.guards.settings import CheckSettings
 
 
 @app.command()
@@ -37,12 +37,9 @@ def check(
     local: Annotated[
         bool, typer.Option("--local", help="check the embedded engine (started and stopped here)")
     ] = False,
-    quick: Annotated[
-        bool,
-        typer.Option(
-            "--quick", help="guards 1, 2 (reduced), 6, 8, 9: about 15 s on the embedded engine"
-        ),
-    ] = False,
+    quick: bool = setting(
+        CheckSettings, "quick", "--quick", note="about 15 s on the embedded engine"
+    ),
     full: Annotated[bool, typer.Option("--full", help="every guard (the default)")] = False,
     guard: Annotated[
         str | None, typer.Option(help="comma-separated guards to run, e.g. margin,needle")
@@ -58,16 +55,8 @@ def check(
     baseline: Annotated[
         Path | None, typer.Option(help="baseline file (default: one per server and model)")
     ] = None,
-    kv_block_tokens: Annotated[
-        int | None,
-        ranged("KV block size in tokens (default: from /metrics, or 256)", KV_BLOCK_TOKENS),
-    ] = None,
-    needle_cap: Annotated[
-        int,
-        ranged(
-            "longest needle prompt in tokens (capped by the server's context)", NEEDLE_CAP_TOKENS
-        ),
-    ] = defaults.CHECK_NEEDLE_CAP_TOKENS,
+    kv_block_tokens: int | None = setting(CheckSettings, "kv_block_tokens"),
+    needle_cap: int = setting(CheckSettings, "needle_cap_tokens", "--needle-cap"),
     repeat_every: Annotated[
         float | None,
         ranged(
@@ -99,7 +88,6 @@ def check(
     from sparkrig.client.endpoint import api_key_from_env
     from sparkrig.client.http_failures import checked_base_url
     from sparkrig.guards.battery import choose_guards
-    from sparkrig.guards.context import CheckSettings
 
     if (url is None) == (not local):
         raise UsageError("give either a server URL or --local — e.g. `sparkrig check --local`")

@@ -70,15 +70,22 @@ NEEDLE_CAP_TOKENS = Range(low=defaults.CHECK_MIN_NEEDLE_CAP_TOKENS)
 CONTEXT_TOKENS = Range(low=defaults.LOCAL_MIN_CONTEXT_TOKENS)
 
 
-def ranged(help: str, within: Range, *flags: str) -> Any:
-    """A typer option whose value is checked against `within` before the command runs."""
+_IN_ANNOTATED: Any = object()
+
+
+def ranged(help: str, within: Range, *flags: str, default: Any = _IN_ANNOTATED) -> Any:
+    """A typer option whose value is checked against `within` before the command runs; inside
+    `Annotated`, or with `default` as a parameter's default (`cli/model_options.setting`)."""
 
     def check(value: float | None) -> float | None:
         if value is not None and (problem := within.problem(value)) is not None:
             raise typer.BadParameter(problem)
         return value
 
-    return typer.Option(*flags, help=f"{help} [{within.text()}]", callback=check)
+    text = f"{help} [{within.text()}]"
+    if default is _IN_ANNOTATED:
+        return typer.Option(*flags, help=text, callback=check)
+    return typer.Option(default, *flags, help=text, callback=check)
 
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="print machine-readable JSON")]

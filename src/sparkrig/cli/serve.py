@@ -13,9 +13,7 @@ from rich.table import Table
 
 from sparkrig import defaults
 from sparkrig.cli.common import (
-    CONTEXT_TOKENS,
     COUNT,
-    PORT,
     POSITIVE,
     ApplyFlag,
     JsonFlag,
@@ -25,6 +23,8 @@ from sparkrig.cli.common import (
     console,
     ranged,
 )
+from sparkrig.cli.model_options import setting
+from sparkrig.engines.llamacpp.server import LlamaServerSpec, SpeculativeOptions
 from sparkrig.errors import SparkrigError, UsageError
 
 # --- local serving ----------------------------------------------------------------------------
@@ -45,25 +45,17 @@ def up(
     model: Annotated[
         Path | None, typer.Option(help="GGUF to serve (default: the bundled SmolLM2-135M)")
     ] = None,
-    port: Annotated[int | None, ranged("port on 127.0.0.1 (default: a free one)", PORT)] = None,
-    slots: Annotated[
-        int, ranged("parallel slots for continuous batching", COUNT)
-    ] = defaults.LOCAL_PARALLEL_SLOTS,
-    ctx: Annotated[
-        int, ranged("context tokens shared by all slots", CONTEXT_TOKENS)
-    ] = defaults.LOCAL_CONTEXT_TOKENS,
-    threads: Annotated[
-        int, ranged("CPU threads (default: all cores but one)", COUNT)
-    ] = defaults.LOCAL_THREADS,
+    port: int | None = setting(LlamaServerSpec, "port", default=None, note="default: a free one"),
+    slots: int = setting(LlamaServerSpec, "parallel_slots", "--slots"),
+    ctx: int = setting(LlamaServerSpec, "context_tokens", "--ctx"),
+    threads: int = setting(LlamaServerSpec, "threads"),
     spec_type: Annotated[
         str | None, typer.Option(help="speculative decoding: draft-simple or an ngram-* mode")
     ] = None,
     draft_model: Annotated[
         Path | None, typer.Option(help="draft GGUF for draft-simple (default: the served model)")
     ] = None,
-    spec_draft_max: Annotated[
-        int, ranged("tokens drafted per step", COUNT)
-    ] = defaults.LOCAL_SPEC_DRAFT_MAX,
+    spec_draft_max: int = setting(SpeculativeOptions, "draft_max", "--spec-draft-max"),
     spec_synth_rates: Annotated[
         str | None,
         typer.Option(help="per-position synthetic acceptance, e.g. 0.9,0.5 (benchmarking)"),

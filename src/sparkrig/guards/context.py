@@ -7,29 +7,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, Field
-
 from sparkrig import defaults
 from sparkrig.client import ChatRequest, CompletionRequest, EndpointClient, RequestRecord
 from sparkrig.guards.baseline import Baseline
-
-
-class CheckSettings(BaseModel):
-    """Knobs of the battery; every default lives in sparkrig.defaults with its reason."""
-
-    quick: bool = Field(default=False, description="reduced battery (guards 1, 2 reduced, 6, 8, 9)")
-    kv_block_tokens: int | None = Field(
-        default=None,
-        ge=defaults.CHECK_MIN_KV_BLOCK_TOKENS,
-        description="KV block size in tokens (None: from /metrics, else "
-        f"{defaults.CHECK_KV_BLOCK_TOKENS_FALLBACK})",
-    )
-    kv_blocks_per_document: int = Field(default=defaults.CHECK_KV_BLOCKS_PER_DOCUMENT, ge=2)
-    kv_documents: int = Field(default=defaults.CHECK_KV_DOCUMENTS, ge=3)
-    needle_cap_tokens: int = Field(
-        default=defaults.CHECK_NEEDLE_CAP_TOKENS, ge=defaults.CHECK_MIN_NEEDLE_CAP_TOKENS
-    )
-    concurrency: int = Field(default=defaults.CHECK_CONCURRENCY, ge=4)
+from sparkrig.guards.settings import CheckSettings as CheckSettings  # noqa: PLC0414 - re-exported
 
 
 @dataclass

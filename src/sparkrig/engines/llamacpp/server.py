@@ -22,7 +22,9 @@ class SpeculativeOptions(BaseModel):
     draft_model: Path | None = Field(
         default=None, description="draft GGUF for draft-* modes; the served model when omitted"
     )
-    draft_max: int = Field(default=defaults.LOCAL_SPEC_DRAFT_MAX, ge=1)
+    draft_max: int = Field(
+        default=defaults.LOCAL_SPEC_DRAFT_MAX, ge=1, description="tokens drafted per step"
+    )
     synth_rates: list[float] | None = Field(
         default=None,
         description="per-position synthetic acceptance (llama.cpp --spec-synth-rates): a known "
@@ -37,12 +39,22 @@ class LlamaServerSpec(BaseModel):
     model: Path
     alias: str = Field(description="model id the server answers with")
     host: str = defaults.LOCAL_HOST
-    port: int = Field(ge=1, le=65535)
-    parallel_slots: int = Field(default=defaults.LOCAL_PARALLEL_SLOTS, ge=1)
-    context_tokens: int = Field(
-        default=defaults.LOCAL_CONTEXT_TOKENS, ge=defaults.LOCAL_MIN_CONTEXT_TOKENS
+    port: int = Field(ge=1, le=65535, description="port on 127.0.0.1")
+    parallel_slots: int = Field(
+        default=defaults.LOCAL_PARALLEL_SLOTS,
+        ge=1,
+        description="parallel slots for continuous batching",
     )
-    threads: int = Field(default=defaults.LOCAL_THREADS, ge=1)
+    context_tokens: int = Field(
+        default=defaults.LOCAL_CONTEXT_TOKENS,
+        ge=defaults.LOCAL_MIN_CONTEXT_TOKENS,
+        description="context tokens shared by all slots",
+    )
+    threads: int = Field(
+        default=defaults.LOCAL_THREADS,
+        ge=1,
+        description="CPU threads (default: all cores but one)",
+    )
     speculative: SpeculativeOptions | None = None
     extra_args: list[str] = Field(default_factory=list, description="passed through verbatim")
 

@@ -1,0 +1,66 @@
+"""`BenchSettings`, every knob of a bench run, declared once: each field's default, bounds and
+description are also `sparkrig bench`'s option of the same setting (`cli/model_options.py`).
+Light on purpose (pydantic and defaults only), so the CLI can bind to it at import."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from sparkrig import defaults
+
+
+class BenchSettings(BaseModel):
+    precision: float = Field(
+        default=defaults.BENCH_PRECISION,
+        gt=0,
+        lt=1,
+        description="stop a point when the 95% half-width is within this share of the mean",
+    )
+    min_samples: int = Field(
+        default=defaults.BENCH_MIN_SAMPLES,
+        ge=2,
+        description="samples a point takes before it looks at its interval at all",
+    )
+    max_samples: int = Field(
+        default=defaults.BENCH_MAX_SAMPLES,
+        ge=defaults.BENCH_MIN_SAMPLES_CAP,
+        description="samples per point in each round at most",
+    )
+    precision_checks: list[int] = Field(
+        default_factory=lambda: list(defaults.BENCH_PRECISION_CHECKS),
+        description="the only sample counts (past min_samples) at which a point may stop on "
+        "precision, declared in advance; the cap is the last look",
+    )
+    warmup_requests: int = Field(default=defaults.BENCH_WARMUP_REQUESTS, ge=0)
+    decode_tokens: int = Field(
+        default=defaults.BENCH_DECODE_TOKENS,
+        ge=defaults.BENCH_MIN_DECODE_TOKENS,
+        description="tokens generated per request",
+    )
+    concurrency: list[int] = Field(default_factory=lambda: list(defaults.BENCH_CONCURRENCY_LADDER))
+    prefill_depths: list[int] = Field(default_factory=lambda: list(defaults.BENCH_PREFILL_DEPTHS))
+    prompt_tokens: int = Field(
+        default=defaults.BENCH_CONCURRENCY_PROMPT_TOKENS,
+        ge=defaults.BENCH_SALT_TOKENS + 1,
+        description="concurrency suite: prompt length in tokens, a fresh salt per stream and "
+        "sample included",
+    )
+    cached_replays: bool = Field(
+        default=True,
+        description="concurrency suite: also replay the same prompts (prefix cache), as "
+        "separate points named 'cached'",
+    )
+    rounds: int = Field(
+        default=defaults.BENCH_ROUNDS,
+        ge=1,
+        description="passes over every point, each taking min_samples to max_samples samples; "
+        "compare judges by the spread between rounds, which carries the drift of a shared "
+        "machine (1: samples only, docs/metrics.md)",
+    )
+    client_processes: int | None = Field(
+        default=None,
+        ge=1,
+        description="processes that send a sample's streams (default: one per "
+        f"{defaults.BENCH_CLIENT_STREAMS_PER_PROCESS} streams, at most one per core); 1 sends "
+        "all from this process, N always splits over N",
+    )

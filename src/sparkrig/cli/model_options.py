@@ -1,0 +1,70 @@
+"""A command-line option bound to a pydantic model field, so a setting is declared once: its
+default, its bounds (`ge`, `gt`, `le`, `lt`) and its help are the field's, and the option is
+checked against those bounds while the command line is parsed (`ranged`), before any work.
+
+    tokens: int = setting(BenchSettings, "decode_tokens", "--tokens")
+
+is what aiperf writes as `Annotated[..., Field(...), CLIParameter(...)]`, in typer's terms.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import annotated_types
+import typer
+
+from sparkrig.cli.common import Range, ranged
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+    from pydantic.fields import FieldInfo
+
+FIELD_DEFAULT: Any = object()
+"""`setting(..., default=FIELD_DEFAULT)`: the option's default is the field's"""
+
+
+def range_of(field: FieldInfo) -> Range | None:
+    """The field's numeric bounds as a `Range`; None for a field without any."""
+    low: float | None = None
+    high: float | None = None
+    low_open = high_open = False
+    for bound in field.metadata:
+        if isinstance(bound, annotated_types.Ge):
+            low = _number(bound.ge)
+        elif isinstance(bound, annotated_types.Gt):
+            low, low_open = _number(bound.gt), True
+        elif isinstance(bound, annotated_types.Le):
+            high = _number(bound.le)
+        elif isinstance(bound, annotated_types.Lt):
+            high, high_open = _number(bound.lt), True
+    if low is None and high is None:
+        return None
+    return Range(low=low, high=high, low_open=low_open, high_open=high_open)
+
+
+def _number(bound: Any) -> float:
+    if isinstance(bound, bool) or not isinstance(bound, int | float):
+        raise TypeError(f"a field bound must be a number, not {bound!r}")
+    return bound
+
+
+def setting(
+    model: type[BaseModel],
+    name: str,
+    *flags: str,
+    default: Any = FIELD_DEFAULT,
+    note: str | None = None,
+) -> Any:
+    """The typer option (used as a parameter's default) for `model.name`. `default` replaces
+    the field's where the command fills it in later (e.g. by another option); `note` adds what
+    only the command line needs to say, after the field's description."""
+    field = model.model_fields[name]
+    if not field.description:
+        raise TypeError(f"{model.__name__}.{name} has no description to be the option's help")
+    text = f"{field.description} ({note})" if note else field.description
+    value = field.get_default(call_default_factory=True) if default is FIELD_DEFAULT else default
+    within = range_of(field)
+    if within is None:
+        return typer.Option(value, *flags, help=text)
+    return ranged(text, within, *flags, default=value)
