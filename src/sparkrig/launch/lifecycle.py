@@ -13,7 +13,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 import aiohttp
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from sparkrig import defaults
 from sparkrig.engines.launch_spec import ProcessSpec
@@ -26,8 +26,11 @@ from sparkrig.errors import (
     SparkrigError,
 )
 from sparkrig.fabric.runner import CommandResult, CommandRunner
+from sparkrig.launch.boot_phases import BootPhase
 from sparkrig.launch.cluster_plan import LaunchPlan
 from sparkrig.launch.executors import executor_for
+from sparkrig.launch.forensics import hits_sentence, read_forensics, record_boot
+from sparkrig.launch.log_signatures import SignatureHit
 from sparkrig.launch.node_commands import (
     ProcessObservation,
     observe_script,
@@ -136,6 +139,7 @@ async def bring_up(
         planned=[p.key for p in plan.processes],
         server=plan.server,
         engine_build=plan.engine_build,
+        engine=plan.engine,
     )
     save_state(state)
     deadline = time.monotonic() + plan.ready_timeout_s
@@ -171,6 +175,7 @@ async def bring_up(
             say(f"{plan.head}: /health OK; asking for one completion")
             await probe(plan.api_url, plan.model_name)
             await _wait(plan, state, runners, session, deadline, api_later=False)
+        await record_boot(state, say)
     except BaseException:
         say("stopping what was started")
         await bring_down(state, runners)
@@ -244,7 +249,7 @@ async def _wait(
             message = _died_message(
                 readiness.process, readiness.reason, seen, record, one_node=one_node
             )
-            raise LaunchError(message)
+            raise LaunchError(message + hits_sentence(await read_forensics(state)))
         if now > deadline:
             raise LaunchError(
                 f"not ready after {plan.ready_timeout_s:g} s although every node advanced; "
@@ -270,6 +275,10 @@ class LaunchStatus(BaseModel):
     ready: bool
     summary: str
     rows: list[ProcessRow]
+    signatures: list[SignatureHit] = Field(default_factory=list)
+    kernel_notes: list[str] = Field(default_factory=list, description="kernel logs not read")
+    boot: dict[str, list[BootPhase]] = Field(default_factory=dict)
+    kv_pool_tokens: int | None = None
 
 
 async def launch_status(state: LaunchState, probe: CompletionProbe) -> LaunchStatus:
@@ -308,8 +317,17 @@ async def launch_status(state: LaunchState, probe: CompletionProbe) -> LaunchSta
         except (LaunchError, EndpointError):
             completion_ok = False
     ready, summary = cluster_readiness(phases, completion_ok)
+    forensics = await read_forensics(state)
     return LaunchStatus(
-        cluster=state.cluster, api_url=state.api_url, ready=ready, summary=summary, rows=rows
+        cluster=state.cluster,
+        api_url=state.api_url,
+        ready=ready,
+        summary=summary,
+        rows=rows,
+        signatures=forensics.hits,
+        kernel_notes=[k.note for k in forensics.kernels if not k.readable],
+        boot=state.boot_phases or forensics.boot(),
+        kv_pool_tokens=state.kv_pool_tokens,
     )
 
 
