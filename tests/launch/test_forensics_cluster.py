@@ -22,16 +22,18 @@ from tests.conftest import SPARKRIG
 FAKE = Path(__file__).parent / "fake_ranks" / "vllm"
 
 
-def two_rank_file(path: Path, name: str) -> None:
+def two_rank_file(path: Path, name: str, triton: dict[str, Path] | None = None) -> None:
+    """`triton`: per node, its own TRITON_CACHE_DIR (the node's env wins over the engine's)."""
+    env = {n: f'env = {{ TRITON_CACHE_DIR = "{d}" }}\n' for n, d in (triton or {}).items()}
     path.write_text(f"""name = "{name}"
 cables = ["a.p0 <-> b.p1"]
 [[nodes]]
 name = "a"
 management = "127.0.0.1/8"
-[[nodes]]
+{env.get("a", "")}[[nodes]]
 name = "b"
 management = "127.0.0.2/8"
-[executor]
+{env.get("b", "")}[executor]
 kind = "local"
 [engine]
 kind = "vllm"
@@ -76,6 +78,12 @@ def _cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[P
 
 def test_up_names_the_dead_worker_with_its_signature(cluster: tuple[Path, str]) -> None:
     cluster_file, name = cluster
+    full, empty = cluster_file.parent / "triton-a", cluster_file.parent / "triton-b"
+    (full / "kernels").mkdir(parents=True)
+    empty.mkdir()
+    for kernel in ("rope.cubin", "indexer.cubin"):
+        (full / "kernels" / kernel).write_bytes(b"\0" * 64)
+    two_rank_file(cluster_file, name, {"a": full, "b": empty})
     env = dict(os.environ, FAKE_RANKS_WORKER="die", FAKE_RANKS_HEAD="sleep")
     up = run("up", str(cluster_file), "--apply", env=env)
     assert up.returncode != 0
@@ -85,6 +93,9 @@ def test_up_names_the_dead_worker_with_its_signature(cluster: tuple[Path, str]) 
     assert "equalise the JIT caches" in message
     assert "b/vllm: [cuda-launch-failed]" in message
     assert "a/vllm: [" not in message  # the head's clean boot lines match nothing
+    # before the boot: b's kernel cache is behind a's
+    assert "JIT cache of node b is behind: TRITON_CACHE_DIR 0 files against 2 on a" in message
+    assert "JIT cache of node a is behind" not in message
     assert load_state(name) is None  # stopped and forgotten
 
 
@@ -103,6 +114,7 @@ def test_scan_and_status_find_a_live_worker_signature_and_up_records_boot(
     )
     up = run("up", str(cluster_file), "--apply", env=env)
     assert up.returncode == 0, up.stderr
+    assert "is behind" not in up.stderr  # one cache folder for both: in parity
     # the offsets in fake_ranks/vllm: weights +3 s, KV +5 s, graphs +9 s, API +10 s
     assert "slowest boot phase: a/vllm graphs captured took 4.0 s" in up.stderr
     assert "KV pool this boot: 1,923,456 tokens" in up.stderr

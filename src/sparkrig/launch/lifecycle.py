@@ -27,6 +27,7 @@ from sparkrig.errors import (
 )
 from sparkrig.fabric.runner import CommandResult, CommandRunner
 from sparkrig.launch.boot_phases import BootPhase
+from sparkrig.launch.cache_parity import parity_warnings, survey_caches
 from sparkrig.launch.cluster_plan import LaunchPlan
 from sparkrig.launch.executors import executor_for
 from sparkrig.launch.forensics import hits_sentence, read_forensics, record_boot
@@ -131,6 +132,8 @@ async def bring_up(
     process only has to stay alive until the end); then the head's health, one completion, and
     every process still alive. On any failure, stop what was started and forget it."""
     await preflight(plan, runners)
+    for warning in parity_warnings(await survey_caches(plan.processes, runners)):
+        say(f"warning: {warning}")
     state = LaunchState(
         cluster=plan.cluster,
         api_url=plan.api_url,
