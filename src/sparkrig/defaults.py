@@ -385,6 +385,11 @@ LAUNCH_READY_TIMEOUT_S: Final = 1800.0
 LAUNCH_POLL_INTERVAL_S: Final = 0.5
 # Lines of a node's log printed when it dies or stalls, and shown by `status`.
 LAUNCH_LOG_TAIL_LINES: Final = 12
+# `sparkrig stall`: seconds between the two /metrics scrapes. A decoding engine moves its token
+# counters many times a second (tens of steps/s on the reports' clusters), so a few seconds
+# without a token while requests run is no pause between steps; the project's choice, not a
+# measured bound.
+STALL_CHECK_WINDOW_S: Final = 5.0
 # Lines of each rank's log that the signature scan and the boot-phase reader take (the end of
 # the log): a vLLM boot is a few hundred lines, but a serving log grows by one access line per
 # request, and the real speculative server's log held 10,733 lines within one session.
