@@ -394,6 +394,9 @@ STALL_CHECK_WINDOW_S: Final = 5.0
 # the log): a vLLM boot is a few hundred lines, but a serving log grows by one access line per
 # request, and the real speculative server's log held 10,733 lines within one session.
 FORENSICS_LOG_LINES: Final = 20000
+# Lines of each rank's log that `sparkrig diag` puts in its archive: a boot's whole log (a few
+# hundred lines) and the start of serving, without a long serving log's megabytes.
+DIAG_LOG_LINES: Final = 5000
 # Lines of the kernel log (dmesg) scanned per node for Xid and NVRM signatures.
 FORENSICS_KERNEL_LINES: Final = 2000
 # ssh ConnectTimeout: an unreachable node answers "no route" or nothing; 5 s is well past a LAN
