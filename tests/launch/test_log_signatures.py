@@ -136,3 +136,8 @@ def test_a_refused_dmesg_is_said_not_taken_for_a_clean_kernel_log() -> None:
     assert "Operation not permitted" in note
     read = CommandResult(argv=["dmesg"], returncode=0, stdout="[ 1.0] a\n[ 2.0] b\n", stderr="")
     assert kernel_log_reading("b", read) == (["[ 1.0] a", "[ 2.0] b"], "2 kernel log lines read")
+
+
+def test_the_launch_doc_lists_every_signature() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "launch.md").read_text()
+    assert [name for name in SIGNATURES.names() if f"| `{name}` |" not in doc] == []
