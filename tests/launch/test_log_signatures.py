@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sparkrig.fabric.runner import CommandResult
-from sparkrig.launch.forensics import kernel_log_reading
+from sparkrig.launch.forensics import kernel_lines_since, kernel_log_reading
 from sparkrig.launch.log_signatures import KERNEL, SIGNATURES, scan_lines
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -141,3 +141,16 @@ def test_a_refused_dmesg_is_said_not_taken_for_a_clean_kernel_log() -> None:
 def test_the_launch_doc_lists_every_signature() -> None:
     doc = (Path(__file__).resolve().parents[2] / "docs" / "launch.md").read_text()
     assert [name for name in SIGNATURES.names() if f"| `{name}` |" not in doc] == []
+
+
+def test_only_kernel_lines_since_the_launch_are_scanned() -> None:
+    """An Xid of an earlier boot of the engine is not blamed on this one (BUILT: dmesg's
+    `[seconds since boot]` stamps, and the `uptime` line the kernel-log script prints first)."""
+    _, xid, _ = EXAMPLES["xid-43"]  # stamped 4711.25 s after boot
+    stdout = f"uptime 4800.00\n{xid}\n[ 4790.000001] eth0: link up\n"
+    result = CommandResult(argv=["sh"], returncode=0, stdout=stdout, stderr="")
+    lines, _ = kernel_log_reading("a", result)
+    assert lines is not None
+    assert kernel_lines_since(stdout, lines, 120) == lines  # launched 120 s ago: the Xid counts
+    assert kernel_lines_since(stdout, lines, 30) == ["[ 4790.000001] eth0: link up"]
+    assert kernel_lines_since("no uptime line\n", lines, 30) == lines

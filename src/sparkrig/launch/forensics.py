@@ -10,6 +10,7 @@ without the right) is said, never taken for a clean one.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 
 from pydantic import BaseModel, Field
@@ -22,7 +23,11 @@ from sparkrig.launch.executors import executor_for
 from sparkrig.launch.kv_pool import kv_pool_from_log
 from sparkrig.launch.log_signatures import KERNEL, SignatureHit, scan_lines
 from sparkrig.launch.state import LaunchState, StartedRecord, save_state
+from sparkrig.outside_numbers import float_or_none
 
+# kernel lines this long before the first process started still count: sparkrig's clock and the
+# node's may differ by a few seconds, and a driver fault seconds before the start is this boot's
+_KERNEL_MARGIN_S = 60.0
 _ENGINE_OF_PROCESS = {"vllm": "vllm", "ray": "vllm", "llama-server": "llamacpp", "rpc": "llamacpp"}
 
 
@@ -71,8 +76,28 @@ def kernel_log_reading(node: str, result: CommandResult) -> tuple[list[str] | No
             f"kernel log of {node} not read: dmesg said {why!r} — run sparkrig as a user "
             "allowed to read it (root, or kernel.dmesg_restrict=0) to include Xid lines"
         )
-    lines = result.stdout.splitlines()
+    lines = [line for line in result.stdout.splitlines() if not line.startswith("uptime ")]
     return lines, f"{len(lines)} kernel log lines read"
+
+
+_KERNEL_STAMP = re.compile(r"^\[\s*(\d+\.\d+)\]")
+
+
+def kernel_lines_since(stdout: str, lines: list[str], seconds: float) -> list[str]:
+    """The stamped kernel lines of the last `seconds` (dmesg stamps seconds since boot; the
+    script's `uptime` line says where boot is), so an Xid of an earlier boot of the engine is not
+    blamed on this one. Without an uptime line: every line (pure)."""
+    first = stdout.split("\n", 1)[0]
+    uptime = float_or_none(first.split()[1], minimum=0) if first.startswith("uptime ") else None
+    if uptime is None:
+        return lines
+    kept = []
+    for line in lines:
+        stamp = _KERNEL_STAMP.match(line)
+        at = float_or_none(stamp.group(1), minimum=0) if stamp else None
+        if at is not None and at >= uptime - seconds:
+            kept.append(line)
+    return kept
 
 
 def _read_rank(state: LaunchState, record: StartedRecord, max_lines: int) -> RankForensics:
@@ -95,16 +120,20 @@ def _read_rank(state: LaunchState, record: StartedRecord, max_lines: int) -> Ran
 
 
 def kernel_log_script(max_lines: int) -> list[str]:
-    """dmesg alone first (POSIX sh has no pipefail), so a refusal keeps its own status."""
+    """`uptime SECONDS` first, then the kernel log's end; dmesg alone first (POSIX sh has no
+    pipefail), so a refusal keeps its own status."""
     return [
         "sh",
         "-c",
+        'echo "uptime $(cut -d" " -f1 /proc/uptime)"; '
         'out=$(dmesg 2>&1) || { echo "$out" >&2; exit 1; }; '
         f'printf "%s\\n" "$out" | tail -n {max_lines:d}',
     ]
 
 
-def _read_kernel(node: str, runner: CommandRunner, max_lines: int) -> KernelForensics:
+def _read_kernel(
+    node: str, runner: CommandRunner, max_lines: int, since_s: float
+) -> KernelForensics:
     try:
         result = runner.run(kernel_log_script(max_lines))
     except ExecutorError as exc:
@@ -112,7 +141,9 @@ def _read_kernel(node: str, runner: CommandRunner, max_lines: int) -> KernelFore
     lines, note = kernel_log_reading(node, result)
     if lines is None:
         return KernelForensics(node=node, readable=False, note=note)
-    hits = scan_lines(lines, KERNEL, f"{node} kernel")
+    recent = kernel_lines_since(result.stdout, lines, since_s)
+    note = f"{note}, {len(recent)} of them since the launch started"
+    hits = scan_lines(recent, KERNEL, f"{node} kernel")
     return KernelForensics(node=node, readable=True, note=note, hits=hits)
 
 
@@ -130,10 +161,11 @@ async def read_forensics(
     kernels: list[KernelForensics] = []
     if kernel:
         nodes = {r.process.node: r.executor for r in state.started}
+        since = max((r.uptime_s() for r in state.started), default=0.0) + _KERNEL_MARGIN_S
         kernels = list(
             await asyncio.gather(
                 *(
-                    asyncio.to_thread(_read_kernel, node, executor_for(spec), kernel_lines)
+                    asyncio.to_thread(_read_kernel, node, executor_for(spec), kernel_lines, since)
                     for node, spec in nodes.items()
                 )
             )
