@@ -7,6 +7,7 @@ from pathlib import Path
 
 from sparkrig.launch.cache_parity import (
     CacheSummary,
+    empty_caches_script,
     parity_warnings,
     parse_survey,
     survey_script,
@@ -54,3 +55,17 @@ def test_the_survey_reads_real_folders(tmp_path: Path) -> None:
     )
     again = parse_survey(LocalExecutor().run(survey_script({"T": str(same)})).stdout)
     assert again["T"].digest == got["TRITON_CACHE_DIR"].digest  # same names, other contents
+
+
+def test_cold_empties_real_folders_and_never_a_shallow_path(tmp_path: Path) -> None:
+    cache = tmp_path / "jit"
+    (cache / "triton" / "k").mkdir(parents=True)
+    (cache / "triton" / "k" / "a.cubin").write_bytes(b"x")
+    (cache / ".hidden").write_bytes(b"y")
+    dirs = {"VLLM_CACHE_ROOT": str(cache), "TRITON_CACHE_DIR": str(cache / "triton")}
+    said = LocalExecutor().run(empty_caches_script(dirs)).stdout.splitlines()
+    assert said == [f"emptied {cache} (4 entries)", f"absent {cache / 'triton'}"]
+    assert cache.is_dir()
+    assert list(cache.iterdir()) == []
+    for shallow in ("/", "/home", "relative/dir", "/var/../etc"):
+        assert empty_caches_script({"X": shallow}) == ["sh", "-c", "true"]

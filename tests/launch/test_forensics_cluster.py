@@ -142,3 +142,22 @@ def test_scan_and_status_find_a_live_worker_signature_and_up_records_boot(
     assert {h["signature"] for h in shown["signatures"]} >= {"roce-collective-peer-silent"}
     assert shown["kv_pool_tokens"] == 1923456
     assert "a/vllm" in shown["boot"]
+
+
+def test_up_cold_empties_every_node_cache_first(cluster: tuple[Path, str]) -> None:
+    cluster_file, name = cluster
+    full, empty = cluster_file.parent / "triton-a", cluster_file.parent / "triton-b"
+    full.mkdir()
+    empty.mkdir()
+    (full / "rope.cubin").write_bytes(b"\0" * 64)
+    two_rank_file(cluster_file, name, {"a": full, "b": empty})
+    env = dict(os.environ, FAKE_RANKS_WORKER="die", FAKE_RANKS_HEAD="sleep")
+    plan = run("up", str(cluster_file), "--cold", env=env)
+    assert plan.returncode == 0
+    assert f"plan: cold: empty {full} on a" in " ".join(plan.stdout.split())
+    assert (full / "rope.cubin").exists()  # the plan touches nothing
+    up = run("up", str(cluster_file), "--apply", "--cold", env=env)
+    said = " ".join(up.stderr.split())
+    assert f"cold: a: emptied {full} (1 entries)" in said
+    assert not (full / "rope.cubin").exists()
+    assert "is behind" not in said  # emptied together: in parity

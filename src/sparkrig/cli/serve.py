@@ -77,6 +77,10 @@ def up(
     replace: Annotated[
         bool, typer.Option("--replace", help="cluster: stop the recorded cluster, then start")
     ] = False,
+    cold: Annotated[
+        bool,
+        typer.Option("--cold", help="cluster: empty every node's JIT caches first (qualification)"),
+    ] = False,
     apply: ApplyFlag = False,
     as_json: JsonFlag = False,
 ) -> None:
@@ -95,7 +99,9 @@ def up(
             raise UsageError("--local and a cluster file contradict each other — pick one")
         from sparkrig.cli.cluster import up_cluster
 
-        up_cluster(cluster_file, profile=profile, apply=apply, replace=replace, as_json=as_json)
+        up_cluster(
+            cluster_file, profile=profile, apply=apply, replace=replace, as_json=as_json, cold=cold
+        )
         return
     if not local:
         raise UsageError(

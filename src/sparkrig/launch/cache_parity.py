@@ -115,3 +115,46 @@ async def survey_caches(
 
     found = await asyncio.gather(*(asyncio.to_thread(survey, node) for node in by_node))
     return {node: caches for node, caches in found if caches}
+
+
+def empty_caches_script(dirs: dict[str, str]) -> list[str]:
+    """`sh -c` that empties each cache folder (the folder itself stays) and prints what it did;
+    only absolute paths at least two folders deep are touched (`/var/cache/x`, never `/`,
+    `/home` or a relative path)."""
+    lines = []
+    for path in dict.fromkeys(dirs.values()):
+        if not path.startswith("/") or "/" not in path.strip("/") or ".." in path.split("/"):
+            continue
+        folder = shlex.quote(path)
+        lines.append(
+            f"if [ -d {folder} ]; then n=$(find {folder} -mindepth 1 | wc -l); "
+            f'find {folder} -mindepth 1 -delete && echo "emptied {path} ($n entries)"; '
+            f'else echo "absent {path}"; fi'
+        )
+    return ["sh", "-c", "\n".join(lines) or "true"]
+
+
+def cold_plan(processes: list[ProcessSpec]) -> dict[str, dict[str, str]]:
+    """node -> its cache folders that `up --cold` empties."""
+    by_node: dict[str, list[ProcessSpec]] = {}
+    for process in processes:
+        by_node.setdefault(process.node, []).append(process)
+    return {node: dirs for node, procs in by_node.items() if (dirs := cache_dirs(procs))}
+
+
+async def empty_caches(
+    processes: list[ProcessSpec], runners: dict[str, CommandRunner]
+) -> list[str]:
+    """Empty every node's JIT caches at once (a cold boot as a qualification: every rank
+    compiles from nothing, together); one line per folder, `node: emptied PATH (N entries)`."""
+
+    def empty(node: str, dirs: dict[str, str]) -> list[str]:
+        result = runners[node].run(empty_caches_script(dirs))
+        said = [f"{node}: {line}" for line in result.stdout.splitlines() if line.strip()]
+        if not result.ok:
+            said.append(f"{node}: could not empty every cache: {result.error_line}")
+        return said
+
+    plan = cold_plan(processes)
+    done = await asyncio.gather(*(asyncio.to_thread(empty, n, d) for n, d in plan.items()))
+    return [line for lines in done for line in lines]

@@ -27,7 +27,7 @@ from sparkrig.errors import (
 )
 from sparkrig.fabric.runner import CommandResult, CommandRunner
 from sparkrig.launch.boot_phases import BootPhase
-from sparkrig.launch.cache_parity import parity_warnings, survey_caches
+from sparkrig.launch.cache_parity import empty_caches, parity_warnings, survey_caches
 from sparkrig.launch.cluster_plan import LaunchPlan
 from sparkrig.launch.executors import executor_for
 from sparkrig.launch.forensics import hits_sentence, read_forensics, record_boot
@@ -126,12 +126,20 @@ def _session() -> aiohttp.ClientSession:
 
 
 async def bring_up(
-    plan: LaunchPlan, runners: dict[str, CommandRunner], probe: CompletionProbe, say: Say
+    plan: LaunchPlan,
+    runners: dict[str, CommandRunner],
+    probe: CompletionProbe,
+    say: Say,
+    *,
+    cold: bool = False,
 ) -> LaunchState:
     """Start every process in plan order, each after the ones before it are ready (an API
     process only has to stay alive until the end); then the head's health, one completion, and
     every process still alive. On any failure, stop what was started and forget it."""
     await preflight(plan, runners)
+    if cold:  # every node's JIT caches emptied together, so the ranks compile in step
+        for line in await empty_caches(plan.processes, runners):
+            say(f"cold: {line}")
     for warning in parity_warnings(await survey_caches(plan.processes, runners)):
         say(f"warning: {warning}")
     state = LaunchState(
