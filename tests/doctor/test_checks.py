@@ -49,6 +49,8 @@ CASES = {
     "sm-clock-spread": ("fleet-mixed", "fleet-same"),
     "same-python-stack": ("python-stack-mixed", "python-stack-same"),
     "clock-offset": ("ring4-clock-skew", "ring4-clean"),
+    "logind-remove-ipc": ("logind-remove-ipc", "logind-root"),
+    "rdma-user-limits": ("rdma-limits-missing", "rdma-limits-ok"),
 }
 
 
