@@ -32,6 +32,7 @@ CASES = {
     "gpu-clock-throttle": ("gpu-throttle", "h200"),
     "nvidia-modules-package": ("modules-other-kernel", "modules-match"),
     "page-cache-unified": ("page-cache", "page-cache-room"),
+    "engine-start-memory": ("memory-short", "page-cache"),
     "swap-activity": ("swapping", "vm"),
     "clock-sync": ("chrony-unsynced", "chrony-synced"),
     "engine-unit-restart": ("unit-restarts", "unit-no-restart"),
