@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from sparkrig import defaults
 from sparkrig.errors import ExecutorError
-from sparkrig.fabric.runner import CommandResult, CommandRunner
+from sparkrig.fabric.runner import CommandResult, ExecutorSpec
 from sparkrig.launch.boot_phases import BootPhase, boot_phases, slowest_phase
 from sparkrig.launch.executors import executor_for
 from sparkrig.launch.kv_pool import kv_pool_from_log
@@ -131,11 +131,9 @@ def kernel_log_script(max_lines: int) -> list[str]:
     ]
 
 
-def _read_kernel(
-    node: str, runner: CommandRunner, max_lines: int, since_s: float
-) -> KernelForensics:
+def _read_kernel(node: str, spec: ExecutorSpec, max_lines: int, since_s: float) -> KernelForensics:
     try:
-        result = runner.run(kernel_log_script(max_lines))
+        result = executor_for(spec).run(kernel_log_script(max_lines))
     except ExecutorError as exc:
         return KernelForensics(node=node, readable=False, note=f"kernel log of {node}: {exc}")
     lines, note = kernel_log_reading(node, result)
@@ -165,7 +163,7 @@ async def read_forensics(
         kernels = list(
             await asyncio.gather(
                 *(
-                    asyncio.to_thread(_read_kernel, node, executor_for(spec), kernel_lines, since)
+                    asyncio.to_thread(_read_kernel, node, spec, kernel_lines, since)
                     for node, spec in nodes.items()
                 )
             )
