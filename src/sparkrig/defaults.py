@@ -385,6 +385,20 @@ LAUNCH_READY_TIMEOUT_S: Final = 1800.0
 LAUNCH_POLL_INTERVAL_S: Final = 0.5
 # Lines of a node's log printed when it dies or stalls, and shown by `status`.
 LAUNCH_LOG_TAIL_LINES: Final = 12
+# `sparkrig stall`: seconds between the two /metrics scrapes. A decoding engine moves its token
+# counters many times a second (tens of steps/s on the reports' clusters), so a few seconds
+# without a token while requests run is no pause between steps; the project's choice, not a
+# measured bound.
+STALL_CHECK_WINDOW_S: Final = 5.0
+# Lines of each rank's log that the signature scan and the boot-phase reader take (the end of
+# the log): a vLLM boot is a few hundred lines, but a serving log grows by one access line per
+# request, and the real speculative server's log held 10,733 lines within one session.
+FORENSICS_LOG_LINES: Final = 20000
+# Lines of each rank's log that `sparkrig diag` puts in its archive: a boot's whole log (a few
+# hundred lines) and the start of serving, without a long serving log's megabytes.
+DIAG_LOG_LINES: Final = 5000
+# Lines of the kernel log (dmesg) scanned per node for Xid and NVRM signatures.
+FORENSICS_KERNEL_LINES: Final = 2000
 # ssh ConnectTimeout: an unreachable node answers "no route" or nothing; 5 s is well past a LAN
 # round trip and short enough that `up` never looks hung.
 SSH_CONNECT_TIMEOUT_S: Final = 5.0

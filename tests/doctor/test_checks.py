@@ -32,6 +32,7 @@ CASES = {
     "gpu-clock-throttle": ("gpu-throttle", "h200"),
     "nvidia-modules-package": ("modules-other-kernel", "modules-match"),
     "page-cache-unified": ("page-cache", "page-cache-room"),
+    "engine-start-memory": ("memory-short", "page-cache"),
     "swap-activity": ("swapping", "vm"),
     "clock-sync": ("chrony-unsynced", "chrony-synced"),
     "engine-unit-restart": ("unit-restarts", "unit-no-restart"),
@@ -49,6 +50,8 @@ CASES = {
     "sm-clock-spread": ("fleet-mixed", "fleet-same"),
     "same-python-stack": ("python-stack-mixed", "python-stack-same"),
     "clock-offset": ("ring4-clock-skew", "ring4-clean"),
+    "logind-remove-ipc": ("logind-remove-ipc", "logind-root"),
+    "rdma-user-limits": ("rdma-limits-missing", "rdma-limits-ok"),
 }
 
 

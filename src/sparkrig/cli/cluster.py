@@ -46,7 +46,13 @@ def load_plan(path: Path, profile: str | None) -> tuple[Cluster, LaunchPlan]:
 
 
 def up_cluster(
-    path: Path, *, profile: str | None, apply: bool, replace: bool, as_json: bool
+    path: Path,
+    *,
+    profile: str | None,
+    apply: bool,
+    replace: bool,
+    as_json: bool,
+    cold: bool = False,
 ) -> None:
     from sparkrig.cli.views.cluster_table import plan_view
     from sparkrig.client.first_completion import answer_one_completion
@@ -59,6 +65,12 @@ def up_cluster(
             _print_json({"applied": False, **plan.model_dump(mode="json")})
             return
         console.print(plan_view(plan), highlight=False, soft_wrap=True)
+        if cold:
+            from sparkrig.launch.cache_parity import cold_plan
+
+            for node, dirs in cold_plan(plan.processes).items():
+                for folder in dict.fromkeys(dirs.values()):
+                    console.print(f"[bold]plan[/]: cold: empty {folder} on {node}", highlight=False)
         console.print("nothing started — add --apply to start it (workers first, then the head)")
         return
     existing = load_state(plan.cluster)
@@ -73,7 +85,7 @@ def up_cluster(
     say = (
         (lambda line: None) if as_json else (lambda line: err_console.print(line, highlight=False))
     )
-    state = asyncio.run(bring_up(plan, runners_for(plan), answer_one_completion, say))
+    state = asyncio.run(bring_up(plan, runners_for(plan), answer_one_completion, say, cold=cold))
     if as_json:
         _print_json({"applied": True, **state.model_dump(mode="json")})
         return

@@ -19,6 +19,10 @@ def lint(
     profile: Annotated[
         str | None, typer.Option(help="check only the table profiles.NAME (default: every profile)")
     ] = None,
+    server: Annotated[
+        str | None,
+        typer.Option(help="a running server's URL: use the KV pool it has this boot"),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Check a cluster file against the field reports' pitfalls; exit 1 on any error.
@@ -30,6 +34,12 @@ def lint(
     from sparkrig.lint import lint_cluster
 
     cluster = load_cluster(cluster_file)
+    if server is not None:
+        from sparkrig.cli.live_pool import with_server_pool
+
+        cluster, note = with_server_pool(cluster, profile, server)
+        if not as_json:
+            console.print(f"[yellow]note[/]: {escape(note)}", highlight=False)
     try:
         findings = lint_cluster(cluster, profile)
     except ValueError as exc:
@@ -56,6 +66,10 @@ def plan_capacity(
     steps_per_second: Annotated[
         float | None, ranged("measured decode steps/s, for the spec-decode ceiling", POSITIVE)
     ] = None,
+    server: Annotated[
+        str | None,
+        typer.Option(help="a running server's URL: use the KV pool it has this boot"),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """KV pool math of a serving profile: what fits, per sequence, and the spec ceiling.
@@ -70,7 +84,14 @@ def plan_capacity(
         chosen = cluster.chosen_profile(profile)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
+    notes = []
+    if server is not None:
+        from sparkrig.cli.live_pool import with_server_pool
+
+        cluster, note = with_server_pool(cluster, profile, server)
+        chosen, notes = cluster.chosen_profile(profile), [note]
     capacity = capacity_of(chosen, steps_per_second)
+    capacity.notes[:0] = notes
     if as_json:
         _print_json(capacity.model_dump(mode="json"))
         return

@@ -69,6 +69,10 @@ def up(
     replace: Annotated[
         bool, typer.Option("--replace", help="cluster: stop the recorded cluster, then start")
     ] = False,
+    cold: Annotated[
+        bool,
+        typer.Option("--cold", help="cluster: empty every node's JIT caches first (qualification)"),
+    ] = False,
     apply: ApplyFlag = False,
     as_json: JsonFlag = False,
 ) -> None:
@@ -87,7 +91,9 @@ def up(
             raise UsageError("--local and a cluster file contradict each other — pick one")
         from sparkrig.cli.cluster import up_cluster
 
-        up_cluster(cluster_file, profile=profile, apply=apply, replace=replace, as_json=as_json)
+        up_cluster(
+            cluster_file, profile=profile, apply=apply, replace=replace, as_json=as_json, cold=cold
+        )
         return
     if not local:
         raise UsageError(
@@ -217,8 +223,22 @@ def logs(
     node: Annotated[str | None, typer.Argument(help="cluster: the node whose log to show")] = None,
     name: Annotated[str | None, typer.Option(help="instance name (default: the only one)")] = None,
     lines: Annotated[int, ranged("how many last lines", COUNT, "-n", "--lines")] = 40,
+    scan: Annotated[
+        bool, typer.Option("--scan", help="read every node's log for known failure signatures")
+    ] = False,
+    as_json: JsonFlag = False,
 ) -> None:
-    """Print the last lines of an engine log: a cluster node's, or a --local instance's."""
+    """Print the last lines of an engine log: a cluster node's, or a --local instance's.
+
+    --scan reads every rank's log and kernel log for the catalogued signatures instead."""
+    if scan:
+        from sparkrig.cli.log_scan import scan_cluster_logs, scan_logs
+
+        if cluster_file is not None:
+            scan_cluster_logs(cluster_file, as_json=as_json)
+        else:
+            scan_logs(_select(name)[0], as_json=as_json)
+        return
     if cluster_file is not None:
         from sparkrig.cli.cluster import logs_cluster
 

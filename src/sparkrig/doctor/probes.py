@@ -43,6 +43,19 @@ _FINDMNT = (
 )
 
 
+# who serves, whether logind lingers for them, and every RemoveIPC= logind reads (last wins)
+_LOGIND = (
+    'u=$(id -un); echo "user $u $(id -u)"; '
+    '[ -e "/var/lib/systemd/linger/$u" ] && echo "linger yes" || echo "linger no"; '
+    "grep -h -s '^[[:space:]]*RemoveIPC=' /usr/lib/systemd/logind.conf.d/*.conf "
+    "/etc/systemd/logind.conf /etc/systemd/logind.conf.d/*.conf | tr -d ' \t'; true"
+)
+# what RDMA needs of the user: the locked-memory limit and the devices it can open
+_RDMA_LIMITS = (
+    'echo "memlock $(ulimit -l)"; echo "devices $(ls /dev/infiniband 2>/dev/null | tr "\n" " ")"'
+)
+
+
 # the Python packages of the environment the engine runs from (a venv beside its binary)
 _ENGINE_PYTHON = (
     'b=$(command -v "$1") || exit 127; d=$(dirname "$b"); '
@@ -113,6 +126,8 @@ def node_probes(model_dir: str, jit_dir: str, engine_version: list[str] | None) 
         ),
         Probe("chronyc", ["chronyc", "-n", "tracking"], "chronyc", "apt install chrony"),
         Probe("dmesg", ["dmesg"], "dmesg", "apt install util-linux (and run doctor as root)"),
+        Probe("logind", ["sh", "-c", _LOGIND], "sh", "dash"),
+        Probe("rdma_limits", ["sh", "-c", _RDMA_LIMITS], "sh", "dash"),
         Probe(
             "systemd_units",
             [

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 import aiohttp
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from sparkrig import defaults
 from sparkrig.engines.launch_spec import ProcessSpec
@@ -26,8 +26,12 @@ from sparkrig.errors import (
     SparkrigError,
 )
 from sparkrig.fabric.runner import CommandResult, CommandRunner
+from sparkrig.launch.boot_phases import BootPhase
+from sparkrig.launch.cache_parity import empty_caches, parity_warnings, survey_caches
 from sparkrig.launch.cluster_plan import LaunchPlan
 from sparkrig.launch.executors import executor_for
+from sparkrig.launch.forensics import hits_sentence, read_forensics, record_boot
+from sparkrig.launch.log_signatures import SignatureHit
 from sparkrig.launch.node_commands import (
     ProcessObservation,
     observe_script,
@@ -122,12 +126,22 @@ def _session() -> aiohttp.ClientSession:
 
 
 async def bring_up(
-    plan: LaunchPlan, runners: dict[str, CommandRunner], probe: CompletionProbe, say: Say
+    plan: LaunchPlan,
+    runners: dict[str, CommandRunner],
+    probe: CompletionProbe,
+    say: Say,
+    *,
+    cold: bool = False,
 ) -> LaunchState:
     """Start every process in plan order, each after the ones before it are ready (an API
     process only has to stay alive until the end); then the head's health, one completion, and
     every process still alive. On any failure, stop what was started and forget it."""
     await preflight(plan, runners)
+    if cold:  # every node's JIT caches emptied together, so the ranks compile in step
+        for line in await empty_caches(plan.processes, runners):
+            say(f"cold: {line}")
+    for warning in parity_warnings(await survey_caches(plan.processes, runners)):
+        say(f"warning: {warning}")
     state = LaunchState(
         cluster=plan.cluster,
         api_url=plan.api_url,
@@ -136,6 +150,7 @@ async def bring_up(
         planned=[p.key for p in plan.processes],
         server=plan.server,
         engine_build=plan.engine_build,
+        engine=plan.engine,
     )
     save_state(state)
     deadline = time.monotonic() + plan.ready_timeout_s
@@ -171,6 +186,7 @@ async def bring_up(
             say(f"{plan.head}: /health OK; asking for one completion")
             await probe(plan.api_url, plan.model_name)
             await _wait(plan, state, runners, session, deadline, api_later=False)
+        await record_boot(state, say)
     except BaseException:
         say("stopping what was started")
         await bring_down(state, runners)
@@ -244,7 +260,7 @@ async def _wait(
             message = _died_message(
                 readiness.process, readiness.reason, seen, record, one_node=one_node
             )
-            raise LaunchError(message)
+            raise LaunchError(message + hits_sentence(await read_forensics(state)))
         if now > deadline:
             raise LaunchError(
                 f"not ready after {plan.ready_timeout_s:g} s although every node advanced; "
@@ -270,6 +286,10 @@ class LaunchStatus(BaseModel):
     ready: bool
     summary: str
     rows: list[ProcessRow]
+    signatures: list[SignatureHit] = Field(default_factory=list)
+    kernel_notes: list[str] = Field(default_factory=list, description="kernel logs not read")
+    boot: dict[str, list[BootPhase]] = Field(default_factory=dict)
+    kv_pool_tokens: int | None = None
 
 
 async def launch_status(state: LaunchState, probe: CompletionProbe) -> LaunchStatus:
@@ -308,8 +328,17 @@ async def launch_status(state: LaunchState, probe: CompletionProbe) -> LaunchSta
         except (LaunchError, EndpointError):
             completion_ok = False
     ready, summary = cluster_readiness(phases, completion_ok)
+    forensics = await read_forensics(state)
     return LaunchStatus(
-        cluster=state.cluster, api_url=state.api_url, ready=ready, summary=summary, rows=rows
+        cluster=state.cluster,
+        api_url=state.api_url,
+        ready=ready,
+        summary=summary,
+        rows=rows,
+        signatures=forensics.hits,
+        kernel_notes=[k.note for k in forensics.kernels if not k.readable],
+        boot=state.boot_phases or forensics.boot(),
+        kv_pool_tokens=state.kv_pool_tokens,
     )
 
 

@@ -15,6 +15,7 @@ from sparkrig.engines.llamacpp.server import LlamaServerSpec
 from sparkrig.errors import StateError
 from sparkrig.fabric.runner import ExecutorSpec
 from sparkrig.json_files import read_model_file, write_atomically
+from sparkrig.launch.boot_phases import BootPhase
 from sparkrig.outside_numbers import int_or_none
 from sparkrig.paths import state_dir
 
@@ -49,6 +50,15 @@ class LaunchState(BaseModel):
     )
     engine_build: str | None = Field(
         default=None, description="which build of the engine runs (variant, repack on or off)"
+    )
+    engine: str | None = Field(
+        default=None, description="the engine kind (vllm, llamacpp); None in older records"
+    )
+    boot_phases: dict[str, list[BootPhase]] = Field(
+        default_factory=dict, description="per NODE/PROCESS: its boot phases, read once ready"
+    )
+    kv_pool_tokens: int | None = Field(
+        default=None, description="the KV pool the engine reported at this boot (the head's)"
     )
 
 

@@ -8,6 +8,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from sparkrig.cli.views.forensics_view import boot_table, signature_lines
 from sparkrig.launch.cluster_plan import LaunchPlan
 
 if TYPE_CHECKING:
@@ -56,4 +57,10 @@ def status_table(status: LaunchStatus) -> RenderableType:
             row.last_line[-100:],
         )
     verdict = Text(status.summary, style="green" if status.ready else "red")
-    return Group(table, verdict)
+    parts: list[RenderableType] = [table, verdict]
+    parts += signature_lines(status.signatures, status.kernel_notes)
+    if (boot := boot_table(status.boot)) is not None:
+        parts.append(boot)
+    if status.kv_pool_tokens is not None:
+        parts.append(Text(f"KV pool this boot: {status.kv_pool_tokens:,} tokens"))
+    return Group(*parts)

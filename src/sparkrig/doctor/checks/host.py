@@ -42,6 +42,36 @@ def page_cache_unified(capture: NodeCapture, context: NodeContext) -> list[Hit]:
 
 
 @node_check(
+    "engine-start-memory",
+    summary="free memory, page cache dropped, covers the engine's share at start",
+    why="vLLM refuses to start when the device's free memory is below gpu_memory_utilization × "
+    "total (its startup check prints both); on unified memory the device's free memory is the "
+    "host's, so what other processes hold counts against the engine",
+    source=f"{NOTES} (page cache on unified memory)",
+    needs=("meminfo",),
+)
+def engine_start_memory(capture: NodeCapture, context: NodeContext) -> list[Hit]:
+    if not unified_memory(capture.text("nvidia_smi") or ""):
+        return []
+    info = meminfo_kib(capture.text("meminfo") or "")
+    total = info["MemTotal"]
+    room = info.get("MemFree", 0) + info.get("Cached", 0) + info.get("Buffers", 0)
+    need = context.gpu_memory_utilization * total
+    if room >= need:
+        return []
+    fits = room / total
+    return [
+        Hit(
+            "error",
+            f"free + page cache {room / GIB:.1f} GiB of {total / GIB:.1f} GiB; "
+            f"gpu_memory_utilization {context.gpu_memory_utilization:g} needs {need / GIB:.1f} GiB",
+            f"stop what holds the memory (`ps aux --sort=-rss | head`), or lower "
+            f"gpu_memory_utilization to at most {fits:.2f}",
+        )
+    ]
+
+
+@node_check(
     "swap-activity",
     summary="nothing swaps in or out",
     why="any swap in or out at large KV sizing slows every step",

@@ -1,0 +1,51 @@
+"""`sparkrig logs [CLUSTER.toml] --scan`: every rank's log (and kernel log) read for the
+catalogued signatures, with boot phases; exit 1 when a signature is found or no log was read."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from sparkrig.cli.common import _print_json, console
+from sparkrig.errors import SparkrigError
+
+
+def scan_logs(state: Any, *, as_json: bool) -> None:
+    from sparkrig.cli.views.forensics_view import forensics_view
+    from sparkrig.launch.forensics import read_forensics
+
+    if not state.started:
+        raise SparkrigError(
+            f"{state.cluster}: no process was started, so there is no log to scan — "
+            "`sparkrig up … --apply` first"
+        )
+    report = asyncio.run(read_forensics(state))
+    if as_json:
+        _print_json(
+            report.model_dump(mode="json") | {"hits": [h.model_dump() for h in report.hits]}
+        )
+    else:
+        errors = [f"{r.key}: {r.read_error}" for r in report.ranks if r.read_error]
+        notes = [k.note for k in report.kernels if not k.readable]
+        console.print(forensics_view(report.hits, notes, report.boot(), errors), highlight=False)
+    if all(rank.read_error for rank in report.ranks):
+        raise SparkrigError(
+            f"{state.cluster}: no rank's log could be read — check the nodes answer "
+            "(`sparkrig status`) and the log paths exist"
+        )
+    if report.hits:
+        raise typer.Exit(1)
+
+
+def scan_cluster_logs(path: Path, *, as_json: bool) -> None:
+    from sparkrig.cli.cluster import _state_for
+
+    cluster, state = _state_for(path)
+    if state is None:
+        raise SparkrigError(
+            f"{cluster.name}: nothing recorded — start it with `sparkrig up {path} --apply`"
+        )
+    scan_logs(state, as_json=as_json)

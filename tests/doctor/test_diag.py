@@ -1,0 +1,145 @@
+"""`sparkrig diag`: the archive holds the launch state, every rank's log end and scan, doctor's
+captures, the latest receipts and the fabric plan — and none of the secrets and prompt text
+planted in each of them (the test greps every member of the archive)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tarfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sparkrig.doctor.redact import REMOVED, redact_json, redact_text
+from sparkrig.engines.launch_spec import ProcessSpec
+from sparkrig.fabric.plan_model import EnvVar
+from sparkrig.fabric.runner import ExecutorSpec
+from sparkrig.launch.state import LaunchState, StartedRecord, remove_state, save_state
+from tests.conftest import SPARKRIG
+from tests.launch.test_cluster_loopback import loopback_cluster
+
+NAME = "loopback-rpc"  # the loopback cluster file's name
+KEY = "sk-PLANTEDkey0123456789"
+HF = "hf_PLANTEDtoken0123456789"
+PROMPT = "PLANTED prompt about the lighthouse keeper"
+REPLY = "PLANTED reply text from the model"
+PLANTED = (KEY, HF, PROMPT, REPLY, "PLANTEDpassword")
+
+
+def test_redaction_fails_on_each_secret_and_keeps_the_rest() -> None:
+    line = f"Authorization: Bearer {KEY} HF_TOKEN={HF} --api-key {KEY} prompt: '{PROMPT}', n=3"
+    cleaned = redact_text(line)
+    assert not [s for s in PLANTED if s in cleaned]
+    assert cleaned.endswith(", n=3")
+    assert (
+        redact_text("GPU KV cache size: 1,923,456 tokens") == "GPU KV cache size: 1,923,456 tokens"
+    )
+    value = {"messages": [{"role": "user", "content": PROMPT}], "max_tokens": 8, "model": "m"}
+    assert redact_json(value) == {"messages": REMOVED, "max_tokens": 8, "model": "m"}
+
+
+def _record(tmp_path: Path, node: str, role: str, lines: list[str]) -> StartedRecord:
+    log = tmp_path / f"{node}.log"
+    log.write_text("\n".join(lines) + "\n")
+    process = ProcessSpec(
+        node=node,
+        role=role,  # type: ignore[arg-type]
+        name="vllm",
+        argv=["vllm", "serve", "/m", "--api-key", KEY],
+        env=[EnvVar(name="HF_TOKEN", value=HF, reason="gated model")],
+        ready_when="alive",
+    )
+    return StartedRecord(
+        process=process,
+        executor=ExecutorSpec(kind="local"),
+        pid=999_999,
+        pid_start_ticks=1,
+        log_path=str(log),
+        started_at=datetime.now(UTC),
+    )
+
+
+def test_the_archive_holds_every_part_and_no_planted_secret(tmp_path: Path) -> None:
+    cluster_file = tmp_path / "cluster.toml"
+    loopback_cluster(cluster_file)
+    worker = _record(
+        tmp_path,
+        "b",
+        "worker",
+        [
+            "(APIServer pid=7) INFO 12-01 20:41:11 [logger.py:41] Received request: "
+            f"prompt: '{PROMPT}'",
+            "torch.distributed.DistStoreError: Timed out after 601 seconds waiting for clients. "
+            "1/2 clients joined.",
+        ],
+    )
+    head = _record(tmp_path, "a", "head", [f"curl -H 'Authorization: Bearer {KEY}' http://x"])
+    state = LaunchState(
+        cluster=NAME,
+        api_url="http://127.0.0.1:1",
+        model_name="m",
+        stall_window_s=60,
+        started=[worker, head],
+        engine="vllm",
+    )
+    save_state(state)
+    doctor = tmp_path / "doctor" / "b"
+    doctor.mkdir(parents=True)
+    (doctor / "env.out").write_text(
+        f"OPENAI_API_KEY={KEY}\nDB_PASSWORD=PLANTEDpassword\nPATH=/usr/bin\n"
+    )
+    (doctor / "meta.json").write_text(json.dumps({"reached_by": "local", "token": HF}))
+    receipts = tmp_path / "receipts"
+    receipts.mkdir()
+    receipt = {
+        "kind": "sparkrig-check",
+        "samples": [{"prompt": PROMPT, "text": REPLY, "tokens": 9}],
+    }
+    (receipts / "check.json").write_text(json.dumps(receipt))
+    out = tmp_path / "bundle" / "diag.tar.gz"
+    try:
+        done = subprocess.run(
+            [
+                SPARKRIG,
+                "diag",
+                str(cluster_file),
+                "--out",
+                str(out),
+                "--doctor",
+                str(tmp_path / "doctor"),
+                "--receipts",
+                str(receipts),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        remove_state(state)
+    assert done.returncode == 0, done.stderr
+    with tarfile.open(out) as archive:
+        members = {m.name: archive.extractfile(m).read().decode() for m in archive.getmembers()}  # type: ignore[union-attr]
+    root = "sparkrig-diag/"
+    for part in (
+        "manifest.json",
+        f"launch/{NAME}/state.json",
+        f"launch/{NAME}/scan.json",
+        f"launch/{NAME}/logs/b-vllm.log",
+        f"launch/{NAME}/logs/a-vllm.log",
+        "doctor/b/env.out",
+        "doctor/b/meta.json",
+        "receipts/check.json",
+        "fabric/plan.json",
+    ):
+        assert root + part in members, sorted(members)
+    leaked = [(name, s) for name, body in members.items() for s in PLANTED if s in body]
+    assert not leaked
+    assert "PATH=/usr/bin" in members[root + "doctor/b/env.out"]  # the rest is kept
+    scan = json.loads(members[f"{root}launch/{NAME}/scan.json"])
+    assert [h["signature"] for r in scan["ranks"] for h in r["hits"]] == ["rank-never-joined"]
+    receipt_kept = json.loads(members[root + "receipts/check.json"])
+    assert receipt_kept["samples"][0]["tokens"] == 9
+    manifest = json.loads(members[root + "manifest.json"])
+    assert any("fabric apply record" in line for line in manifest["not_included"])
+    assert not list(out.parent.glob(".*.partial"))
