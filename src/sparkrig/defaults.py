@@ -214,6 +214,11 @@ BENCH_CLIENT_STOP_GRACE_S: Final = 2.0
 # --- check: the guard battery (sparkrig.guards) ------------------------------------------------
 # Replies are short: a guard compares or scans text, it does not measure speed.
 CHECK_REPLY_TOKENS: Final = 48
+# The stop-in-reasoning guard needs the reasoning to run and the answer to follow: reasoning is
+# heavy-tailed even on a trivial prompt (48–440 reasoning tokens on "What's 1 + 1?", field notes:
+# empty-content-table), and a cap below that measures truncation, not the stop (field notes:
+# thinking-needs-budget). 512 clears the measured tail; a smaller server context caps it.
+CHECK_THINKING_REPLY_TOKENS: Final = 512
 # Determinism matrix: concurrency of the "concurrent" scenario (the issue asks for c >= 4) and
 # the gap between staggered arrivals.
 CHECK_CONCURRENCY: Final = 4
