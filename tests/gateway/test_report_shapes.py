@@ -6,7 +6,11 @@ from the server's default chat-template kwargs, an effort inside the kwargs, `re
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
+import signal
+import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -17,6 +21,7 @@ import pytest
 
 from sparkrig.gateway.serve import ServingGateway, running_serving_gateway
 from sparkrig.gateway.serve_config import ServeConfig
+from tests.conftest import SPARKRIG
 from tests.gateway.deepseek_upstream import (
     ANSWER,
     MODEL,
@@ -251,3 +256,37 @@ async def test_a_server_without_the_parser_leaves_the_end_tag_in_content_and_the
                 url, stream=stream, chat_template_kwargs={"thinking": True}
             )
     assert (content, reasoning.strip(), finish) == (ANSWER, REASONING, "stop")
+
+
+async def test_gateway_serve_reads_the_cluster_files_server_defaults(tmp_path: Path) -> None:
+    """`sparkrig gateway serve --cluster FILE`: the profile's default_chat_template_kwargs (the
+    recipe's server-wide `{"thinking": true}`) reach the gateway, and a request with no switch of
+    its own keeps its stop away from the upstream."""
+    cluster = tmp_path / "pair.toml"
+    cluster.write_text(
+        'nodes = [{ name = "a" }]\n[profile]\ndefault_chat_template_kwargs = { thinking = true }\n'
+    )
+    upstream = DeepSeekV4Upstream(default_kwargs={"thinking": True})
+    async with serve_deepseek(upstream) as upstream_url:
+        process = await asyncio.create_subprocess_exec(
+            SPARKRIG,
+            "gateway",
+            "serve",
+            upstream_url,
+            "--cluster",
+            str(cluster),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            assert process.stdout is not None
+            lines = [await asyncio.wait_for(process.stdout.readline(), 30) for _ in range(3)]
+            match = re.search(r"gateway serve (http://\S+) -> ", lines[0].decode())
+            assert match, lines
+            assert "server default chat_template_kwargs: {'thinking': True}" in lines[2].decode()
+            content, reasoning, finish = await ask(match.group(1), stream=True, stop=[STOP])
+            assert "stop" not in upstream.received[-1]
+            assert (content, reasoning, finish) == (ANSWER, REASONING, "stop")
+        finally:
+            process.send_signal(signal.SIGINT)
+            await asyncio.wait_for(process.communicate(), 30)
