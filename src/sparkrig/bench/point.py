@@ -545,5 +545,8 @@ def _flag_cold_start(point: PointResult) -> None:
         point.cold_start = True
         point.warnings.append(
             f"cold engine: first request {first:.1f} vs steady median {point.summary.median:.1f} "
-            f"({slower:.0%} slower); discarded as warm-up, not averaged in"
+            f"({slower:.0%} slower); discarded as warm-up, not averaged in — a freshly started "
+            "DSpark runtime needs about five 500–700-token generations to reach steady state: "
+            "send those first (a `bench --suite decode --tokens 600` run, discarded) "
+            "(docs/field-notes.md#warmup-penalty)"
         )
