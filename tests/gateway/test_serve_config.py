@@ -109,6 +109,29 @@ def test_the_cluster_files_defaults_reach_the_gateway(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--profile", "chat"], "--profile names a profile of --cluster — pass --cluster FILE too"),
+        (
+            ["--cluster", "/nonexistent/pair.toml"],
+            "cluster file /nonexistent/pair.toml does not exist",
+        ),
+    ],
+)
+def test_a_bad_cluster_option_is_refused_in_one_line(args: list[str], message: str) -> None:
+    result = subprocess.run(
+        [SPARKRIG, "gateway", "serve", "http://127.0.0.1:9", *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
     ("text", "message"),
     [
         ('reasoning = "sometimes"', "reasoning: Input should be 'auto', 'on' or 'off'"),

@@ -64,7 +64,11 @@ def request_findings(thinking: ThinkingAsk) -> list[LiveFinding]:
 
 
 def reply_findings(
-    reply: ReplyText, body: dict[str, Any], server_kwargs: Mapping[str, Any] | None = None
+    reply: ReplyText,
+    body: dict[str, Any],
+    server_kwargs: Mapping[str, Any] | None = None,
+    *,
+    stops_held: bool = False,
 ) -> list[LiveFinding]:
     """Every finding on one relayed request; `server_kwargs` is the upstream's
     --default-chat-template-kwargs, which the request inherits."""
@@ -83,15 +87,20 @@ def reply_findings(
     ]
     findings += _schema_findings(reply, body)
     findings += _tool_findings(reply)
-    if empty := empty_content_cause(reply, body, thinking):
+    if empty := empty_content_cause(reply, body, thinking, stops_held=stops_held):
         findings.append(LiveFinding(detector="empty_content", message=empty))
     return findings
 
 
 def empty_content_cause(
-    reply: ReplyText, body: dict[str, Any], thinking: ThinkingAsk | None = None
+    reply: ReplyText,
+    body: dict[str, Any],
+    thinking: ThinkingAsk | None = None,
+    *,
+    stops_held: bool = False,
 ) -> str | None:
-    """'cause: message' for an empty content with real completion tokens; None otherwise."""
+    """'cause: message' for an empty content with real completion tokens; None otherwise.
+    `stops_held`: the gateway kept the request's stops from the upstream, so none fired there."""
     tokens = completion_tokens(reply)
     if reply.content.strip() or reply.tool_arguments or not tokens:
         return None
@@ -102,7 +111,7 @@ def empty_content_cause(
         end_marker_seen=reply.end_marker_seen,
         loop_detected=bool(loop_findings(reply.reasoning)) if reply.reasoning else False,
         none_with_thinking=(thinking or thinking_asked(body)).none_with_thinking,
-        request_had_stops=bool(stop_strings(body)),
+        request_had_stops=bool(stop_strings(body)) and not stops_held,
     )
     return f"{diagnosis.cause}: {diagnosis.message}"
 
