@@ -34,6 +34,7 @@ from sparkrig.bench.statistics import (
     stop_on_precision,
     summarize,
 )
+from sparkrig.bench.thinking_budget import truncated_thinking_warning
 from sparkrig.client import ChatRequest, CompletionRequest, EndpointClient, RequestRecord
 from sparkrig.client.metrics import (
     MetricsDelta,
@@ -426,6 +427,8 @@ async def _take_sample(
         point, requests, records, summaries, generated=generated, count_text=count_text
     )
     findings = [finding for record in records for finding in check_text(record.content)]
+    if (truncated := truncated_thinking_warning(records)) is not None:
+        _warn_once(point, truncated)
     point.samples.append(
         Sample(
             value=value,

@@ -75,6 +75,12 @@ class ReasoningFamily(BaseModel):
             return {"reasoning_effort": "high"}
         return {}
 
+    def thinking_off_fields(self) -> dict[str, Any]:
+        """Request fields that turn this family's thinking off; {} when no way is known."""
+        if self.switch_key is not None:
+            return {"chat_template_kwargs": {self.switch_key: False}}
+        return {}
+
     @property
     def can_be_asked(self) -> bool:
         return bool(self.thinking_on_fields())
