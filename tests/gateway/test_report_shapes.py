@@ -31,7 +31,10 @@ from tests.gateway.deepseek_upstream import (
 )
 from tests.gateway.replies import send
 
-openai = pytest.importorskip("openai")
+try:
+    import openai
+except ImportError:  # the dev extra brings it; without it the same requests go through aiohttp
+    openai = None
 
 STOP = "Question:"  # restated by the chain of thought (field notes: stop-in-reasoning)
 ASK = [{"role": "user", "content": "Which is heavier, a kilogram of iron or of wool?"}]
@@ -51,7 +54,10 @@ async def through_gateway(
 
 
 async def ask(url: str, *, stream: bool, **fields: Any) -> tuple[str | None, str, str | None]:
-    """(content, reasoning, finish_reason) read with the openai client, streamed or not."""
+    """(content, reasoning, finish_reason) read with the openai client, streamed or not (with
+    aiohttp when the client is not installed)."""
+    if openai is None:
+        return await ask_without_openai(url, stream=stream, **fields)
     extra_body = {k: fields.pop(k) for k in ("chat_template_kwargs",) if k in fields}
     client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="none", max_retries=0)
     async with client:
@@ -86,6 +92,27 @@ async def ask(url: str, *, stream: bool, **fields: Any) -> tuple[str | None, str
                 reasoning.append(str(delta_extra.get("reasoning") or ""))
                 finish = choice.finish_reason or finish
         return "".join(content) or None, "".join(reasoning), finish
+
+
+async def ask_without_openai(
+    url: str, *, stream: bool, **fields: Any
+) -> tuple[str | None, str, str | None]:
+    body = {"model": MODEL, "messages": ASK, "max_tokens": BUDGET, "stream": stream, **fields}
+    reply = await send(url, body)
+    if not stream:
+        message = reply.choice["message"]
+        return message["content"], str(message.get("reasoning") or ""), reply.finish_reason
+    deltas = [c["choices"][0].get("delta") or {} for c in reply.chunks if c.get("choices")]
+    content = "".join(d.get("content") or "" for d in deltas)
+    reasoning = "".join(d.get("reasoning") or "" for d in deltas)
+    return content or None, reasoning, reply.finish_reason
+
+
+def test_the_official_openai_client_is_the_one_used() -> None:
+    """The tests above speak through the openai package when the dev extra is installed."""
+    if openai is None:
+        pytest.skip("the openai package is not installed: pip install -e '.[dev]'")
+    assert openai.AsyncOpenAI
 
 
 def counted(gateway: ServingGateway, counter: str, label: str, value: str) -> float:
