@@ -165,3 +165,19 @@ def test_unified_memory_at_085_warns_with_both_reports_and_errors_above() -> Non
     [refused] = [f for f in lint_cluster(high) if f.rule == "unified-memory-utilization"]
     assert refused.severity == "error"
     assert "no report ran above 0.85" in refused.message
+
+
+def test_reasoning_none_with_thinking_reads_the_kwargs_as_the_server_does() -> None:
+    """Either family's switch, and an effort inside the kwargs (field notes:
+    reasoning-families)."""
+    for kwargs, effort in (
+        ({"enable_thinking": True}, "none"),
+        ({"thinking": True, "reasoning_effort": "none"}, None),
+    ):
+        cluster = _with(
+            PAIR,
+            profile={"default_chat_template_kwargs": kwargs, "default_reasoning_effort": effort},
+        )
+        assert "reasoning-none-with-thinking" in _rules_hit(cluster), kwargs
+    off = _with(PAIR, profile={"default_reasoning_effort": "none"})  # the recipe: thinking false
+    assert "reasoning-none-with-thinking" not in _rules_hit(off)

@@ -9,6 +9,7 @@ from sparkrig.config.cluster import Cluster
 from sparkrig.config.serving import ServingProfile
 from sparkrig.engines.registry import adapter_for
 from sparkrig.lint.findings import LintFinding, rule
+from sparkrig.wire.reasoning_families import thinking_asked
 
 # 0.85 killed a worker with NV_ERR_NO_MEMORY in one report, while another ran a validated profile
 # at 0.85 on the same hardware: 0.80 is the margin the first one settled on (field notes:
@@ -146,8 +147,10 @@ def spec_repetition_penalty(
 def reasoning_none_with_thinking(
     cluster: Cluster, profile: ServingProfile, key: str
 ) -> list[LintFinding]:
-    thinking = profile.default_chat_template_kwargs.get("thinking") is True
-    if not (thinking and profile.default_reasoning_effort == "none"):
+    # read as the server reads it: either family's switch, an effort inside the kwargs too
+    effort = profile.default_reasoning_effort
+    clients = {"reasoning_effort": effort} if effort is not None else {}
+    if not thinking_asked(clients, profile.default_chat_template_kwargs).none_with_thinking:
         return []
     return [
         LintFinding(
