@@ -39,6 +39,7 @@ except ImportError:  # the dev extra brings it; without it the same requests go 
 STOP = "Question:"  # restated by the chain of thought (field notes: stop-in-reasoning)
 ASK = [{"role": "user", "content": "Which is heavier, a kilogram of iron or of wool?"}]
 BUDGET = 200
+KEYS = ("reasoning", "reasoning_content")
 
 
 @asynccontextmanager
@@ -317,3 +318,31 @@ async def test_gateway_serve_reads_the_cluster_files_server_defaults(tmp_path: P
         finally:
             process.send_signal(signal.SIGINT)
             await asyncio.wait_for(process.communicate(), 30)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("upstream_key", ["reasoning", "reasoning_content"])
+async def test_the_client_finds_the_reasoning_under_either_key_whichever_the_server_used(
+    upstream_key: str, stream: bool
+) -> None:
+    """The DSpark runtime sends `reasoning` only; a client reading `reasoning_content` sees
+    nothing there (field notes: reasoning-key). Through the gateway both keys carry it."""
+    upstream = DeepSeekV4Upstream(reasoning_key=upstream_key)
+    body = {
+        "model": MODEL,
+        "messages": ASK,
+        "max_tokens": BUDGET,
+        "stream": stream,
+        "chat_template_kwargs": {"thinking": True},
+    }
+    async with through_gateway(upstream) as (upstream_url, url, _gateway):
+        direct = await send(upstream_url, body)
+        through = await send(url, body)
+    for reply, keys in ((direct, {upstream_key}), (through, {"reasoning", "reasoning_content"})):
+        if stream:
+            deltas = [c["choices"][0].get("delta") or {} for c in reply.chunks if c.get("choices")]
+            found = {k: "".join(d.get(k) or "" for d in deltas) for k in KEYS}
+        else:
+            found = {k: reply.choice["message"].get(k) or "" for k in KEYS}
+        assert {k for k, text in found.items() if text} == keys
+        assert all(found[k] == REASONING for k in keys)
