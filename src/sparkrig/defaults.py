@@ -524,7 +524,7 @@ SOAK_SHORTEST_FAILURE_S: Final = 5400.0  # the 1.5-hour rank death, the earliest
 SOAK_MAX_TOKENS: Final = (64, 128, 256)
 SOAK_TEMPERATURES: Final = (0.0, 0.3, 0.7)
 # `gateway serve` drops an idle upstream connection after this long: before llama.cpp's own 5 s
-# keep-alive timeout closes it, which else races a request sent on it (a 30-minute soak lost one
+# keep-alive timeout closes it, which else races a request sent on it (a 30-minute soak run lost one
 # request to that race: ServerDisconnectedError 0.6 ms after sending).
 GATEWAY_UPSTREAM_KEEPALIVE_S: Final = 2.0
 # The upstream counts as gone after this many connection failures in a row (or one per worker,
