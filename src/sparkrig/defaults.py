@@ -141,6 +141,11 @@ BENCH_PAIRED_MAX_SAMPLES: Final = 2
 # machine whose rounds agree within ~2%, where the interval alone calls 2-4% changes on a few
 # rows of every rerun; a 10% slowdown (rates / 1.1 = -9.1%) stays above it.
 BENCH_COMPARE_TOLERANCE_PCT: Final = 5.0
+# One warm-up request at the point's own length primes the path and the prefix cache on any
+# engine; it is not the DSpark runtime's steady state, which took about five 500–700-token
+# generations (field notes: warmup-penalty; 0.25.2 had no such penalty). A bench default of that
+# size would add minutes to every run on every engine, so the penalty is caught instead: a first
+# request BENCH_COLD_PENALTY slower than the steady median is flagged, with the fix.
 BENCH_WARMUP_REQUESTS: Final = 1
 BENCH_DECODE_TOKENS: Final = 128
 # Fewer generated tokens leave too few decode steps for a rate.
@@ -214,6 +219,11 @@ BENCH_CLIENT_STOP_GRACE_S: Final = 2.0
 # --- check: the guard battery (sparkrig.guards) ------------------------------------------------
 # Replies are short: a guard compares or scans text, it does not measure speed.
 CHECK_REPLY_TOKENS: Final = 48
+# The stop-in-reasoning guard needs the reasoning to run and the answer to follow: reasoning is
+# heavy-tailed even on a trivial prompt (48–440 reasoning tokens on "What's 1 + 1?", field notes:
+# empty-content-table), and a cap below that measures truncation, not the stop (field notes:
+# thinking-needs-budget). 512 clears the measured tail; a smaller server context caps it.
+CHECK_THINKING_REPLY_TOKENS: Final = 512
 # Determinism matrix: concurrency of the "concurrent" scenario (the issue asks for c >= 4) and
 # the gap between staggered arrivals.
 CHECK_CONCURRENCY: Final = 4
@@ -360,9 +370,11 @@ FABRIC_COMMAND_TIMEOUT_S: Final = 30.0
 # vLLM's own default API port; the two-node DSpark recipe moves it to 8888 (field notes:
 # api-port-8888), the catalog says so.
 LAUNCH_API_PORT: Final = 8000
-# The head's API must be reachable from wherever sparkrig runs, so it binds every address; the
-# DSpark recipe calls exposing the API a deliberate choice (field notes: api-port-8888): firewall
-# it, or set engine.api_host.
+# The head's API must be reachable from wherever sparkrig runs (bench, check and the gateway on
+# another machine), so it binds every address. This differs from the DSpark recipe, which binds
+# 127.0.0.1 by default and calls exposing the API a deliberate choice, to be controlled at the
+# network or firewall (field notes: api-port-8888): the launch plan prints the bind, `--host` in
+# it is that choice made visibly; set engine.api_host = "127.0.0.1" for head-only use.
 LAUNCH_API_BIND: Final = "0.0.0.0"  # noqa: S104 - a cluster's API is meant to be reached
 # torch.distributed's usual master port (eugr's launcher, vLLM docs; research §1).
 LAUNCH_MASTER_PORT: Final = 29501
@@ -516,12 +528,17 @@ GATEWAY_LATENCY_BUCKETS_S: Final = (
 # (tens of requests) and short enough to see warm-state decay (docs/field-notes.md, soak).
 SOAK_WINDOW_S: Final = 300.0
 SOAK_CONCURRENCY: Final = 2
+# The default run checks the traffic, the windows and the guards in half an hour; it is not a
+# soak in the reports' sense: a 30-minute validation missed a rank that died after 1.5 hours and
+# a graph bug that appeared after 17 hours warm (field notes: soak-hours). `soak` says so at the
+# end of any run shorter than SOAK_SHORTEST_FAILURE_S; a real one runs hours (--duration 21600+).
 SOAK_DURATION_S: Final = 1800.0
+SOAK_SHORTEST_FAILURE_S: Final = 5400.0  # the 1.5-hour rank death, the earliest reported
 # Mixed-traffic token budgets: an agent's tool call is short, a summary long.
 SOAK_MAX_TOKENS: Final = (64, 128, 256)
 SOAK_TEMPERATURES: Final = (0.0, 0.3, 0.7)
 # `gateway serve` drops an idle upstream connection after this long: before llama.cpp's own 5 s
-# keep-alive timeout closes it, which else races a request sent on it (a 30-minute soak lost one
+# keep-alive timeout closes it, which else races a request sent on it (a 30-minute soak run lost one
 # request to that race: ServerDisconnectedError 0.6 ms after sending).
 GATEWAY_UPSTREAM_KEEPALIVE_S: Final = 2.0
 # The upstream counts as gone after this many connection failures in a row (or one per worker,

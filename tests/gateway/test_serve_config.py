@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkrig.errors import ConfigError
+from sparkrig.errors import ConfigError, UsageError
 from sparkrig.gateway.serve_config import ServeConfig, load_serve_config
 from tests.conftest import SPARKRIG
 
@@ -56,6 +56,11 @@ def test_no_file_is_the_defaults() -> None:
         ({"chat_template_kwargs": {"enable_thinking": True}}, "llama-3", True),
         ({"chat_template_kwargs": {"enable_thinking": False}}, "qwen3-8b", False),
         ({"reasoning_effort": "none"}, "qwen3-8b", False),
+        # the reports' own shapes (field notes: reasoning-families)
+        ({"chat_template_kwargs": {"thinking": True}}, "deepseek-v4-flash", True),
+        ({"chat_template_kwargs": {"thinking": False}}, "qwen3-8b", False),
+        ({"chat_template_kwargs": {"thinking": True, "reasoning_effort": "low"}}, "ds", True),
+        ({"chat_template_kwargs": {"reasoning_effort": "low"}}, "deepseek-v4.1-flash", True),
     ],
 )
 def test_which_requests_are_reasoning_ones(
@@ -64,6 +69,66 @@ def test_which_requests_are_reasoning_ones(
     config = ServeConfig(reasoning_models=["qwen3-*"])
     assert config.is_reasoning_request({"model": model, **body}) is expected
     assert ServeConfig(reasoning="off").is_reasoning_request({"model": model, **body}) is False
+
+
+@pytest.mark.parametrize(
+    ("server", "body", "expected"),
+    [
+        ({"thinking": True}, {}, True),
+        ({"thinking": True}, {"chat_template_kwargs": {"thinking": False}}, False),
+        ({"thinking": False}, {}, False),
+        ({"thinking": False}, {"reasoning_effort": "low"}, True),
+    ],
+)
+def test_a_request_inherits_thinking_from_the_servers_defaults(
+    server: dict[str, bool], body: dict[str, object], expected: bool
+) -> None:
+    config = ServeConfig(server_chat_template_kwargs=server)
+    assert config.is_reasoning_request({"model": "deepseek-v4-flash", **body}) is expected
+    assert ServeConfig().is_reasoning_request({"model": "deepseek-v4-flash", **body}) is (
+        "reasoning_effort" in body
+    )
+
+
+def test_the_cluster_files_defaults_reach_the_gateway(tmp_path: Path) -> None:
+    from sparkrig.cli.gateway_serve import server_kwargs_of
+
+    cluster = tmp_path / "pair.toml"
+    cluster.write_text(
+        'nodes = [{ name = "a" }]\n'
+        "[profile]\ndefault_chat_template_kwargs = { thinking = true }\n"
+        "[profiles.chat]\ndefault_chat_template_kwargs = { thinking = false }\n"
+    )
+    assert server_kwargs_of(cluster, None) == {"thinking": True}
+    assert server_kwargs_of(cluster, "chat") == {"thinking": False}
+    with pytest.raises(UsageError, match="profile nope is not in"):
+        server_kwargs_of(cluster, "nope")
+    path = tmp_path / "gateway.toml"
+    path.write_text("[gateway]\nserver_chat_template_kwargs = { thinking = true }\n")
+    assert load_serve_config(path, {}).is_reasoning_request({"model": "m"})
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--profile", "chat"], "--profile names a profile of --cluster — pass --cluster FILE too"),
+        (
+            ["--cluster", "/nonexistent/pair.toml"],
+            "cluster file /nonexistent/pair.toml does not exist",
+        ),
+    ],
+)
+def test_a_bad_cluster_option_is_refused_in_one_line(args: list[str], message: str) -> None:
+    result = subprocess.run(
+        [SPARKRIG, "gateway", "serve", "http://127.0.0.1:9", *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,6 @@ import pytest
 from sparkrig.client import ChatRequest
 from sparkrig.client.records import RequestError, RequestRecord, TokenLogprob, TopLogprob
 from sparkrig.client.request_parts import PERSON_SCHEMA
-from sparkrig.detectors.empty_content import classify_empty_content
 from sparkrig.detectors.schema import schema_problems
 from sparkrig.errors import UsageError
 from sparkrig.guards.baseline import Baseline, load_baseline, save_baseline
@@ -124,60 +123,6 @@ def test_needle_ladder_and_where_the_code_was_found() -> None:
 def test_the_stop_word_comes_from_the_reasoning_and_not_the_answer() -> None:
     assert stop_word_from("iron weighs the same as wool", "Both weigh a kilogram.") == "iron"
     assert stop_word_from("same", "same") is None
-
-
-@pytest.mark.parametrize(
-    ("case", "expected"),
-    [
-        (
-            {"finish_reason": "stop", "reasoning": "let me think", "end_marker_seen": False},
-            "stop_in_reasoning",
-        ),
-        (
-            {
-                "finish_reason": "length",
-                "reasoning": "hmm " * 50,
-                "end_marker_seen": False,
-                "rate_moves_with_budget": True,
-            },
-            "reasoning_budget",
-        ),
-        (
-            {
-                "finish_reason": "length",
-                "reasoning": "hmm " * 50,
-                "end_marker_seen": False,
-                "rate_moves_with_budget": False,
-            },
-            "loop",
-        ),
-        (
-            {"finish_reason": "stop", "reasoning": "", "end_marker_seen": False},
-            "reasoning_off_mismatch",
-        ),
-        (
-            {
-                "finish_reason": "stop",
-                "reasoning": "thought",
-                "end_marker_seen": True,
-                "reasoning_key": "reasoning",
-            },
-            "wrong_reasoning_key",
-        ),
-        (
-            {
-                "finish_reason": "length",
-                "reasoning": "<STORE_AND_RETURN> x",
-                "end_marker_seen": False,
-            },
-            "unclosed_pseudo_tag",
-        ),
-    ],
-)
-def test_empty_content_classifier_follows_the_reported_table(case: dict, expected: str) -> None:
-    """The rows of the empty-content table (field notes: empty-content-table)."""
-    assert classify_empty_content(content="", **case).cause == expected
-    assert classify_empty_content(content="4", **case).cause == "not_empty"
 
 
 def test_unknown_guards_and_foreign_baselines_are_refused(tmp_path: Path) -> None:

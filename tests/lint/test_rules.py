@@ -139,3 +139,45 @@ def test_lint_command_exits_nonzero_naming_rule_fix_and_source(tmp_path: Path) -
     assert "docs/field-notes.md#unified-memory-080" in result.output
     good = CliRunner().invoke(app, ["lint", str(recipe_path(PAIR))])
     assert good.exit_code == 0, good.output
+
+
+def test_dspark_k_refuses_a_multiple_of_five_the_report_measured_failing() -> None:
+    """k = 10 failed like k = 7 on the recipe's image (field notes: dspark-k-block-5)."""
+    ten = _with(PAIR, profile={"speculative": _spec(num_speculative_tokens=10)})
+    [finding] = [f for f in lint_cluster(ten) if f.rule == "dspark-k"]
+    assert finding.severity == "error"
+    assert "k = 10 was measured failing" in finding.message
+    assert "dspark-k" not in _rules_hit(_with(PAIR, profile={"speculative": _spec()}))
+
+
+def test_unified_memory_at_085_warns_with_both_reports_and_errors_above() -> None:
+    """0.85 crashed one deployment and ran another's validated profile (field notes:
+    unified-memory-080): a warning there, an error only above it."""
+    [warned] = [
+        f
+        for f in lint_cluster(BAD_EXAMPLES["unified-memory-utilization"])
+        if f.rule == "unified-memory-utilization"
+    ]
+    assert warned.severity == "warning"
+    assert "NV_ERR_NO_MEMORY" in warned.message
+    assert "validated C12 profile ran 0.85" in warned.message
+    high = _with(PAIR, profile={"gpu_memory_utilization": 0.9})
+    [refused] = [f for f in lint_cluster(high) if f.rule == "unified-memory-utilization"]
+    assert refused.severity == "error"
+    assert "no report ran above 0.85" in refused.message
+
+
+def test_reasoning_none_with_thinking_reads_the_kwargs_as_the_server_does() -> None:
+    """Either family's switch, and an effort inside the kwargs (field notes:
+    reasoning-families)."""
+    for kwargs, effort in (
+        ({"enable_thinking": True}, "none"),
+        ({"thinking": True, "reasoning_effort": "none"}, None),
+    ):
+        cluster = _with(
+            PAIR,
+            profile={"default_chat_template_kwargs": kwargs, "default_reasoning_effort": effort},
+        )
+        assert "reasoning-none-with-thinking" in _rules_hit(cluster), kwargs
+    off = _with(PAIR, profile={"default_reasoning_effort": "none"})  # the recipe: thinking false
+    assert "reasoning-none-with-thinking" not in _rules_hit(off)

@@ -35,6 +35,7 @@ from sparkrig.bench.statistics import (
     stop_on_precision,
     summarize,
 )
+from sparkrig.bench.thinking_budget import truncated_thinking_warning
 from sparkrig.client import ChatRequest, CompletionRequest, EndpointClient, RequestRecord
 from sparkrig.client.metrics import (
     MetricsDelta,
@@ -383,6 +384,8 @@ async def _take_sample(
         point, requests, records, summaries, generated=generated, count_text=count_text
     )
     findings = [finding for record in records for finding in check_text(record.content)]
+    if (truncated := truncated_thinking_warning(records)) is not None:
+        _warn_once(point, truncated)
     point.samples.append(
         Sample(
             value=value,
@@ -502,5 +505,8 @@ def _flag_cold_start(point: PointResult) -> None:
         point.cold_start = True
         point.warnings.append(
             f"cold engine: first request {first:.1f} vs steady median {point.summary.median:.1f} "
-            f"({slower:.0%} slower); discarded as warm-up, not averaged in"
+            f"({slower:.0%} slower); discarded as warm-up, not averaged in — a freshly started "
+            "DSpark runtime needs about five 500–700-token generations to reach steady state: "
+            "send those first (a `bench --suite decode --tokens 600` run, discarded) "
+            "(docs/field-notes.md#warmup-penalty)"
         )

@@ -12,6 +12,18 @@ from rich.console import Console
 
 from sparkrig import defaults
 from sparkrig.cli.common import NON_NEGATIVE, PORT, Range, ranged
+from sparkrig.errors import UsageError
+
+
+def server_kwargs_of(cluster: Path, profile: str | None) -> dict[str, bool | str]:
+    """The cluster profile's default_chat_template_kwargs: what the upstream's requests inherit."""
+    from sparkrig.config import load_cluster
+
+    try:
+        chosen = load_cluster(cluster).chosen_profile(profile)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    return dict(chosen.default_chat_template_kwargs)
 
 
 def serve(
@@ -23,6 +35,16 @@ def serve(
     port: Annotated[int | None, ranged("port to listen on (default: a free one)", PORT)] = None,
     reasoning: Annotated[
         str | None, typer.Option(help="which chat requests reason: auto, on or off [auto]")
+    ] = None,
+    cluster: Annotated[
+        Path | None,
+        typer.Option(
+            help="cluster file of the upstream: its profile's default_chat_template_kwargs are "
+            "what a request inherits (a request inheriting thinking is a reasoning one)"
+        ),
+    ] = None,
+    profile: Annotated[
+        str | None, typer.Option(help="the cluster file's [profiles.NAME] (default: [profile])")
     ] = None,
     reasoning_model: Annotated[
         list[str] | None, typer.Option(help="a model name (glob) that always reasons; repeatable")
@@ -81,9 +103,13 @@ def serve(
     from sparkrig.gateway.serve import running_serving_gateway
     from sparkrig.gateway.serve_config import load_serve_config
 
+    if profile is not None and cluster is None:
+        raise UsageError("--profile names a profile of --cluster — pass --cluster FILE too")
+    server_kwargs = server_kwargs_of(cluster, profile) if cluster is not None else None
     settings = load_serve_config(
         config,
         {
+            "server_chat_template_kwargs": server_kwargs,
             "host": host,
             "port": port,
             "reasoning": reasoning,
@@ -120,6 +146,9 @@ def serve(
                 if enabled
             ]
             console.print(f"reasoning {settings.reasoning}; " + ", ".join(on), highlight=False)
+            if settings.server_chat_template_kwargs:
+                inherited = settings.server_chat_template_kwargs
+                console.print(f"server default chat_template_kwargs: {inherited}", highlight=False)
             console.print(f"{url}/metrics, {url}/health; SIGTERM or Ctrl-C drains", style="dim")
             await stop.wait()
             console.print(f"draining (up to {settings.drain_s:g} s)", highlight=False)

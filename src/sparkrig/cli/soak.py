@@ -20,7 +20,10 @@ def soak(
         Path | None, typer.Option(help="a workload JSONL from `gateway serve --workload-log`")
     ] = None,
     concurrency: Annotated[int, ranged("requests in flight", COUNT)] = (defaults.SOAK_CONCURRENCY),
-    duration: Annotated[float, ranged("seconds to run", Range(low=1))] = (defaults.SOAK_DURATION_S),
+    duration: Annotated[
+        float,
+        ranged("seconds to run (the 30-minute default is a check, hours a soak)", Range(low=1)),
+    ] = defaults.SOAK_DURATION_S,
     window: Annotated[float, ranged("seconds per reported window", Range(low=1))] = (
         defaults.SOAK_WINDOW_S
     ),
@@ -101,6 +104,15 @@ def soak(
     )
     for problem in done.problems[:20]:
         console.print(f"  {problem.request_id}: {problem.kind}: {problem.message}", highlight=False)
+    if duration < defaults.SOAK_SHORTEST_FAILURE_S:
+        console.print(
+            f"{duration:g} s ({duration / 60:.0f} min) checks the traffic, not a soak: the reports "
+            "saw a rank die "
+            "after 1.5 hours and a bug appear after 17 hours warm (docs/field-notes.md#soak-hours) "
+            "— run --duration 21600 or more for a soak",
+            style="yellow",
+            highlight=False,
+        )
     if done.upstream_lost_at_s is not None:
         console.print(f"the upstream went away {done.upstream_lost_at_s:.0f} s in", style="red")
     if done.lost or done.bad_outputs or done.status != "complete":

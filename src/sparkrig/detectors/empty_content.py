@@ -1,13 +1,25 @@
 """Why a reply has no content: the classifier of the empty-content table
-(docs/field-notes.md#empty-content-table), as code.
+(docs/field-notes.md#empty-content-table), as code, row for row.
 
-Inputs are what a client sees: finish_reason, whether the end-of-reasoning marker appeared,
-which reasoning key the server used, and (when known) whether the empty rate moves with
-max_tokens. The diagnosis always names the fix.
+| finish | `</think>` seen | also known | cause |
+|---|---|---|---|
+| stop | n/a | the request sent reasoning_effort "none" with thinking on | reasoning_off_mismatch |
+| stop | no | (the request had stop strings, or it is not known) | stop_in_reasoning |
+| length | no | the rate moves with max_tokens, or it is not known | reasoning_budget |
+| length | no | the rate does not move (or a loop is seen) | loop |
+| stop | yes | the server's reasoning key is not the one the client reads | wrong_reasoning_key |
+| any | no | the reasoning is a pseudo-tag scaffold | unclosed_pseudo_tag |
+
+(The last row is the note after the table, field notes: pseudo-tag-scaffold.)
+
+Inputs are what a client sees (finish_reason, whether the end-of-reasoning marker appeared,
+which reasoning key the server used) and what the request said (reasoning_effort "none" with
+thinking on; whether it sent stop strings). Every diagnosis names the report's fix.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel
@@ -22,6 +34,32 @@ EmptyCause = Literal[
     "unclosed_pseudo_tag",
     "unknown",
 ]
+# an upper-case pseudo-tag like <STORE_AND_RETURN> or <STDERR> (field notes: pseudo-tag-scaffold)
+_PSEUDO_TAG = re.compile(r"</?[A-Z][A-Z0-9_]{2,}>")
+
+MISMATCH = (
+    "reasoning_effort 'none' with thinking on: the prompt is formatted for chat mode while the "
+    "reasoning parser waits for </think>, so the whole reply is filed as reasoning — do not send "
+    "'none' with thinking on; drop reasoning_effort (alone it is fine) or turn thinking off"
+)
+STOP_IN_REASONING = (
+    "a client stop string fired inside the reasoning (the chain of thought restated it) before "
+    "</think> — keep stop strings dormant until the reasoning ends (gateway serve does), or send "
+    "no stop strings"
+)
+BUDGET = (
+    "the reasoning used the whole max_tokens before </think>: a budget, not a hang (reasoning is "
+    "heavy-tailed: 48–440 tokens on a trivial prompt) — raise max_tokens and re-measure; if the "
+    "empty rate does not move with the budget it is a loop"
+)
+LOOP = (
+    "the reasoning never ends and more budget does not help: a repetition loop — check the "
+    "8-gram novelty of the trace; sample at the checkpoint's own temperature"
+)
+PSEUDO_TAG = (
+    "the model wrote a pseudo-tag scaffold as its whole output and never closed </think>, so the "
+    "parser filed everything as reasoning — a known rare output; retry, or inspect the reasoning"
+)
 
 
 class EmptyDiagnosis(BaseModel):
@@ -29,7 +67,11 @@ class EmptyDiagnosis(BaseModel):
     message: str
 
 
-def classify_empty_content(  # noqa: PLR0911 - one return per cause of the table
+def looks_like_pseudo_tags(reasoning: str) -> bool:
+    return bool(_PSEUDO_TAG.search(reasoning))
+
+
+def classify_empty_content(  # noqa: PLR0911 - one return per row of the table
     *,
     content: str,
     reasoning: str,
@@ -39,6 +81,8 @@ def classify_empty_content(  # noqa: PLR0911 - one return per cause of the table
     client_reads_key: str = "reasoning_content",
     rate_moves_with_budget: bool | None = None,
     loop_detected: bool = False,
+    none_with_thinking: bool = False,
+    request_had_stops: bool | None = None,
 ) -> EmptyDiagnosis:
     if content.strip():
         return EmptyDiagnosis(cause="not_empty", message="the reply has content")
@@ -46,52 +90,36 @@ def classify_empty_content(  # noqa: PLR0911 - one return per cause of the table
         return EmptyDiagnosis(
             cause="wrong_reasoning_key",
             message=(
-                f"the server puts reasoning under {reasoning_key!r} and the client reads "
-                f"{client_reads_key!r} — read both keys"
+                f"the answer is missing at the client only: the server puts reasoning under "
+                f"{reasoning_key!r} and the client reads {client_reads_key!r} — read "
+                f"{reasoning_key!r} (or both keys)"
             ),
         )
-    if finish_reason == "stop" and not end_marker_seen and reasoning.strip():
-        return EmptyDiagnosis(
-            cause="stop_in_reasoning",
-            message=(
-                "a client stop string fired inside the reasoning — keep stop strings dormant until "
-                "the reasoning ends, or drop them"
-            ),
-        )
-    if finish_reason == "stop" and not reasoning.strip():
-        return EmptyDiagnosis(
-            cause="reasoning_off_mismatch",
-            message=(
-                "the reply stopped at once with no reasoning and no content — e.g. "
-                "reasoning_effort 'none' sent with thinking on; send one consistent setting"
-            ),
-        )
-    if finish_reason == "length" and not end_marker_seen:
+    if finish_reason == "stop" and none_with_thinking:
+        return EmptyDiagnosis(cause="reasoning_off_mismatch", message=MISMATCH)
+    if end_marker_seen:
+        return _unknown()
+    scaffold = looks_like_pseudo_tags(reasoning)
+    if finish_reason == "stop" and reasoning.strip():
+        if request_had_stops is False:  # no stop could fire: not the first row
+            if scaffold:
+                return EmptyDiagnosis(cause="unclosed_pseudo_tag", message=PSEUDO_TAG)
+            return _unknown()
+        return EmptyDiagnosis(cause="stop_in_reasoning", message=STOP_IN_REASONING)
+    if finish_reason == "length":
         if loop_detected or rate_moves_with_budget is False:
-            return EmptyDiagnosis(
-                cause="loop",
-                message=(
-                    "the reasoning never ends and more budget does not help: a real loop — check "
-                    "the 8-gram novelty of the trace, try a higher temperature"
-                ),
-            )
-        if rate_moves_with_budget:
-            return EmptyDiagnosis(
-                cause="reasoning_budget",
-                message=(
-                    "the reasoning ran out of tokens before the answer — raise max_tokens "
-                    "(heavy-tailed reasoning)"
-                ),
-            )
-        if "<" in reasoning and ">" in reasoning:
-            return EmptyDiagnosis(
-                cause="unclosed_pseudo_tag",
-                message=(
-                    "a pseudo-tag scaffold opened in the reasoning never closed, so the whole "
-                    "reply was filed as reasoning — check the reasoning parser"
-                ),
-            )
+            return EmptyDiagnosis(cause="loop", message=LOOP)
+        if scaffold and rate_moves_with_budget is None:
+            return EmptyDiagnosis(cause="unclosed_pseudo_tag", message=PSEUDO_TAG)
+        return EmptyDiagnosis(cause="reasoning_budget", message=BUDGET)
+    return _unknown()
+
+
+def _unknown() -> EmptyDiagnosis:
     return EmptyDiagnosis(
         cause="unknown",
-        message=("empty content with no known cause — rerun with a larger max_tokens and compare"),
+        message=(
+            "empty content that matches no row of the empty-content table — rerun with a larger "
+            "max_tokens and compare, and read the reply's reasoning and reasoning_content keys"
+        ),
     )

@@ -57,7 +57,9 @@ def node_env(
             name="NCCL_IB_MERGE_NICS",
             value="1" if merge_nics else "0",
             reason="0 keeps the two PCIe functions separate NICs so subnet-aware routing can "
-            "choose (eugr, luxingcom); one GLM report keeps 1 — set fabric.nccl_merge_nics",
+            "choose (eugr, luxingcom); of the field reports only the DeepSeek reproduction names "
+            "it, with 1 on a direct pair (docs/field-notes.md#merge-nics-direct-pair) — set "
+            "fabric.nccl_merge_nics",
         ),
         EnvVar(
             name="NCCL_IB_DISABLE",

@@ -1,11 +1,14 @@
 """The cheap detectors on every reply `gateway serve` relays: U+FFFD, n-gram loop, markup or
 special-token leak, JSON that fails the schema the request asked for, tool-call arguments that
 do not parse; and, for an empty content with real completion tokens, the empty-content
-classifier. Pure: they read the finished reply and never alter it."""
+classifier. One finding is the request's own: reasoning_effort "none" with thinking on (field
+notes: reasoning-none-thinking), flagged whatever the reply. Pure: they read the finished reply
+and the request, and never alter either."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -18,12 +21,17 @@ from sparkrig.detectors.text import (
     replacement_char_findings,
 )
 from sparkrig.gateway.shaping import ReplyText
+from sparkrig.gateway.stops import stop_strings
 from sparkrig.outside_numbers import count_or_none
+from sparkrig.wire.reasoning_families import FIX_NONE_WITH_THINKING, ThinkingAsk, thinking_asked
+
+NONE_WITH_THINKING = "reasoning_none_with_thinking"
 
 
 class LiveFinding(BaseModel):
     detector: str = Field(
-        description="replacement_char, loop, markup_leak, json_schema, tool_args or empty_content"
+        description="replacement_char, loop, markup_leak, json_schema, tool_args, "
+        "empty_content or reasoning_none_with_thinking"
     )
     message: str = Field(description="what happened — what it means")
     evidence: str = Field(default="", description="a short excerpt")
@@ -37,8 +45,36 @@ def completion_tokens(reply: ReplyText) -> int | None:
     return None
 
 
-def reply_findings(reply: ReplyText, body: dict[str, Any]) -> list[LiveFinding]:
-    findings = [
+def request_findings(thinking: ThinkingAsk) -> list[LiveFinding]:
+    """What the request alone shows: reasoning_effort 'none' with thinking on."""
+    if not thinking.none_with_thinking:
+        return []
+    whence = "the server's default chat_template_kwargs" if thinking.inherited else "the request"
+    return [
+        LiveFinding(
+            detector=NONE_WITH_THINKING,
+            evidence=f"reasoning_effort 'none', thinking on (from {whence})",
+            message=(
+                "reasoning_effort 'none' with thinking on: chat-mode prompt, thinking-armed "
+                "parser; the whole reply lands in the reasoning with content null and finish "
+                f"'stop' — {FIX_NONE_WITH_THINKING}"
+            ),
+        )
+    ]
+
+
+def reply_findings(
+    reply: ReplyText,
+    body: dict[str, Any],
+    server_kwargs: Mapping[str, Any] | None = None,
+    *,
+    stops_held: bool = False,
+) -> list[LiveFinding]:
+    """Every finding on one relayed request; `server_kwargs` is the upstream's
+    --default-chat-template-kwargs, which the request inherits."""
+    thinking = thinking_asked(body, server_kwargs)
+    findings = request_findings(thinking)
+    findings += [
         LiveFinding(detector=f.detector, message=f.message, evidence=f.evidence)
         for detect in (replacement_char_findings, loop_findings)
         for text in (reply.content, reply.reasoning)
@@ -51,13 +87,20 @@ def reply_findings(reply: ReplyText, body: dict[str, Any]) -> list[LiveFinding]:
     ]
     findings += _schema_findings(reply, body)
     findings += _tool_findings(reply)
-    if empty := empty_content_cause(reply):
+    if empty := empty_content_cause(reply, body, thinking, stops_held=stops_held):
         findings.append(LiveFinding(detector="empty_content", message=empty))
     return findings
 
 
-def empty_content_cause(reply: ReplyText) -> str | None:
-    """'cause: message' for an empty content with real completion tokens; None otherwise."""
+def empty_content_cause(
+    reply: ReplyText,
+    body: dict[str, Any],
+    thinking: ThinkingAsk | None = None,
+    *,
+    stops_held: bool = False,
+) -> str | None:
+    """'cause: message' for an empty content with real completion tokens; None otherwise.
+    `stops_held`: the gateway kept the request's stops from the upstream, so none fired there."""
     tokens = completion_tokens(reply)
     if reply.content.strip() or reply.tool_arguments or not tokens:
         return None
@@ -67,6 +110,8 @@ def empty_content_cause(reply: ReplyText) -> str | None:
         finish_reason=reply.finish_reason,
         end_marker_seen=reply.end_marker_seen,
         loop_detected=bool(loop_findings(reply.reasoning)) if reply.reasoning else False,
+        none_with_thinking=(thinking or thinking_asked(body)).none_with_thinking,
+        request_had_stops=bool(stop_strings(body)) and not stops_held,
     )
     return f"{diagnosis.cause}: {diagnosis.message}"
 

@@ -290,12 +290,15 @@ class ServingGateway(Gateway):
         if shaper.reply.stopped_here:
             metrics.stops_applied.inc()
         if self.serve.live_guards and trace.status < 400 and trace.error is None:
-            for finding in reply_findings(shaper.reply, trace.body):
+            server_kwargs = self.serve.server_chat_template_kwargs
+            held = bool(shaper.plan.stops)
+            for finding in reply_findings(shaper.reply, trace.body, server_kwargs, stops_held=held):
                 metrics.detections.labels(detector=finding.detector).inc()
                 self.guard_log.write(
                     {"time": time.time(), "request_id": trace.request_id, **finding.model_dump()}
                 )
-            if cause := empty_content_cause(shaper.reply):
+            thinking = self.serve.thinking_of(trace.body)
+            if cause := empty_content_cause(shaper.reply, trace.body, thinking, stops_held=held):
                 metrics.empty_content.labels(cause=cause.split(":")[0]).inc()
         if self.workload_log.enabled:
             record = workload_record(trace, shaper.reply, end_ns, self.serve.record_prompts)

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sparkrig import defaults
 from sparkrig.errors import ConfigError
 from sparkrig.gateway.reasoning_fields import ReasoningKeys
+from sparkrig.wire.reasoning_families import ThinkingAsk, thinking_asked
 
 ReasoningMode = Literal["auto", "on", "off"]
 
@@ -25,8 +26,15 @@ class ServeConfig(BaseModel):
     reasoning: ReasoningMode = Field(
         default="auto",
         description="which chat requests are reasoning ones: 'on' every chat request (unless it "
-        "turns thinking off), 'off' none, 'auto' those that ask for reasoning "
-        "(reasoning_effort, chat_template_kwargs.enable_thinking) or name a reasoning_models model",
+        "turns thinking off), 'off' none, 'auto' those whose thinking is on: a family's switch in "
+        "chat_template_kwargs (thinking, enable_thinking), a reasoning_effort at the top level or "
+        "inside chat_template_kwargs, or the server's default_chat_template_kwargs; or that name "
+        "a reasoning_models model",
+    )
+    server_chat_template_kwargs: dict[str, bool | str] = Field(
+        default_factory=dict,
+        description="the upstream's --default-chat-template-kwargs (a cluster profile's "
+        "default_chat_template_kwargs): a request that sets no switch inherits them",
     )
     reasoning_models: list[str] = Field(
         default_factory=list, description="model names (shell globs) that always reason"
@@ -66,15 +74,17 @@ class ServeConfig(BaseModel):
         default=defaults.GATEWAY_DRAIN_S, ge=0, description="SIGTERM: time in-flight replies get"
     )
 
+    def thinking_of(self, body: dict[str, Any]) -> ThinkingAsk:
+        """The request's thinking as the upstream reads it, server defaults included."""
+        return thinking_asked(body, self.server_chat_template_kwargs)
+
     def is_reasoning_request(self, body: dict[str, Any]) -> bool:
         if self.reasoning == "off":
             return False
-        kwargs = body.get("chat_template_kwargs")
-        thinking = kwargs.get("enable_thinking") if isinstance(kwargs, dict) else None
-        effort = body.get("reasoning_effort")
-        if thinking is False or effort == "none":
+        thinking = self.thinking_of(body).thinking
+        if thinking is False:
             return False
-        if self.reasoning == "on" or thinking is True or isinstance(effort, str):
+        if self.reasoning == "on" or thinking is True:
             return True
         model = body.get("model")
         return isinstance(model, str) and any(

@@ -5,20 +5,29 @@ tokens/correct (docs/field-notes.md#stop-in-reasoning).
 
 The stop string is drawn from the server's own reasoning for the prompt: a word that occurs in
 the reasoning and nowhere in the answer, so a correct server's answer is unchanged by it.
+
+Thinking is asked for the model family's way (sparkrig.wire.reasoning_families: DeepSeek's
+`chat_template_kwargs.thinking`, Qwen3's `enable_thinking`, gpt-oss's `reasoning_effort`), so a
+server whose default is thinking off is still tested; the budget is
+defaults.CHECK_THINKING_REPLY_TOKENS, or less when the server's context per request is smaller.
+The guard SKIPs only when, asked that way, the server gives no reasoning: the model cannot think.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Final
+from typing import Any, Final
 
+from sparkrig import defaults
 from sparkrig.detectors.empty_content import classify_empty_content
 from sparkrig.guards.context import GuardContext
+from sparkrig.guards.needle import context_tokens
 from sparkrig.guards.verdict import GuardResult, failed, passed, skipped
+from sparkrig.wire.reasoning_families import ReasoningFamily, family_of
 
 NAME: Final = "stop_in_reasoning"
 PROMPT: Final = "Think it through, then answer: which is heavier, a kilogram of iron or of wool?"
-REPLY_TOKENS: Final = 96
+PROMPT_ALLOWANCE: Final = 64  # tokens for the prompt and the template within a small context
 _WORD = re.compile(r"[A-Za-z]{4,}")
 
 
@@ -30,25 +39,44 @@ def stop_word_from(reasoning: str, content: str) -> str | None:
     return None
 
 
+def reply_budget(server_context: int | None) -> int:
+    """The thinking budget, within the server's context per request when that is known."""
+    budget = defaults.CHECK_THINKING_REPLY_TOKENS
+    if server_context is None:
+        return budget
+    return max(1, min(budget, server_context - PROMPT_ALLOWANCE))
+
+
+def no_reasoning_reason(family: ReasoningFamily, asked: dict[str, Any]) -> str:
+    how = f"asked with {asked}" if asked else "asked with no switch (none is known for it)"
+    return (
+        f"the model cannot think here: {how} (family {family.name}), the server returned no "
+        "reasoning (no reasoning template or parser), so stop strings cannot reach a chain of "
+        "thought"
+    )
+
+
 async def stop_in_reasoning_guard(context: GuardContext) -> GuardResult:
-    free = await context.send(context.chat(PROMPT, max_tokens=REPLY_TOKENS))
+    family = family_of(context.model)
+    asked = family.thinking_on_fields()
+    budget = reply_budget(await context_tokens(context))
+    free = await context.send(context.chat(PROMPT, max_tokens=budget, extra=asked))
     if free.error is not None:
         return failed(NAME, f"the request failed: {free.error.message}")
     if not free.reasoning.strip():
-        return skipped(
-            NAME,
-            "the server returned no reasoning for this prompt (no reasoning "
-            "template or parser): stop strings cannot reach a chain of thought",
-        )
+        return skipped(NAME, no_reasoning_reason(family, asked))
     word = stop_word_from(free.reasoning, free.content)
     if word is None:
         return skipped(NAME, "no word of the reasoning is absent from the answer to use as a stop")
     stopped = await context.send(
-        context.chat(PROMPT, max_tokens=REPLY_TOKENS, extra={"stop": [word]})
+        context.chat(PROMPT, max_tokens=budget, extra={**asked, "stop": [word]})
     )
     if stopped.error is not None:
         return failed(NAME, f"the request with stop {word!r} failed: {stopped.error.message}")
     details = {
+        "family": family.name,
+        "asked": asked,
+        "max_tokens": budget,
         "stop": word,
         "reasoning_free": free.reasoning[:400],
         "content_free": free.content[:400],
@@ -62,6 +90,7 @@ async def stop_in_reasoning_guard(context: GuardContext) -> GuardResult:
             finish_reason=stopped.finish_reason,
             end_marker_seen=False,
             reasoning_key=None,
+            request_had_stops=True,
         )
         return failed(
             NAME,

@@ -26,7 +26,9 @@ NETWORK_FILESYSTEMS = (
 @node_check(
     "model-network-fs",
     summary="the model directory is not on a network filesystem",
-    why="weights and Engram tables read on every decode step over NFS slow every step",
+    why="weights on NFS are fine for loading; only a model that reads tables from disk on every "
+    "decode step (DeepSeek-V4.1's Engram) is slowed on every step — the check cannot tell which "
+    "model will run, so it can only warn",
     source=f"{NOTES} (weights on a slow filesystem)",
     needs=("findmnt_model",),
 )
@@ -38,8 +40,10 @@ def model_network_fs(capture: NodeCapture, context: NodeContext) -> list[Hit]:
         Hit(
             "warning",
             f"{context.model_dir or 'the model directory'} is on {system.get('source')} "
-            f"({system.get('fstype')}, mounted at {system.get('target')})",
-            "copy the model to a local NVMe drive on every node and point [model] path there",
+            f"({system.get('fstype')}, mounted at {system.get('target')}): fine for loading, slow "
+            "for a model that reads from disk on every decode step (Engram tables)",
+            "for such a model copy it to a local NVMe drive on every node and point [model] path "
+            "there; other models may stay on NFS (keep the JIT caches node-local)",
         )
     ]
 

@@ -1,0 +1,262 @@
+"""How each model family is asked to think, and where its reply carries the thinking: one
+registry entry per family (DeepSeek V4/V4.1, GLM-5.x, Qwen3, gpt-oss, a generic `<think>` one).
+
+The gateway (which requests are reasoning ones), the guards (how to ask for thinking) and the
+bench read this one table. What an entry says comes from docs/field-notes.md; where the field
+reports are silent the entry says so in `silent`, and the value it carries there is the
+project's, not a report's.
+
+`thinking_asked` reads a request the way the server will: the switch in the request's
+`chat_template_kwargs` (any family's key), a `reasoning_effort` at the top level or inside
+`chat_template_kwargs` (as one agent benchmark sends it, field notes: agent-benchmark-request),
+then the server's `--default-chat-template-kwargs`, which a request's own keys override.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Mapping
+from typing import Any, Literal, NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sparkrig.registry import Registry
+
+ReplyKey = Literal["reasoning", "reasoning_content", "think_tags"]
+# the effort value that turns thinking off (field notes: reasoning-none-thinking)
+EFFORT_NONE = "none"
+FIX_NONE_WITH_THINKING = (
+    "do not send reasoning_effort 'none' together with thinking on — drop reasoning_effort "
+    "(either setting alone is fine) or turn thinking off"
+)
+
+
+class ReasoningFamily(BaseModel):
+    """One family's thinking facts. `switch_key` is its `chat_template_kwargs` key (None: it has
+    none, or the reports do not name one); `efforts` maps each `reasoning_effort` value to what it
+    does on the family's reported runtime."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    models: tuple[str, ...] = Field(
+        description="shell globs matched against the lower-cased model id; empty: fallback only"
+    )
+    switch_key: str | None = Field(description="chat_template_kwargs key that turns thinking on")
+    effort_turns_on: bool = Field(
+        description="a reasoning_effort other than 'none' turns thinking on by itself"
+    )
+    think_in_prompt: bool | None = Field(
+        description="the chat template opens <think> in the prompt (None: the reports do not say)"
+    )
+    reply_key: ReplyKey | None = Field(
+        description="where a correct server puts the reasoning (None: the reports do not say)"
+    )
+    close_tag_in_content: str = Field(description="what a </think> inside content means")
+    efforts: dict[str, str] = Field(description="reasoning_effort value -> what it does")
+    ask_every_switch: bool = Field(
+        default=False,
+        description="ask for thinking with every known switch key (a model no family matches)",
+    )
+    silent: tuple[str, ...] = Field(default=(), description="what the field reports do not say")
+    source: str = Field(description="the field notes the entry rests on")
+
+    def matches(self, model: str) -> bool:
+        name = model.lower()
+        return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.models)
+
+    def thinking_on_fields(self) -> dict[str, Any]:
+        """Request fields that ask this family to think; {} when no way is known."""
+        if self.ask_every_switch:
+            return {"chat_template_kwargs": dict.fromkeys(SWITCH_KEYS, True)}
+        if self.switch_key is not None:
+            return {"chat_template_kwargs": {self.switch_key: True}}
+        if self.effort_turns_on:
+            return {"reasoning_effort": "high"}
+        return {}
+
+    def thinking_off_fields(self) -> dict[str, Any]:
+        """Request fields that turn this family's thinking off; {} when no way is known."""
+        if self.switch_key is not None:
+            return {"chat_template_kwargs": {self.switch_key: False}}
+        return {}
+
+    @property
+    def can_be_asked(self) -> bool:
+        return bool(self.thinking_on_fields())
+
+
+FAMILIES: Registry[ReasoningFamily] = Registry("reasoning family")
+
+FAMILIES.add(
+    "deepseek-v4",
+    ReasoningFamily(
+        name="deepseek-v4",
+        models=("*deepseek*v4*", "*deepseek-v4*", "*ds4*"),
+        switch_key="thinking",
+        effort_turns_on=True,
+        think_in_prompt=True,
+        reply_key="reasoning",
+        close_tag_in_content=(
+            "the server lacks --reasoning-parser deepseek_v4 and its --reasoning-config"
+        ),
+        efforts={
+            "none": "chat-mode prompt; with thinking on the parser still expects </think> and "
+            "files the whole reply as reasoning, content null",
+            "low": "thinking on; adds nothing to the prompt",
+            "medium": "thinking on; adds nothing to the prompt",
+            "high": "thinking on; adds nothing to the prompt (the vendor's low)",
+            "max": "thinking on; adds the model's high text (79 tokens), not its max text",
+            "xhigh": "as max",
+        },
+        silent=("V4.1's effort table is reported only as a cache effect, not per value",),
+        source="docs/field-notes.md#think-in-prompt, #reasoning-key, #reasoning-none-thinking, "
+        "#reasoning-effort-levels",
+    ),
+)
+FAMILIES.add(
+    "glm-5",
+    ReasoningFamily(
+        name="glm-5",
+        models=("*glm-5*", "*glm5*"),
+        switch_key=None,
+        effort_turns_on=False,
+        think_in_prompt=None,
+        reply_key=None,
+        close_tag_in_content="the server's reasoning parser did not split the reply",
+        efforts={},
+        silent=(
+            "how a request turns thinking on or off",
+            "where the reply carries the reasoning",
+            "what reasoning_effort does",
+        ),
+        source="docs/field-notes.md#reasoning-families (the reports serve GLM-5.3-Flash but "
+        "describe no thinking switch for it)",
+    ),
+)
+FAMILIES.add(
+    "qwen3",
+    ReasoningFamily(
+        name="qwen3",
+        models=("*qwen3*",),
+        switch_key="enable_thinking",
+        effort_turns_on=False,
+        think_in_prompt=None,
+        reply_key=None,
+        close_tag_in_content="the server's reasoning parser did not split the reply",
+        efforts={"none": "read as thinking off by sparkrig (the project's reading)"},
+        silent=(
+            "the family is not in the reports: enable_thinking is the key sparkrig's gateway "
+            "already honoured, not a reported fact",
+            "where the reply carries the reasoning",
+        ),
+        source="docs/field-notes.md#reasoning-families",
+    ),
+)
+FAMILIES.add(
+    "gpt-oss",
+    ReasoningFamily(
+        name="gpt-oss",
+        models=("*gpt-oss*",),
+        switch_key=None,
+        effort_turns_on=True,
+        think_in_prompt=None,
+        reply_key=None,
+        close_tag_in_content="not expected: the family does not use <think> tags",
+        efforts={
+            "low": "thinking on",
+            "medium": "thinking on",
+            "high": "thinking on",
+        },
+        silent=(
+            "the family is not in the reports: a top-level reasoning_effort as its switch is "
+            "the project's reading",
+            "where the reply carries the reasoning; whether 'none' is accepted",
+        ),
+        source="docs/field-notes.md#reasoning-families",
+    ),
+)
+FAMILIES.add(
+    "think-tags",
+    ReasoningFamily(
+        name="think-tags",
+        models=(),
+        switch_key=None,
+        effort_turns_on=False,
+        think_in_prompt=None,
+        reply_key="think_tags",
+        close_tag_in_content="the reasoning ends there; a lone </think> means the template "
+        "opened <think> in the prompt",
+        efforts={},
+        ask_every_switch=True,
+        silent=(
+            "any switch: a model no other family matches is asked with every known switch key "
+            "(a chat template ignores keys it does not use; the project's choice)",
+        ),
+        source="docs/field-notes.md#think-in-prompt",
+    ),
+)
+
+FALLBACK = FAMILIES.get("think-tags")
+SWITCH_KEYS: tuple[str, ...] = tuple(
+    dict.fromkeys(f.switch_key for f in FAMILIES.entries() if f.switch_key is not None)
+)
+
+
+def family_of(model: str | None) -> ReasoningFamily:
+    """The first family whose globs match the model id; the generic `<think>` one otherwise."""
+    if model:
+        for family in FAMILIES.entries():
+            if family.matches(model):
+                return family
+    return FALLBACK
+
+
+class ThinkingAsk(NamedTuple):
+    """What a request asks of the server's thinking, as the server will read it."""
+
+    thinking: bool | None
+    """on, off, or None when neither the request nor the server's defaults say"""
+    effort: str | None
+    inherited: bool
+    """the answer came from the server's default chat-template kwargs, not the request"""
+    none_with_thinking: bool
+    """reasoning_effort 'none' together with a thinking switch that is on (field notes:
+    reasoning-none-thinking): the whole reply will land in the reasoning"""
+
+
+def _switch(kwargs: Mapping[str, Any]) -> bool | None:
+    for key in SWITCH_KEYS:
+        if isinstance(value := kwargs.get(key), bool):
+            return value
+    return None
+
+
+def thinking_asked(
+    body: Mapping[str, Any], server_kwargs: Mapping[str, Any] | None = None
+) -> ThinkingAsk:
+    """Read a chat request's thinking the server's way; `server_kwargs` is the server's
+    `--default-chat-template-kwargs` (a request's own keys win, as the recipe notes)."""
+    raw = body.get("chat_template_kwargs")
+    request_kwargs: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+    server = server_kwargs or {}
+    top = body.get("reasoning_effort")
+    inner = request_kwargs.get("reasoning_effort")
+    request_effort = top if isinstance(top, str) else inner if isinstance(inner, str) else None
+    default_effort = server.get("reasoning_effort")
+    effort = request_effort or (default_effort if isinstance(default_effort, str) else None)
+    request_switch = _switch(request_kwargs)
+    server_switch = _switch(server)
+    switch = request_switch if request_switch is not None else server_switch
+    none_with_thinking = effort == EFFORT_NONE and switch is True
+    if none_with_thinking or request_switch is not None:
+        thinking: bool | None = switch
+        inherited = request_switch is None
+    elif request_effort is not None:
+        thinking, inherited = request_effort != EFFORT_NONE, False
+    elif server_switch is not None or effort is not None:
+        thinking = server_switch if server_switch is not None else effort != EFFORT_NONE
+        inherited = True
+    else:
+        thinking, inherited = None, False
+    return ThinkingAsk(thinking, effort, inherited, none_with_thinking)

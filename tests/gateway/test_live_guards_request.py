@@ -1,0 +1,32 @@
+"""The live guards' request-side reading, pure: reasoning_effort "none" with thinking on is
+flagged on the request whatever the reply (field notes: reasoning-none-thinking), and an empty
+reply whose stops the gateway held back cannot be a stop inside the reasoning."""
+
+from __future__ import annotations
+
+from sparkrig.gateway.live_guards import empty_content_cause, reply_findings
+from sparkrig.gateway.shaping import ReplyText
+
+USAGE = {"completion_tokens": 12}
+
+
+def detectors(body: dict[str, object], server: dict[str, object] | None = None) -> list[str]:
+    reply = ReplyText(content="They weigh the same.", usage=USAGE, finish_reason="stop")
+    return [f.detector for f in reply_findings(reply, body, server)]
+
+
+def test_none_with_thinking_is_flagged_from_the_request_or_the_servers_defaults() -> None:
+    none_on = {"reasoning_effort": "none", "chat_template_kwargs": {"thinking": True}}
+    assert detectors(none_on) == ["reasoning_none_with_thinking"]
+    assert detectors({"reasoning_effort": "none"}, {"thinking": True}) == [
+        "reasoning_none_with_thinking"
+    ]
+    assert detectors({"reasoning_effort": "none"}) == []
+    assert detectors({"reasoning_effort": "low", "chat_template_kwargs": {"thinking": True}}) == []
+
+
+def test_an_empty_reply_whose_stops_were_held_is_not_a_stop_in_reasoning() -> None:
+    reply = ReplyText(reasoning="The user asks", usage=USAGE, finish_reason="stop")
+    body = {"stop": ["Question:"]}
+    assert (empty_content_cause(reply, body) or "").startswith("stop_in_reasoning:")
+    assert (empty_content_cause(reply, body, stops_held=True) or "").startswith("unknown:")
