@@ -322,14 +322,9 @@ def report(
     warnings; every point with median, 95% interval and flags; and inline SVG charts (decode by
     content type, concurrency aggregate vs per stream, speculative acceptance per draft position).
     It opens without a network. A point with degenerate output reads "invalid", never a number."""
-    from sparkrig.bench.soak_receipt import SoakReceipt
     from sparkrig.cli.receipt_files import load_any_receipt
-    from sparkrig.cli.views.bench_table import bench_table, spec_table
-    from sparkrig.cli.views.check_table import check_table
-    from sparkrig.cli.views.fabric_test_table import fabric_test_view
+    from sparkrig.cli.views.receipt_view import receipt_view
     from sparkrig.doctor.telemetry_record import is_telemetry_path, telemetry_beside
-    from sparkrig.fabric.collectives.results import FabricTestReceipt
-    from sparkrig.guards.receipt import CheckReceipt
     from sparkrig.report.html_report import render_report
 
     # `report runs/*.json` also matches the telemetry files: each is drawn with its receipt
@@ -353,21 +348,6 @@ def report(
     for path, receipt in zip(receipts, loaded, strict=True):
         if len(receipts) > 1:
             console.print(f"[bold]{escape(str(path))}[/]", highlight=False)
-        if isinstance(receipt, CheckReceipt):
-            console.print(check_table(receipt))
-            continue
-        if isinstance(receipt, FabricTestReceipt):
-            console.print(fabric_test_view(receipt))
-            continue
-        if isinstance(receipt, SoakReceipt):
-            console.print(
-                f"soak {receipt.status}: {len(receipt.windows)} windows, "
-                f"{receipt.requests} requests, {receipt.lost} lost, "
-                f"{receipt.bad_outputs} bad outputs",
-                highlight=False,
-            )
-            continue
-        console.print(bench_table(receipt))
-        if (acceptance := spec_table(receipt)) is not None:
-            console.print(acceptance)
+        for part in receipt_view(receipt):
+            console.print(part, highlight=False)
     console.print(f"report written to {out_path}", highlight=False)

@@ -218,7 +218,8 @@ def _run(
             save_receipt(receipt, out_path)
             raise
     receipt = receipt_update(receipt, plan, {w.node: w.events for w in workers})
-    receipt = receipt.model_copy(update={"complete": True})
+    measured = any(point.seconds for point in receipt.points)
+    receipt = receipt.model_copy(update={"complete": True, "measured": measured})
     save_receipt(receipt, out_path)
     page = write_report(out_path, receipt)
     err_console.print(f"receipt written to {out_path}; report {page}", highlight=False)
