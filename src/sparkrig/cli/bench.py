@@ -29,14 +29,14 @@ from sparkrig.cli.common import (
     Range,
     TelemetryClusterOption,
     TelemetryFlag,
-    _ladder,
-    _print_json,
-    _speculative,
     app,
     console,
     err_console,
+    parse_ladder,
+    print_json,
     ranged,
     refuse_to_replace,
+    speculative_options,
 )
 from sparkrig.errors import SparkrigError, UsageError
 
@@ -64,7 +64,7 @@ def demo(
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out_path = out or Path("sparkrig-runs") / f"demo-{stamp}.json"
     refuse_to_replace(out_path, force=force)
-    speculative = _speculative(spec_type, None, defaults.LOCAL_SPEC_DRAFT_MAX, None)
+    speculative = speculative_options(spec_type, None, defaults.LOCAL_SPEC_DRAFT_MAX, None)
     receipt = asyncio.run(
         run_demo(console, model=model, out_path=out_path, speculative=speculative)
     )
@@ -193,7 +193,7 @@ def bench(
     if url is not None:
         checked_base_url(url)  # a URL that cannot work fails before anything runs
     rounds, max_samples = pairing_defaults(local, paired_with, paired_out, rounds, max_samples)
-    speculative = _speculative(spec_type, None, defaults.LOCAL_SPEC_DRAFT_MAX, None)
+    speculative = speculative_options(spec_type, None, defaults.LOCAL_SPEC_DRAFT_MAX, None)
     if spec_type and not local:
         raise UsageError("--spec-type starts the embedded engine — add --local, or drop it")
     suites = check_suites(
@@ -203,12 +203,12 @@ def bench(
             if name.strip()
         ]
     )
-    depths = _ladder(prefill_depths, "--prefill-depths", defaults.BENCH_MAX_PREFILL_DEPTH)
+    depths = parse_ladder(prefill_depths, "--prefill-depths", defaults.BENCH_MAX_PREFILL_DEPTH)
     settings = BenchSettings(
         precision=precision,
         max_samples=max_samples,
         decode_tokens=tokens,
-        concurrency=_ladder(concurrency),
+        concurrency=parse_ladder(concurrency),
         rounds=rounds,
         client_processes=client_processes,
         prompt_tokens=prompt_tokens,
@@ -271,7 +271,7 @@ def bench(
         return
     receipt = result
     if as_json:
-        _print_json(receipt.model_dump(mode="json"))
+        print_json(receipt.model_dump(mode="json"))
         fail_when_nothing_measured(receipt, out_path)
         return
     show_receipt(receipt, out_path)
@@ -294,7 +294,7 @@ def compare(
 
     rows = compare_receipts(load_receipt(before), load_receipt(after), tolerance)
     if as_json:
-        _print_json([row.model_dump(mode="json") for row in rows])
+        print_json([row.model_dump(mode="json") for row in rows])
     else:
         console.print(compare_table(rows, tolerance))
     if any(row.verdict == "slower" for row in rows):

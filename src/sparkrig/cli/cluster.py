@@ -1,10 +1,9 @@
 """`sparkrig up/status/logs/down CLUSTER.toml`: the cluster side of those commands, wired from
-`cli.py` when a cluster file is given (without one they act on `--local` instances)."""
+`cli/serve.py` when a cluster file is given (without one they act on `--local` instances)."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 import typer
 from rich.console import Console
 
+from sparkrig.cli.common import print_json
 from sparkrig.config.cluster import Cluster
 from sparkrig.engines.adapter import LocalEngine
 from sparkrig.engines.registry import adapter_for
@@ -21,10 +21,6 @@ from sparkrig.paths import state_dir
 
 console = Console()
 err_console = Console(stderr=True)
-
-
-def _print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
 
 
 def load_plan(path: Path, profile: str | None) -> tuple[Cluster, LaunchPlan]:
@@ -56,7 +52,7 @@ def up_cluster(
     _, plan = load_plan(path, profile)
     if not apply:
         if as_json:
-            _print_json({"applied": False, **plan.model_dump(mode="json")})
+            print_json({"applied": False, **plan.model_dump(mode="json")})
             return
         console.print(plan_view(plan), highlight=False, soft_wrap=True)
         console.print("nothing started — add --apply to start it (workers first, then the head)")
@@ -75,7 +71,7 @@ def up_cluster(
     )
     state = asyncio.run(bring_up(plan, runners_for(plan), answer_one_completion, say))
     if as_json:
-        _print_json({"applied": True, **state.model_dump(mode="json")})
+        print_json({"applied": True, **state.model_dump(mode="json")})
         return
     console.print(
         f"[green]ready[/]: {plan.cluster} at {plan.api_url}/v1 (model {plan.model_name}); "
@@ -100,7 +96,7 @@ def status_cluster(path: Path, *, as_json: bool) -> None:
     cluster, state = _state_for(path)
     if state is None:
         if as_json:
-            _print_json({"cluster": cluster.name, "ready": False, "rows": []})
+            print_json({"cluster": cluster.name, "ready": False, "rows": []})
         else:
             console.print(
                 f"{cluster.name}: nothing recorded — start it with `sparkrig up {path} --apply`"
@@ -108,7 +104,7 @@ def status_cluster(path: Path, *, as_json: bool) -> None:
         raise typer.Exit(1)
     status = asyncio.run(launch_status(state, answer_one_completion))
     if as_json:
-        _print_json(status.model_dump(mode="json"))
+        print_json(status.model_dump(mode="json"))
     else:
         console.print(status_table(status), highlight=False)
     if not status.ready:

@@ -113,8 +113,14 @@ def refuse_to_replace(path: Path, *, force: bool, flag: str = "--out") -> None:
 ApplyFlag = Annotated[bool, typer.Option("--apply", help="act; without it, only print the plan")]
 
 
-def _print_json(data: Any) -> None:
+def print_json(data: Any) -> None:
+    """`--json` output: indented, and anything JSON lacks (a Path, a datetime) as its text."""
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+# cli/doctor.py still imports the old private name; it is being rewritten on another branch
+# (issue 24, executor resolution), whose merge switches it to print_json and drops this alias
+_print_json = print_json
 
 
 def _print_version(value: bool) -> None:
@@ -137,7 +143,7 @@ def _root(
 # --- engine -----------------------------------------------------------------------------------
 
 
-def _speculative(
+def speculative_options(
     spec_type: str | None, draft_model: Path | None, draft_max: int, synth_rates: str | None
 ) -> Any:
     from sparkrig.engines.llamacpp.server import SPEC_TYPES, SpeculativeOptions
@@ -167,7 +173,7 @@ def _speculative(
     )
 
 
-def _ladder(
+def parse_ladder(
     text: str, option: str = "--concurrency", most: int = defaults.BENCH_MAX_CONCURRENCY
 ) -> list[int]:
     try:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from sparkrig import defaults
-from sparkrig.cli.common import COUNT, PORT, POSITIVE, ranged
+from sparkrig.cli.common import COUNT, PORT, POSITIVE, print_json, ranged
 from sparkrig.cli.fabric import (
     ClusterArg,
     ExecutorOption,
@@ -23,7 +23,6 @@ from sparkrig.cli.fabric import (
     NetnsOption,
     NetnsPrefixOption,
     _executor_specs,
-    _print_json,
     console,
     fabric_app,
 )
@@ -114,7 +113,7 @@ def fabric_test_command(
         return
     receipt = _run(plan, specs, settings, node_python, executor, out)
     if as_json:
-        _print_json(receipt.model_dump(mode="json"))
+        print_json(receipt.model_dump(mode="json"))
     else:
         from sparkrig.cli.views.fabric_test_table import fabric_test_view
 
