@@ -52,6 +52,19 @@ def test_a_receipt_written_before_the_family_opens_as_its_kind(
     assert set(type(receipt).model_fields) >= HEADER
 
 
+def test_the_example_soak_receipt_of_the_docs_still_opens() -> None:
+    example = Path(__file__).parents[1] / "examples" / "soak-gateway-embedded" / "soak.json"
+    assert _raw_file(example)["schema_version"] == 1
+    receipt = load_any_receipt(example)
+    assert isinstance(receipt, SoakReceipt)
+    assert receipt.windows
+
+
+def _raw_file(path: Path) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(path.read_text())
+    return loaded
+
+
 def test_each_kind_has_its_own_loader_for_its_old_file() -> None:
     assert load_receipt(OLD / "bench-v1.json").points
     assert load_check_receipt(OLD / "check-v1.json").results
