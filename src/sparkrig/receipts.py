@@ -105,13 +105,3 @@ def load_receipt_file(path: Path, model: type[AnyReceiptModel]) -> AnyReceiptMod
         upgrades=model.UPGRADES,
         kindless=model.KINDLESS,
     )
-
-
-def upgrade_raw(raw: dict[str, Any], model: type[ReceiptHeader]) -> dict[str, Any]:
-    """`raw` (a parsed file of `model`'s kind) with an older schema's fields rewritten as
-    today's; unchanged at today's schema. An unknown version is left for validation to name."""
-    version = raw.get("schema_version")
-    if version == model.current_schema() or not isinstance(version, int):
-        return raw
-    upgrade = model.UPGRADES.get(version)
-    return raw if upgrade is None else upgrade(dict(raw))
