@@ -2,7 +2,9 @@
 kind is drawn with, registered by kind.
 
 Adding a receipt kind is one `ReceiptHeader` subclass (see src/sparkrig/receipts.py), one member
-of `Receipt` below, and one `@section_for(...)` renderer; nothing dispatches on a type by hand.
+of `Receipt` below, one `@section_for(...)` renderer, and one terminal view in
+src/sparkrig/cli/views/receipt_view.py; nothing dispatches on a type by hand
+(tests/test_receipt_family.py fails on a member without its section or view).
 """
 
 from __future__ import annotations
