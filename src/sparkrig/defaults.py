@@ -330,7 +330,8 @@ GATEWAY_MAX_REQUEST_BYTES: Final = 256 * 1024 * 1024
 # --- fabric ----------------------------------------------------------------------------------
 # Two /24 per cable come out of this pool, one per PCIe root (the four-node ring gave each cable
 # two /24s, one per root, field notes: two-subnets-per-cable; eugr's setup-cluster draws them
-# from 10.20.0.0/16 — see research/launchers-fabric.md). A /16 holds 128 cables.
+# from 10.20.0.0/16, by the research notes on launchers, which are not in this repository).
+# A /16 holds 128 cables.
 FABRIC_SUBNET_POOL: Final = "10.20.0.0/16"
 # /24 per rail: NCCL's subnet-aware routing picks the device that shares the peer's subnet, and
 # the four-node ring ran it with /24s on every cable (field notes: nccl-subnet-aware-routing).
@@ -338,7 +339,7 @@ FABRIC_SUBNET_PREFIX: Final = 24
 # Jumbo frames on every rail. The only MTU the field reports state is the three-node triangle's:
 # its fabric had passed MTU-9000 pings (field notes: triangle-management-lan; the report does not
 # say whether they set DF, and the four-node ring gives no MTU). The launchers of the research
-# notes set 9000 on both ends of each rail (research/launchers-fabric.md). The DF ping that
+# notes (not in this repository) set 9000 on both ends of each rail. The DF ping that
 # verifies the MTU end to end is this project's own check.
 FABRIC_MTU: Final = 9000
 # 1280 is the IPv6 minimum (discovery pings over IPv6 link-local); 9978 is the largest MTU the
@@ -354,7 +355,8 @@ FABRIC_NCCL_GRAPH_CHANNELS: Final = 8
 FABRIC_NODE_DIR: Final = "/etc/sparkrig"
 # A DGX Spark's ConnectX-7: each QSFP cage is two PCIe x4 functions on two roots (0000:01 and
 # 0002:01), each with its netdev and RDMA device; ~100-110 Gb/s each, both needed for ~200 Gb/s.
-# The 10G management port is enP7s7. (research/launchers-fabric.md, section 2.)
+# The 10G management port is enP7s7. (The research notes on launchers, section 2; they are not
+# in this repository.)
 DGX_SPARK_PORTS: Final = {
     "p0": (("enp1s0f0np0", "rocep1s0f0"), ("enP2p1s0f0np0", "roceP2p1s0f0")),
     "p1": (("enp1s0f1np1", "rocep1s0f1"), ("enP2p1s0f1np1", "roceP2p1s0f1")),

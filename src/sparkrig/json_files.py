@@ -10,6 +10,7 @@ the user to delete a file that is a valid file of another kind.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,6 +24,9 @@ _KIND_NAMES = {
     "sparkrig-bench": "a sparkrig bench receipt",
     "sparkrig-check": "a sparkrig check receipt",
     "sparkrig-check-baseline": "a sparkrig check baseline",
+    "sparkrig-soak": "a sparkrig soak receipt",
+    "sparkrig-smoke": "a sparkrig smoke receipt",
+    "sparkrig-fabric-test": "a sparkrig fabric-test receipt",
 }
 
 
@@ -141,23 +145,41 @@ def _shares_a_field(raw: dict[str, Any], model: type[BaseModel]) -> bool:
 
 
 def read_receipt(
-    path: Path, model: type[Model], *, kind: str, schema_version: int, written_by: str
+    path: Path,
+    model: type[Model],
+    *,
+    kind: str,
+    schema_version: int,
+    written_by: str,
+    upgrades: Mapping[int, Callable[[dict[str, Any]], dict[str, Any]]] | None = None,
+    kindless: Callable[[dict[str, Any]], bool] | None = None,
 ) -> Model:
     """A receipt of `kind` at `schema_version`; `written_by` names the command that writes it
-    (`sparkrig bench`), for the fix in each message."""
+    (`sparkrig bench`), for the fix in each message. `upgrades` maps an older schema version this
+    sparkrig still reads to the function that rewrites such a file's fields as today's;
+    `kindless` says whether a file with no `kind` at all is one of this kind, written before the
+    kind was named."""
     noun = kind.removeprefix("sparkrig-")
     fix = f"pass a receipt written by `{written_by}`"
     raw = read_json_file(path, what=f"{noun} receipt", fix=fix)
+    if isinstance(raw, dict) and "kind" not in raw and kindless is not None and kindless(raw):
+        raw = {**raw, "kind": kind}
     if not isinstance(raw, dict) or raw.get("kind") != kind:
         raise UsageError(f"{path} is {kind_of(raw)}, not a sparkrig {noun} receipt — {fix}")
-    if raw.get("schema_version") != schema_version:
+    older = upgrades or {}
+    version = raw.get("schema_version")
+    upgrade = older.get(version) if type(version) is int and version != schema_version else None
+    if version != schema_version and upgrade is None:
+        readable = ", ".join(str(v) for v in sorted([*older, schema_version]))
         raise UsageError(
-            f"{path} has {noun} receipt schema {raw.get('schema_version')}, this sparkrig reads "
-            f"{schema_version} — use the sparkrig version that wrote it, or rerun `{written_by}`"
+            f"{path} has {noun} receipt schema {version}, this sparkrig reads {readable} — use "
+            f"the sparkrig version that wrote it, or rerun `{written_by}`"
         )
     try:
-        return model.model_validate(raw)
-    except ValidationError as exc:
+        upgraded = raw if upgrade is None else upgrade(dict(raw))
+        return model.model_validate(upgraded)
+    except (ValidationError, ValueError, TypeError, KeyError) as exc:
+        problem = validation_problem(exc) if isinstance(exc, ValidationError) else str(exc)
         raise UsageError(
-            f"{path} is a damaged {noun} receipt ({validation_problem(exc)}) — rerun `{written_by}`"
+            f"{path} is a damaged {noun} receipt ({problem}) — rerun `{written_by}`"
         ) from exc

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from sparkrig.gateway.request_faults import Api
-from sparkrig.gateway.serve import Trace
 from sparkrig.gateway.shaping import ReplyText
+from sparkrig.gateway.trace import Trace
 from sparkrig.gateway.workload import workload_record
 
 

@@ -2,36 +2,24 @@
 
 from __future__ import annotations
 
-import socket
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
-from pydantic import AwareDatetime, BaseModel, Field
+from pydantic import Field
 
-from sparkrig import __version__
 from sparkrig.bench.point import BenchSettings, PointResult
-from sparkrig.json_files import read_receipt, write_atomically
+from sparkrig.receipts import ReceiptHeader, load_receipt_file, save_receipt_file
 
-RECEIPT_KIND = "sparkrig-bench"
-RECEIPT_SCHEMA_VERSION = 1
 _CLOSING_WARNINGS = ("nothing was measured", "malformed replies: ")
 
 
-class BenchReceipt(BaseModel):
+class BenchReceipt(ReceiptHeader):
+    WRITTEN_BY: ClassVar[str] = "sparkrig bench"
+
     kind: Literal["sparkrig-bench"] = "sparkrig-bench"
     schema_version: Literal[1] = 1
-    sparkrig_version: str = __version__
-    created_at: AwareDatetime = Field(default_factory=lambda: datetime.now(UTC))
-    host: str = Field(default_factory=socket.gethostname, description="where sparkrig ran")
     base_url: str
     model: str
-    engine: str | None = Field(default=None, description="engine recognised from /metrics")
-    engine_build: str | None = Field(
-        default=None,
-        description="the engine build that served (variant, repack on or off) when sparkrig "
-        "started it; None for a server started elsewhere",
-    )
     suites: list[str]
     settings: BenchSettings
     pairing: str | None = Field(
@@ -41,12 +29,6 @@ class BenchReceipt(BaseModel):
     )
     points: list[PointResult] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
-    complete: bool = Field(default=False, description="False while running or if interrupted")
-    measured: bool | None = Field(
-        default=None,
-        description="at least one point has a sample; False: this receipt holds no figure "
-        "(None: written before sparkrig recorded it)",
-    )
 
     @property
     def requests_sent(self) -> int:
@@ -86,14 +68,8 @@ class BenchReceipt(BaseModel):
 
 def save_receipt(receipt: BenchReceipt, path: Path) -> None:
     """Atomic rewrite: an interrupted run leaves the last complete sample on disk."""
-    write_atomically(receipt, path)
+    save_receipt_file(receipt, path)
 
 
 def load_receipt(path: Path) -> BenchReceipt:
-    return read_receipt(
-        path,
-        BenchReceipt,
-        kind=RECEIPT_KIND,
-        schema_version=RECEIPT_SCHEMA_VERSION,
-        written_by="sparkrig bench",
-    )
+    return load_receipt_file(path, BenchReceipt)

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, ClassVar, Literal
 
-from pydantic import AwareDatetime, BaseModel, Field
+from pydantic import BaseModel, Field
 
-from sparkrig import __version__, defaults
+from sparkrig import defaults
 from sparkrig.client import ChatRequest, EndpointClient, RequestRecord
 from sparkrig.client.metrics import MetricsDelta
-
-SMOKE_SCHEMA_VERSION = 1
+from sparkrig.receipts import ReceiptHeader, Upgrade, load_receipt_file, save_receipt_file
 
 
 class SmokeResult(BaseModel):
@@ -25,21 +25,68 @@ class SmokeResult(BaseModel):
     record: RequestRecord
 
 
-class SmokeReceipt(BaseModel):
+def smoke_schema_1(raw: dict[str, Any]) -> dict[str, Any]:
+    """A schema-1 smoke record (sparkrig before the receipt family, which wrote no `kind`) as
+    schema 2: `started_at` is `created_at`; the `engine` dict's name is `engine` and its binary
+    `engine_binary`; no host was recorded (None). The run's last write was its metrics delta or
+    the warning that /metrics could not be read, so either marks it complete."""
+    raw["kind"] = "sparkrig-smoke"
+    raw["created_at"] = raw.pop("started_at")
+    engine = raw.pop("engine", None) or {}
+    raw["engine"] = engine.get("name") if isinstance(engine, dict) else None
+    raw["engine_binary"] = engine.get("binary") if isinstance(engine, dict) else None
+    raw.setdefault("host", None)
+    warnings = raw.get("warnings") or []
+    raw["complete"] = raw.get("metrics_delta") is not None or any(
+        isinstance(w, str) and w.startswith("server metrics") for w in warnings
+    )
+    raw["measured"] = any(
+        isinstance(r, dict)
+        and isinstance(r.get("record"), dict)
+        and r["record"].get("error") is None
+        for r in raw.get("results") or []
+    )
+    raw["schema_version"] = 2
+    return raw
+
+
+def is_smoke_schema_1(raw: dict[str, Any]) -> bool:
+    """Whether a file with no `kind` is a schema-1 smoke record (its fields say so)."""
+    return raw.get("schema_version") == 1 and "started_at" in raw and "results" in raw
+
+
+class SmokeReceipt(ReceiptHeader):
     """The JSON record of one smoke run, rewritten after every request so nothing is lost."""
 
-    schema_version: int = SMOKE_SCHEMA_VERSION
-    sparkrig_version: str = __version__
-    started_at: AwareDatetime = Field(default_factory=lambda: datetime.now(UTC))
+    WRITTEN_BY: ClassVar[str] = "sparkrig demo"
+    UPGRADES: ClassVar[dict[int, Upgrade]] = {1: smoke_schema_1}
+    KINDLESS: ClassVar[Callable[[dict[str, Any]], bool] | None] = is_smoke_schema_1
+
+    kind: Literal["sparkrig-smoke"] = "sparkrig-smoke"
+    schema_version: Literal[2] = 2
     base_url: str
     model: str
-    engine: dict[str, str] = Field(default_factory=dict, description="engine identity")
+    engine_binary: str | None = Field(default=None, description="the engine program that served")
     results: list[SmokeResult] = Field(default_factory=list)
     metrics_delta: MetricsDelta | None = None
     warnings: list[str] = Field(default_factory=list)
     check_failed: list[str] = Field(
         default_factory=list, description="guards of the demo's quick battery that failed"
     )
+
+    def close(self) -> None:
+        """The run is over: whole, and measured when any request got a reply."""
+        self.complete = True
+        self.measured = any(result.record.error is None for result in self.results)
+
+
+def save_smoke_receipt(receipt: SmokeReceipt, path: Path) -> Path:
+    return save_receipt_file(receipt, path)
+
+
+def load_smoke_receipt(path: Path) -> SmokeReceipt:
+    """A smoke receipt, or a smoke record written before smoke receipts named their kind."""
+    return load_receipt_file(path, SmokeReceipt)
 
 
 def count_request(model: str) -> ChatRequest:

@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
 
 import aiohttp
 
@@ -86,8 +85,8 @@ class SoakRun:
             cut = self.receipt.upstream_lost_at_s is not None or end < self.receipt.duration_s
             if self._pending or end > window_start:
                 await self._close_window(index, window_start, end, partial=cut)
-            if self.receipt.status == "running":
-                self.receipt.status = "complete"
+            status = self.receipt.status
+            self.receipt.finish("complete" if status == "running" else status)
             self.on_window(self.receipt)
         return self.receipt
 
@@ -209,10 +208,9 @@ def new_receipt(
     idle_gap_s: float | None = None,
 ) -> SoakReceipt:
     return SoakReceipt(
-        url=url,
+        base_url=url,
         model=model,
         traffic=traffic,
-        started_at=datetime.now(UTC).isoformat(timespec="seconds"),
         concurrency=concurrency,
         duration_s=duration_s,
         window_s=window_s,

@@ -4,14 +4,12 @@ upstream went away if it did. Written after every window, so a run that dies kee
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
-from sparkrig.json_files import read_receipt, write_atomically
+from sparkrig.receipts import ReceiptHeader, Upgrade, load_receipt_file, save_receipt_file
 
-SOAK_KIND = "sparkrig-soak"
-SOAK_SCHEMA_VERSION = 1
 SoakStatus = Literal["running", "complete", "interrupted", "upstream_lost"]
 
 
@@ -52,13 +50,30 @@ class SoakProblem(BaseModel):
     message: str
 
 
-class SoakReceipt(BaseModel):
+def soak_schema_1(raw: dict[str, Any]) -> dict[str, Any]:
+    """A schema-1 soak receipt (sparkrig before the receipt family) as schema 2: `url` is
+    `base_url`, the `started_at` text is `created_at`; it recorded neither the sparkrig version
+    nor the host (None), and `complete` and `measured` follow from its status and windows."""
+    raw["base_url"] = raw.pop("url")
+    raw["created_at"] = raw.pop("started_at")
+    raw.setdefault("sparkrig_version", None)
+    raw.setdefault("host", None)
+    raw["complete"] = raw.get("status") == "complete"
+    windows = raw.get("windows") or []
+    raw["measured"] = any(isinstance(w, dict) and w.get("requests") for w in windows)
+    raw["schema_version"] = 2
+    return raw
+
+
+class SoakReceipt(ReceiptHeader):
+    WRITTEN_BY: ClassVar[str] = "sparkrig soak"
+    UPGRADES: ClassVar[dict[int, Upgrade]] = {1: soak_schema_1}
+
     kind: Literal["sparkrig-soak"] = "sparkrig-soak"
-    schema_version: int = SOAK_SCHEMA_VERSION
-    url: str
+    schema_version: Literal[2] = 2
+    base_url: str
     model: str
     traffic: str = Field(description="'mixed' or 'replay FILE'")
-    started_at: str = Field(description="ISO 8601, UTC")
     concurrency: int
     duration_s: float = Field(description="asked for")
     window_s: float
@@ -74,6 +89,12 @@ class SoakReceipt(BaseModel):
     windows: list[SoakWindow] = Field(default_factory=list)
     problems: list[SoakProblem] = Field(default_factory=list)
 
+    def finish(self, status: SoakStatus) -> None:
+        """The run ended with `status`; the header says whether it is whole and measured."""
+        self.status = status
+        self.complete = status == "complete"
+        self.measured = self.requests > 0
+
     @property
     def requests(self) -> int:
         return sum(window.requests for window in self.windows)
@@ -88,14 +109,8 @@ class SoakReceipt(BaseModel):
 
 
 def save_soak_receipt(receipt: SoakReceipt, path: Path) -> Path:
-    return write_atomically(receipt, path)
+    return save_receipt_file(receipt, path)
 
 
 def load_soak_receipt(path: Path) -> SoakReceipt:
-    return read_receipt(
-        path,
-        SoakReceipt,
-        kind=SOAK_KIND,
-        schema_version=SOAK_SCHEMA_VERSION,
-        written_by="sparkrig soak",
-    )
+    return load_receipt_file(path, SoakReceipt)

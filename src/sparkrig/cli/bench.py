@@ -25,14 +25,14 @@ from sparkrig.cli.common import (
     JsonFlag,
     TelemetryClusterOption,
     TelemetryFlag,
-    _ladder,
-    _print_json,
-    _speculative,
     app,
     console,
     err_console,
+    parse_ladder,
+    print_json,
     ranged,
     refuse_to_replace,
+    speculative_options,
 )
 from sparkrig.cli.model_options import setting
 from sparkrig.engines.llamacpp.server import LlamaServerSpec
@@ -67,7 +67,7 @@ def demo(
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out_path = out or Path("sparkrig-runs") / f"demo-{stamp}.json"
     refuse_to_replace(out_path, force=force)
-    speculative = _speculative(spec_type, None, defaults.LOCAL_SPEC_DRAFT_MAX, None)
+    speculative = speculative_options(spec_type, None, defaults.LOCAL_SPEC_DRAFT_MAX, None)
     receipt = asyncio.run(
         run_demo(console, model=model, out_path=out_path, speculative=speculative)
     )
@@ -157,7 +157,7 @@ def bench(
     if url is not None:
         checked_base_url(url)  # a URL that cannot work fails before anything runs
     rounds, max_samples = pairing_defaults(local, paired_with, paired_out, rounds, max_samples)
-    speculative = _speculative(spec_type, None, defaults.LOCAL_SPEC_DRAFT_MAX, None)
+    speculative = speculative_options(spec_type, None, defaults.LOCAL_SPEC_DRAFT_MAX, None)
     if spec_type and not local:
         raise UsageError("--spec-type starts the embedded engine — add --local, or drop it")
     suites = check_suites(
@@ -167,12 +167,12 @@ def bench(
             if name.strip()
         ]
     )
-    depths = _ladder(prefill_depths, "--prefill-depths", defaults.BENCH_MAX_PREFILL_DEPTH)
+    depths = parse_ladder(prefill_depths, "--prefill-depths", defaults.BENCH_MAX_PREFILL_DEPTH)
     settings = BenchSettings(
         precision=precision,
         max_samples=max_samples,
         decode_tokens=tokens,
-        concurrency=_ladder(concurrency),
+        concurrency=parse_ladder(concurrency),
         rounds=rounds,
         client_processes=client_processes,
         prompt_tokens=prompt_tokens,
@@ -239,7 +239,7 @@ def bench(
         return
     receipt = result
     if as_json:
-        _print_json(receipt.model_dump(mode="json"))
+        print_json(receipt.model_dump(mode="json"))
         fail_when_nothing_measured(receipt, out_path)
         return
     show_receipt(receipt, out_path)
@@ -262,7 +262,7 @@ def compare(
 
     rows = compare_receipts(load_receipt(before), load_receipt(after), tolerance)
     if as_json:
-        _print_json([row.model_dump(mode="json") for row in rows])
+        print_json([row.model_dump(mode="json") for row in rows])
     else:
         console.print(compare_table(rows, tolerance))
     if any(row.verdict == "slower" for row in rows):
@@ -290,14 +290,9 @@ def report(
     warnings; every point with median, 95% interval and flags; and inline SVG charts (decode by
     content type, concurrency aggregate vs per stream, speculative acceptance per draft position).
     It opens without a network. A point with degenerate output reads "invalid", never a number."""
-    from sparkrig.bench.soak_receipt import SoakReceipt
     from sparkrig.cli.receipt_files import load_any_receipt
-    from sparkrig.cli.views.bench_table import bench_table, spec_table
-    from sparkrig.cli.views.check_table import check_table
-    from sparkrig.cli.views.fabric_test_table import fabric_test_view
+    from sparkrig.cli.views.receipt_view import receipt_view
     from sparkrig.doctor.telemetry_record import is_telemetry_path, telemetry_beside
-    from sparkrig.fabric.collectives.results import FabricTestReceipt
-    from sparkrig.guards.receipt import CheckReceipt
     from sparkrig.report.html_report import render_report
 
     # `report runs/*.json` also matches the telemetry files: each is drawn with its receipt
@@ -321,21 +316,6 @@ def report(
     for path, receipt in zip(receipts, loaded, strict=True):
         if len(receipts) > 1:
             console.print(f"[bold]{escape(str(path))}[/]", highlight=False)
-        if isinstance(receipt, CheckReceipt):
-            console.print(check_table(receipt))
-            continue
-        if isinstance(receipt, FabricTestReceipt):
-            console.print(fabric_test_view(receipt))
-            continue
-        if isinstance(receipt, SoakReceipt):
-            console.print(
-                f"soak {receipt.status}: {len(receipt.windows)} windows, "
-                f"{receipt.requests} requests, {receipt.lost} lost, "
-                f"{receipt.bad_outputs} bad outputs",
-                highlight=False,
-            )
-            continue
-        console.print(bench_table(receipt))
-        if (acceptance := spec_table(receipt)) is not None:
-            console.print(acceptance)
+        for part in receipt_view(receipt):
+            console.print(part, highlight=False)
     console.print(f"report written to {out_path}", highlight=False)

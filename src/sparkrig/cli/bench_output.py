@@ -8,7 +8,7 @@ from typing import Any
 from rich.markup import escape
 
 from sparkrig import defaults
-from sparkrig.cli.common import _print_json, console, refuse_to_replace
+from sparkrig.cli.common import console, print_json, refuse_to_replace
 from sparkrig.errors import SparkrigError, UsageError
 
 
@@ -32,7 +32,7 @@ def show_receipt(receipt: Any, out_path: Path) -> None:
 def show_paired(receipts: Any, paths: tuple[Path, Path], *, as_json: bool) -> None:
     """Both receipts of a paired run, each as a plain run shows one, then how to compare."""
     if as_json:
-        _print_json([receipt.model_dump(mode="json") for receipt in receipts])
+        print_json([receipt.model_dump(mode="json") for receipt in receipts])
     else:
         for receipt, path in zip(receipts, paths, strict=True):
             console.print(f"[bold]{escape(receipt.base_url)}[/]", highlight=False)

@@ -17,10 +17,10 @@ from sparkrig.cli.common import (
     JsonFlag,
     TelemetryClusterOption,
     TelemetryFlag,
-    _print_json,
     app,
     console,
     err_console,
+    print_json,
     ranged,
     refuse_to_replace,
 )
@@ -146,7 +146,7 @@ def check(
         err_console.print(f"interrupted — the receipt keeps every finished guard: {out_path}")
         raise
     if as_json:
-        _print_json(receipt.model_dump(mode="json"))
+        print_json(receipt.model_dump(mode="json"))
     else:
         console.print(check_table(receipt))
         console.print(f"receipt: {out_path}", highlight=False)

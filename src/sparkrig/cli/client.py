@@ -12,10 +12,10 @@ from sparkrig import defaults
 from sparkrig.cli.common import (
     COUNT,
     JsonFlag,
-    _print_json,
     app,
     console,
     err_console,
+    print_json,
     ranged,
 )
 from sparkrig.errors import SparkrigError
@@ -51,7 +51,7 @@ def ask(
             )
         )
     if as_json:
-        _print_json(record.model_dump(mode="json"))
+        print_json(record.model_dump(mode="json"))
     if record.error is not None:
         raise SparkrigError(record.error.message)
     if not (record.content or record.reasoning or record.tool_calls):
@@ -94,7 +94,7 @@ def metrics(
     snapshot = asyncio.run(scrape_once(url))
     values = {quantity.value: value for quantity, value in snapshot.canonical().items()}
     if as_json:
-        _print_json({"engine": snapshot.engine, "quantities": values})
+        print_json({"engine": snapshot.engine, "quantities": values})
         return
     table = Table(title=f"/metrics · {snapshot.engine or 'unknown engine'}")
     table.add_column("quantity")

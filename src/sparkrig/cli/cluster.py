@@ -1,10 +1,9 @@
 """`sparkrig up/status/logs/down CLUSTER.toml`: the cluster side of those commands, wired from
-`cli.py` when a cluster file is given (without one they act on `--local` instances)."""
+`cli/serve.py` when a cluster file is given (without one they act on `--local` instances)."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 import typer
 from rich.console import Console
 
+from sparkrig.cli.common import print_json
 from sparkrig.config.cluster import Cluster
 from sparkrig.engines.adapter import LocalEngine
 from sparkrig.engines.registry import adapter_for
@@ -21,10 +21,6 @@ from sparkrig.paths import state_dir
 
 console = Console()
 err_console = Console(stderr=True)
-
-
-def _print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
 
 
 def load_plan(path: Path, profile: str | None) -> tuple[Cluster, LaunchPlan]:
@@ -62,7 +58,7 @@ def up_cluster(
     _, plan = load_plan(path, profile)
     if not apply:
         if as_json:
-            _print_json({"applied": False, **plan.model_dump(mode="json")})
+            print_json({"applied": False, **plan.model_dump(mode="json")})
             return
         console.print(plan_view(plan), highlight=False, soft_wrap=True)
         if cold:
@@ -87,7 +83,7 @@ def up_cluster(
     )
     state = asyncio.run(bring_up(plan, runners_for(plan), answer_one_completion, say, cold=cold))
     if as_json:
-        _print_json({"applied": True, **state.model_dump(mode="json")})
+        print_json({"applied": True, **state.model_dump(mode="json")})
         return
     console.print(
         f"[green]ready[/]: {plan.cluster} at {plan.api_url}/v1 (model {plan.model_name}); "
@@ -96,7 +92,7 @@ def up_cluster(
     )
 
 
-def _state_for(path: Path) -> Any:
+def state_for(path: Path) -> Any:
     from sparkrig.config import load_cluster
     from sparkrig.launch.state import load_state
 
@@ -109,10 +105,10 @@ def status_cluster(path: Path, *, as_json: bool) -> None:
     from sparkrig.client.first_completion import answer_one_completion
     from sparkrig.launch.lifecycle import launch_status
 
-    cluster, state = _state_for(path)
+    cluster, state = state_for(path)
     if state is None:
         if as_json:
-            _print_json({"cluster": cluster.name, "ready": False, "rows": []})
+            print_json({"cluster": cluster.name, "ready": False, "rows": []})
         else:
             console.print(
                 f"{cluster.name}: nothing recorded — start it with `sparkrig up {path} --apply`"
@@ -120,7 +116,7 @@ def status_cluster(path: Path, *, as_json: bool) -> None:
         raise typer.Exit(1)
     status = asyncio.run(launch_status(state, answer_one_completion))
     if as_json:
-        _print_json(status.model_dump(mode="json"))
+        print_json(status.model_dump(mode="json"))
     else:
         console.print(status_table(status), highlight=False)
     if not status.ready:
@@ -130,7 +126,7 @@ def status_cluster(path: Path, *, as_json: bool) -> None:
 def logs_cluster(path: Path, node: str | None, lines: int) -> None:
     from sparkrig.launch.lifecycle import read_log
 
-    cluster, state = _state_for(path)
+    cluster, state = state_for(path)
     if state is None:
         raise SparkrigError(
             f"{cluster.name}: nothing recorded — start it with `sparkrig up {path} --apply`"
@@ -150,7 +146,7 @@ def logs_cluster(path: Path, node: str | None, lines: int) -> None:
 def down_cluster(path: Path, *, apply: bool) -> None:
     from sparkrig.launch.lifecycle import bring_down
 
-    cluster, state = _state_for(path)
+    cluster, state = state_for(path)
     if state is None or not state.started:
         console.print(f"{cluster.name}: nothing recorded, nothing to stop")
         return

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from sparkrig.cli.common import POSITIVE, JsonFlag, _print_json, app, console, ranged
+from sparkrig.cli.common import POSITIVE, JsonFlag, app, console, print_json, ranged
 from sparkrig.errors import UsageError
 
 
@@ -45,7 +45,7 @@ def lint(
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     if as_json:
-        _print_json([finding.__dict__ for finding in findings])
+        print_json([finding.__dict__ for finding in findings])
     else:
         for finding in findings:
             style = "red" if finding.severity == "error" else "yellow"
@@ -93,7 +93,7 @@ def plan_capacity(
     capacity = capacity_of(chosen, steps_per_second)
     capacity.notes[:0] = notes
     if as_json:
-        _print_json(capacity.model_dump(mode="json"))
+        print_json(capacity.model_dump(mode="json"))
         return
     for field, value in capacity.model_dump().items():
         if field != "notes":

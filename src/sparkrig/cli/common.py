@@ -75,7 +75,7 @@ _IN_ANNOTATED: Any = object()
 
 def ranged(help: str, within: Range, *flags: str, default: Any = _IN_ANNOTATED) -> Any:
     """A typer option whose value is checked against `within` before the command runs; inside
-    `Annotated`, or with `default` as a parameter's default (`cli/model_options.setting`)."""
+    `Annotated`, or with `default` as a parameter's default (`setting` in cli/model_options.py)."""
 
     def check(value: float | None) -> float | None:
         if value is not None and (problem := within.problem(value)) is not None:
@@ -120,7 +120,8 @@ def refuse_to_replace(path: Path, *, force: bool, flag: str = "--out") -> None:
 ApplyFlag = Annotated[bool, typer.Option("--apply", help="act; without it, only print the plan")]
 
 
-def _print_json(data: Any) -> None:
+def print_json(data: Any) -> None:
+    """`--json` output: indented, and anything JSON lacks (a Path, a datetime) as its text."""
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
 
 
@@ -144,7 +145,7 @@ def _root(
 # --- engine -----------------------------------------------------------------------------------
 
 
-def _speculative(
+def speculative_options(
     spec_type: str | None, draft_model: Path | None, draft_max: int, synth_rates: str | None
 ) -> Any:
     from sparkrig.engines.llamacpp.server import SPEC_TYPES, SpeculativeOptions
@@ -174,7 +175,7 @@ def _speculative(
     )
 
 
-def _ladder(
+def parse_ladder(
     text: str, option: str = "--concurrency", most: int = defaults.BENCH_MAX_CONCURRENCY
 ) -> list[int]:
     try:

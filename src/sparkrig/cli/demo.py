@@ -13,7 +13,7 @@ from rich.console import Console
 
 from sparkrig.bench.point import BenchSettings
 from sparkrig.bench.run import run_bench
-from sparkrig.bench.smoke import SmokeReceipt, SmokeResult, run_smoke
+from sparkrig.bench.smoke import SmokeReceipt, SmokeResult, run_smoke, save_smoke_receipt
 from sparkrig.cli.embedded import embedded_engine
 from sparkrig.cli.receipt_files import write_report
 from sparkrig.cli.views.bench_table import bench_table, spec_table
@@ -26,6 +26,7 @@ from sparkrig.guards.baseline import default_baseline_path
 from sparkrig.guards.battery import run_battery
 from sparkrig.guards.context import CheckSettings
 from sparkrig.guards.receipt import CheckReceipt
+from sparkrig.launch.state import recorded_engine_build
 
 # short enough for a first look (about 20 s on 2 cores); `sparkrig bench --local` goes further
 DEMO_BENCH = BenchSettings(
@@ -44,8 +45,13 @@ async def run_demo(
     check_path = out_path.with_name(out_path.stem + ".check.json")
     async with embedded_engine(console, model=model, speculative=speculative) as record:
         console.print("running the smoke workload")
-        receipt = SmokeReceipt(base_url=record.base_url, model=record.alias)
-        receipt.engine = {"name": "llama.cpp", "binary": record.argv[0]}
+        receipt = SmokeReceipt(
+            base_url=record.base_url,
+            model=record.alias,
+            engine="llama.cpp",
+            engine_binary=record.argv[0],
+            engine_build=recorded_engine_build(record.base_url),
+        )
         await _smoke(receipt, out_path)
         console.print("running a short bench (decode by content type, concurrency 1 and 2)")
         bench = await run_bench(
@@ -57,6 +63,7 @@ async def run_demo(
         console.print("running the quick guard battery (sparkrig check --quick)")
         check = await _quick_check(console, record.base_url, record.alias, check_path)
         receipt.check_failed = [result.guard for result in check.failed]
+        receipt.close()
         _save_record(receipt, out_path)
     console.print(smoke_table(receipt))
     console.print(metrics_line(receipt.metrics_delta))
@@ -71,7 +78,7 @@ async def run_demo(
 
 
 def _save_record(receipt: SmokeReceipt, out_path: Path) -> None:
-    out_path.write_text(receipt.model_dump_json(indent=2))
+    save_smoke_receipt(receipt, out_path)
 
 
 async def _quick_check(console: Console, base_url: str, model: str, out_path: Path) -> CheckReceipt:
@@ -93,7 +100,7 @@ async def _smoke(receipt: SmokeReceipt, out_path: Path) -> None:
     out_path.parent.mkdir(parents=True, exist_ok=True)
 
     def save(_: SmokeResult | None = None) -> None:
-        out_path.write_text(receipt.model_dump_json(indent=2))
+        save_smoke_receipt(receipt, out_path)
 
     async with EndpointClient(receipt.base_url) as client:
         before = await try_scrape_metrics(client)

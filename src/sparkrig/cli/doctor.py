@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from sparkrig.cli.common import JsonFlag, _print_json, app, console
+from sparkrig.cli.common import JsonFlag, app, console, print_json
 
 if TYPE_CHECKING:
     from sparkrig.fabric.runner import CommandRunner
@@ -83,7 +83,7 @@ def doctor(
             update={"findings": [*report.findings, *live_findings(live, cluster)]}
         )
     if as_json:
-        _print_json(report.model_dump(mode="json"))
+        print_json(report.model_dump(mode="json"))
     else:
         if no_plan:
             console.print(f"no fabric plan, plan checks left out: {no_plan}", highlight=False)

@@ -9,9 +9,9 @@ from rich.table import Table
 
 from sparkrig.cli.common import (
     JsonFlag,
-    _print_json,
     app,
     console,
+    print_json,
 )
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ def engine_info(as_json: JsonFlag = False) -> None:
         info["version"] = server_version(found.server_binary)
         info["label"] = found.label
     if as_json:
-        _print_json(info)
+        print_json(info)
         return
     if not info["installed"]:
         console.print(

@@ -3,15 +3,14 @@ inside the commands so `sparkrig --help` stays fast."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
 
-from sparkrig.cli.common import COUNT, ranged
+from sparkrig.cli.common import COUNT, print_json, ranged
 from sparkrig.errors import UsageError
 
 fabric_app = typer.Typer(
@@ -43,10 +42,6 @@ NodeOption = Annotated[
 ]
 
 
-def _print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
-
-
 @fabric_app.command("plan")
 def plan_command(
     cluster_file: ClusterArg,
@@ -65,7 +60,7 @@ def plan_command(
     plan = plan_fabric(load_cluster(cluster_file), tp)
     written = write_plan_files(plan, out) if out is not None else []
     if as_json:
-        _print_json(plan.model_dump(mode="json"))
+        print_json(plan.model_dump(mode="json"))
         return
     console.print(plan_view(plan))
     if written:
@@ -162,7 +157,7 @@ def discover_command(
         text = cluster_file.read_text(encoding="utf-8")
         cluster_file.write_text(with_cables(text, cables), encoding="utf-8")
     if as_json:
-        _print_json([str(cable) for cable in cables])
+        print_json([str(cable) for cable in cables])
         return
     console.print(cables_toml(cables), highlight=False, markup=False, end="")
     if write:
@@ -196,7 +191,7 @@ def gids_command(
         for i in plan.node(node).interfaces
     ]
     if as_json:
-        _print_json([f.model_dump(mode="json") for f in found])
+        print_json([f.model_dump(mode="json") for f in found])
     else:
         table = Table(title=f"RoCE v2 GID index on {node}")
         for column in ("device", "address", "index", "problem"):

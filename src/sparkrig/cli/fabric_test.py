@@ -15,14 +15,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from sparkrig import defaults
-from sparkrig.cli.common import COUNT, PORT, POSITIVE, ranged
+from sparkrig.cli.common import COUNT, PORT, POSITIVE, print_json, ranged
 from sparkrig.cli.fabric import (
     ClusterArg,
     ExecutorOption,
     JsonFlag,
     NetnsOption,
     NetnsPrefixOption,
-    _print_json,
     console,
     fabric_app,
 )
@@ -115,7 +114,7 @@ def fabric_test_command(
         return
     receipt = _run(plan, specs, settings, node_python, executor, out)
     if as_json:
-        _print_json(receipt.model_dump(mode="json"))
+        print_json(receipt.model_dump(mode="json"))
     else:
         from sparkrig.cli.views.fabric_test_table import fabric_test_view
 
@@ -219,7 +218,8 @@ def _run(
             save_receipt(receipt, out_path)
             raise
     receipt = receipt_update(receipt, plan, {w.node: w.events for w in workers})
-    receipt = receipt.model_copy(update={"complete": True})
+    measured = any(point.seconds for point in receipt.points)
+    receipt = receipt.model_copy(update={"complete": True, "measured": measured})
     save_receipt(receipt, out_path)
     page = write_report(out_path, receipt)
     err_console.print(f"receipt written to {out_path}; report {page}", highlight=False)

@@ -33,7 +33,7 @@ gateway_app = typer.Typer(
 )
 
 
-# typer options are positional, and the command imports its stage lazily, as in cli.py
+# typer options are positional, and the command imports its stage lazily, as everywhere in cli/
 @gateway_app.command("inject")
 def gateway(
     upstream: Annotated[str, typer.Argument(help="base URL of the server to proxy")],

@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from sparkrig.cli.common import _print_json, console
+from sparkrig.cli.common import console, print_json
 from sparkrig.errors import SparkrigError
 
 
@@ -24,9 +24,7 @@ def scan_logs(state: Any, *, as_json: bool) -> None:
         )
     report = asyncio.run(read_forensics(state))
     if as_json:
-        _print_json(
-            report.model_dump(mode="json") | {"hits": [h.model_dump() for h in report.hits]}
-        )
+        print_json(report.model_dump(mode="json") | {"hits": [h.model_dump() for h in report.hits]})
     else:
         errors = [f"{r.key}: {r.read_error}" for r in report.ranks if r.read_error]
         notes = [k.note for k in report.kernels if not k.readable]
@@ -41,9 +39,9 @@ def scan_logs(state: Any, *, as_json: bool) -> None:
 
 
 def scan_cluster_logs(path: Path, *, as_json: bool) -> None:
-    from sparkrig.cli.cluster import _state_for
+    from sparkrig.cli.cluster import state_for
 
-    cluster, state = _state_for(path)
+    cluster, state = state_for(path)
     if state is None:
         raise SparkrigError(
             f"{cluster.name}: nothing recorded — start it with `sparkrig up {path} --apply`"

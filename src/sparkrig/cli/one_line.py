@@ -18,9 +18,9 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
-from typer._click import exceptions as click_exceptions
 from typer.core import TyperGroup
 
+from sparkrig.cli import click_exceptions
 from sparkrig.errors import SparkrigError, one_line, validation_problem
 
 _USAGE_EXIT = 2

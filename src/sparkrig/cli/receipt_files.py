@@ -5,28 +5,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from sparkrig.bench.receipt import BenchReceipt, load_receipt
-from sparkrig.bench.soak_receipt import SoakReceipt, load_soak_receipt
+from sparkrig.bench.receipt import BenchReceipt
+from sparkrig.bench.soak_receipt import SoakReceipt
 from sparkrig.doctor.telemetry_record import telemetry_beside
-from sparkrig.fabric.collectives.results import FabricTestReceipt
-from sparkrig.fabric.collectives.results import load_receipt as load_fabric_test_receipt
-from sparkrig.guards.receipt import CheckReceipt, load_check_receipt
 from sparkrig.json_files import read_json_file
+from sparkrig.receipts import load_receipt_file
 from sparkrig.report.html_report import Receipt, render_report
+from sparkrig.report.receipt_kinds import RECEIPTS, model_for_kind
 
 
-def load_any_receipt(path: Path) -> BenchReceipt | CheckReceipt | FabricTestReceipt | SoakReceipt:
-    """A check, fabric-test or soak receipt when the file's `kind` says so; otherwise it is read
-    as a bench receipt, whose loader names what is wrong with anything else."""
+def load_any_receipt(path: Path) -> Receipt:
+    """The receipt of whichever kind the file's `kind` names (or its fields show, for a kind
+    written before it had one); anything else is read as a bench receipt, whose loader names
+    what is wrong with it."""
     raw = read_json_file(
         path, what="receipt", fix="pass a receipt written by `sparkrig bench` or `sparkrig check`"
     )
-    kind = raw.get("kind") if isinstance(raw, dict) else None
-    if kind == "sparkrig-fabric-test":
-        return load_fabric_test_receipt(path)
-    if kind == "sparkrig-soak":
-        return load_soak_receipt(path)
-    return load_check_receipt(path) if kind == "sparkrig-check" else load_receipt(path)
+    return RECEIPTS.validate_python(load_receipt_file(path, model_for_kind(raw) or BenchReceipt))
 
 
 def write_report(

@@ -17,11 +17,11 @@ from sparkrig.cli.common import (
     POSITIVE,
     ApplyFlag,
     JsonFlag,
-    _print_json,
-    _speculative,
     app,
     console,
+    print_json,
     ranged,
+    speculative_options,
 )
 from sparkrig.cli.model_options import setting
 from sparkrig.engines.llamacpp.server import LlamaServerSpec, SpeculativeOptions
@@ -99,7 +99,7 @@ def up(
         raise UsageError(
             "say what to start — a cluster file (`sparkrig up cluster.toml`) or --local"
         )
-    speculative = _speculative(spec_type, draft_model, spec_draft_max, spec_synth_rates)
+    speculative = speculative_options(spec_type, draft_model, spec_draft_max, spec_synth_rates)
     model_path = resolve_model(model)
     engine = require_installed()
     server = embedded_server(
@@ -121,7 +121,7 @@ def up(
     process = plan.processes[0]
     if not apply:
         if as_json:
-            _print_json(
+            print_json(
                 {
                     "applied": False,
                     "name": plan.cluster,
@@ -142,9 +142,7 @@ def up(
         return
     record = asyncio.run(start_local(plan, answer_one_completion))
     if as_json:
-        _print_json(
-            {"applied": True, **record.model_dump(mode="json"), "base_url": record.base_url}
-        )
+        print_json({"applied": True, **record.model_dump(mode="json"), "base_url": record.base_url})
         return
     console.print(
         f"[green]ready[/]: {record.name} pid {record.pid} at {record.base_url}/v1 "
@@ -175,7 +173,7 @@ def status(cluster_file: ClusterFileArg = None, as_json: JsonFlag = False) -> No
 
     rows = asyncio.run(statuses())
     if as_json:
-        _print_json([row.model_dump(mode="json") for row in rows])
+        print_json([row.model_dump(mode="json") for row in rows])
         return
     if not rows:
         console.print("no instances recorded — start one with `sparkrig up --local --apply`")

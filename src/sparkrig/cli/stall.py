@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from sparkrig import defaults
-from sparkrig.cli.common import POSITIVE, JsonFlag, _print_json, app, console, ranged
+from sparkrig.cli.common import POSITIVE, JsonFlag, app, console, print_json, ranged
 from sparkrig.errors import EndpointError
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ def stall(
     if verdict.state == "unknown":
         raise EndpointError(f"{url}: {verdict.message} — point it at a vLLM or llama.cpp server")
     if as_json:
-        _print_json(verdict.model_dump())
+        print_json(verdict.model_dump())
     else:
         style = {"stalled": "red", "moving": "green"}.get(verdict.state, "")
         console.print(

@@ -11,7 +11,7 @@ import ipaddress
 import re
 from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from sparkrig import defaults
 from sparkrig.config.serving import (
@@ -22,6 +22,7 @@ from sparkrig.config.serving import (
     RecipeInfo,
     ServingProfile,
 )
+from sparkrig.frozen_model import FrozenModel
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]*$"
 _CABLE_SPLIT = re.compile(r"\s*(?:<->|↔)\s*")
@@ -31,18 +32,14 @@ Name = Annotated[str, Field(pattern=NAME_PATTERN, max_length=63)]
 Netdev = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=15)]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class PortFunction(_Strict):
+class PortFunction(FrozenModel):
     """One PCIe function behind a QSFP port: the netdev that carries IP and its RDMA device."""
 
     netdev: Netdev = Field(description="Linux network interface of this function")
     rdma: Name = Field(description="RDMA device of this function (for NCCL_IB_HCA)")
 
 
-class Port(_Strict):
+class Port(FrozenModel):
     """A QSFP cage. On a DGX Spark each cage is two PCIe functions on two roots."""
 
     name: Name = Field(description="port name used in cables, e.g. p0")
@@ -63,7 +60,7 @@ def dgx_spark_ports() -> list[Port]:
     ]
 
 
-class Node(_Strict):
+class Node(FrozenModel):
     """One box. Without `ports` it gets a DGX Spark's two cages (p0, p1)."""
 
     name: Name = Field(description="node name used in cables and in the plan")
@@ -105,7 +102,7 @@ class Node(_Strict):
         return next((p for p in self.ports if p.name == name), None)
 
 
-class PortRef(_Strict):
+class PortRef(FrozenModel):
     node: str
     port: str
 
@@ -113,7 +110,7 @@ class PortRef(_Strict):
         return f"{self.node}.{self.port}"
 
 
-class Cable(_Strict):
+class Cable(FrozenModel):
     """A direct cable between two ports, written `nodeA.port <-> nodeB.port` in the file."""
 
     a: PortRef
@@ -141,13 +138,13 @@ class Cable(_Strict):
         return cls(a=refs[0], b=refs[1])
 
 
-class Switch(_Strict):
+class Switch(FrozenModel):
     """A switch in the data path. Cables to it name it like a node: `sw.port1`."""
 
     name: Name = Field(description="switch name used in cables")
 
 
-class FabricSettings(_Strict):
+class FabricSettings(FrozenModel):
     subnet_pool: ipaddress.IPv4Network = Field(
         default=ipaddress.IPv4Network(defaults.FABRIC_SUBNET_POOL),
         description="pool the per-cable /24 subnets are drawn from, two per cable",
@@ -195,7 +192,7 @@ class FabricSettings(_Strict):
         return pool
 
 
-class Cluster(_Strict):
+class Cluster(FrozenModel):
     """A cluster file: `name`, `cables`, `[[nodes]]`, optional `[switch]` and `[fabric]`; for
     serving, `[engine]`, `[model]`, `[profile]` (and named `[profiles.NAME]`), `[env]` and a
     default `[executor]`. Any unknown key is an error, so a typo never passes silently.

@@ -11,20 +11,17 @@ from __future__ import annotations
 import json
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from sparkrig import defaults
+from sparkrig.frozen_model import FrozenModel
 
 EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 EngineKind = Literal["vllm", "llamacpp"]
 ENGINE_KINDS: tuple[str, ...] = ("vllm", "llamacpp")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ExecutorSettings(_Strict):
+class ExecutorSettings(FrozenModel):
     """How sparkrig runs commands on a node."""
 
     kind: Literal["local", "ssh", "netns"] = Field(
@@ -49,7 +46,7 @@ class ExecutorSettings(_Strict):
     )
 
 
-class EngineSettings(_Strict):
+class EngineSettings(FrozenModel):
     """`[engine]`: which engine runs and where its processes listen."""
 
     kind: EngineKind = Field(description="vllm or llamacpp")
@@ -126,7 +123,7 @@ class EngineSettings(_Strict):
     )
 
 
-class ModelSettings(_Strict):
+class ModelSettings(FrozenModel):
     """`[model]`: what is served."""
 
     path: str = Field(description="model path on every node, or a Hugging Face id")
@@ -144,7 +141,7 @@ class ModelSettings(_Strict):
         return self.served_name or self.path.rstrip("/").rsplit("/", 1)[-1]
 
 
-class SpeculativeSettings(_Strict):
+class SpeculativeSettings(FrozenModel):
     """vLLM `--speculative-config`."""
 
     method: str = Field(description="e.g. dspark, mtp, eagle")
@@ -177,7 +174,7 @@ class SpeculativeSettings(_Strict):
         return json.dumps(body, separators=(",", ":"))
 
 
-class ServingProfile(_Strict):
+class ServingProfile(FrozenModel):
     """`[profile]` (or one of `[profiles.NAME]`): the engine's serving knobs."""
 
     tensor_parallel_size: int | None = Field(default=None, ge=1, description="default: every node")
@@ -232,7 +229,7 @@ class ServingProfile(_Strict):
         return None
 
 
-class RecipeInfo(_Strict):
+class RecipeInfo(FrozenModel):
     """`[recipe]`: a catalog entry's name and where each value comes from."""
 
     title: str

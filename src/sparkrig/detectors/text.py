@@ -2,8 +2,8 @@
 
 A detector never changes the text: markup leaks are flagged, not stripped, because stripping hides
 the fault. Every threshold is a constant below, with where its value comes from: a note of
-docs/field-notes.md (cited as "field notes: <anchor>"), the research notes
-(`research/quality-guards.md`), or a choice of this project, said as such.
+docs/field-notes.md (cited as "field notes: <anchor>"), the research notes on quality guards
+(not in this repository), or a choice of this project, said as such.
 """
 
 from __future__ import annotations

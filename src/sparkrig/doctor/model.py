@@ -5,17 +5,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from sparkrig.frozen_model import FrozenModel
 
 Severity = Literal["error", "warning", "info"]
 SEVERITY_ORDER: dict[str, int] = {"error": 0, "warning": 1, "info": 2}
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class ToolOutput(_Frozen):
+class ToolOutput(FrozenModel):
     """One command's raw result on one node, exactly as the tool printed it."""
 
     command: str = Field(description="the command as run, shell-quoted")
@@ -33,7 +31,7 @@ class ToolOutput(_Frozen):
     )
 
 
-class NodeCapture(_Frozen):
+class NodeCapture(FrozenModel):
     """Everything doctor read from one node, once."""
 
     node: str
@@ -51,7 +49,7 @@ class NodeCapture(_Frozen):
         return output.stdout
 
 
-class DoctorFinding(_Frozen):
+class DoctorFinding(FrozenModel):
     """One problem doctor saw on a node or across nodes: what, why, where documented, the fix."""
 
     check: str = Field(description="the check's registered name")
@@ -63,7 +61,7 @@ class DoctorFinding(_Frozen):
     fix: str = Field(description="the exact command or setting; doctor prints it, never runs it")
 
 
-class Skipped(_Frozen):
+class Skipped(FrozenModel):
     """A check that could not run on a node, and how to make it run."""
 
     node: str
@@ -71,7 +69,7 @@ class Skipped(_Frozen):
     reason: str = Field(description="`what happened — how to fix it`")
 
 
-class DoctorReport(_Frozen):
+class DoctorReport(FrozenModel):
     version: Literal[1] = 1
     cluster: str | None = Field(default=None, description="cluster name, None on one machine")
     nodes: list[str]

@@ -6,14 +6,12 @@ from __future__ import annotations
 import ipaddress
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from sparkrig.frozen_model import FrozenModel
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class RailEnd(_Frozen):
+class RailEnd(FrozenModel):
     node: str
     port: str
     netdev: str
@@ -21,7 +19,7 @@ class RailEnd(_Frozen):
     address: ipaddress.IPv4Interface
 
 
-class Rail(_Frozen):
+class Rail(FrozenModel):
     """One PCIe function's link on a cable: its own subnet, one address per end."""
 
     root: int = Field(description="0 for the port's first function (root A), 1 for the second")
@@ -29,13 +27,13 @@ class Rail(_Frozen):
     ends: list[RailEnd]
 
 
-class CablePlan(_Frozen):
+class CablePlan(FrozenModel):
     index: int = Field(description="position in the plan: ring order first, then file order")
     label: str = Field(description="the cable as the file writes it")
     rails: list[Rail]
 
 
-class InterfacePlan(_Frozen):
+class InterfacePlan(FrozenModel):
     netdev: str
     rdma: str
     address: ipaddress.IPv4Interface
@@ -45,7 +43,7 @@ class InterfacePlan(_Frozen):
     peer: str = Field(description="node at the other end")
 
 
-class Route(_Frozen):
+class Route(FrozenModel):
     """A host route to another node's control address, when no shared subnet reaches it."""
 
     node: str = Field(description="node the route is installed on")
@@ -61,13 +59,13 @@ class Route(_Frozen):
         return self.path[1:-1]
 
 
-class EnvVar(_Frozen):
+class EnvVar(FrozenModel):
     name: str
     value: str
     reason: str = Field(description="why, with the field report that shows it")
 
 
-class NodePlan(_Frozen):
+class NodePlan(FrozenModel):
     node: str
     rank: int
     prev: str | None = Field(description="previous rank's node in cable order")
@@ -81,7 +79,7 @@ class NodePlan(_Frozen):
     nccl_graph_xml: str | None = None
 
 
-class FabricPlan(_Frozen):
+class FabricPlan(FrozenModel):
     version: Literal[1] = 1
     cluster: str
     topology: str

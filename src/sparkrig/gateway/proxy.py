@@ -87,10 +87,10 @@ class Gateway:
                 return await self._pass_through(request, body)
             return await self._generation(request, api, parsed, body)
         except aiohttp.ClientConnectionError as exc:
-            return _bad_gateway(self.upstream_url, exc)
+            return bad_gateway(self.upstream_url, exc)
 
     async def _pass_through(self, request: web.Request, body: bytes) -> web.StreamResponse:
-        headers = _forwarded(request.headers)
+        headers = forwarded_headers(request.headers)
         # the body goes back as it came, so it is encoded only as the client itself accepts
         headers["Accept-Encoding"] = request.headers.get("Accept-Encoding", "identity")
         async with self.session.request(
@@ -101,7 +101,7 @@ class Gateway:
             return web.Response(
                 status=upstream.status,
                 body=await upstream.read(),
-                headers=_forwarded(upstream.headers),
+                headers=forwarded_headers(upstream.headers),
             )
 
     async def _generation(
@@ -113,7 +113,7 @@ class Gateway:
             if arrival.plan.drop:
                 return _dropped(request)
             data = json.dumps(arrival.upstream_body).encode() if arrival.changed else raw
-            headers = _forwarded(request.headers)
+            headers = forwarded_headers(request.headers)
             headers["Accept-Encoding"] = "identity"  # a reply the gateway may have to rewrite
             async with self.session.post(
                 self._url(request), data=data, headers=headers
@@ -122,7 +122,7 @@ class Gateway:
                     return web.Response(
                         status=upstream.status,
                         body=await upstream.read(),
-                        headers=_forwarded(upstream.headers),
+                        headers=forwarded_headers(upstream.headers),
                     )
                 if is_event_stream(upstream.headers.get("Content-Type")):
                     return await self._relay_stream(request, upstream, arrival.plan, tracked)
@@ -134,7 +134,7 @@ class Gateway:
         self, upstream: aiohttp.ClientResponse, plan: ReplyPlan, tracked: TrackedRequest
     ) -> web.Response:
         raw = await upstream.read()
-        headers = _forwarded(upstream.headers)
+        headers = forwarded_headers(upstream.headers)
         parsed = json_object(raw)
         if parsed is None or (plan.is_identity and not self._tracks_content):
             return web.Response(status=upstream.status, body=raw, headers=headers)
@@ -151,7 +151,9 @@ class Gateway:
     ) -> web.StreamResponse:
         if plan.is_identity and not self._tracks_content:
             return await _relay_raw(request, upstream, on_done=lambda: self.ledger.depart(tracked))
-        response = web.StreamResponse(status=upstream.status, headers=_forwarded(upstream.headers))
+        response = web.StreamResponse(
+            status=upstream.status, headers=forwarded_headers(upstream.headers)
+        )
         await response.prepare(request)
         try:
             await _relay_events(
@@ -181,7 +183,9 @@ async def _relay_raw(
 ) -> web.StreamResponse:
     """A stream relayed block by block as it arrives, untouched; `on_done` runs before the block
     that ends it ([DONE]) is sent."""
-    response = web.StreamResponse(status=upstream.status, headers=_forwarded(upstream.headers))
+    response = web.StreamResponse(
+        status=upstream.status, headers=forwarded_headers(upstream.headers)
+    )
     await response.prepare(request)
     try:
         async for block in upstream.content.iter_any():
@@ -250,7 +254,7 @@ async def _relay_event(
     return False
 
 
-def _forwarded(headers: Any) -> dict[str, str]:
+def forwarded_headers(headers: Any) -> dict[str, str]:
     return {key: value for key, value in headers.items() if key.lower() not in _NOT_FORWARDED}
 
 
@@ -262,7 +266,7 @@ def _dropped(request: web.Request) -> web.Response:
     return web.Response(status=503)
 
 
-def _bad_gateway(upstream_url: str, exc: Exception) -> web.Response:
+def bad_gateway(upstream_url: str, exc: Exception) -> web.Response:
     message = (
         f"the gateway cannot reach its upstream {upstream_url} ({exc.__class__.__name__}) — "
         "check the server behind the gateway is running"
@@ -270,7 +274,7 @@ def _bad_gateway(upstream_url: str, exc: Exception) -> web.Response:
     return web.json_response({"error": {"code": 502, "message": message}}, status=502)
 
 
-def _listen(host: str, port: int) -> socket.socket:
+def listen_socket(host: str, port: int) -> socket.socket:
     listener = socket.socket()
     try:
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -305,7 +309,7 @@ async def running_gateway(
     )
     await runner.setup()
     try:
-        listener = _listen(host, port)
+        listener = listen_socket(host, port)
         await web.SockSite(runner, listener).start()
         yield f"http://{host}:{listener.getsockname()[1]}"
     finally:

@@ -14,7 +14,6 @@ import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing, asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -25,13 +24,20 @@ from sparkrig.gateway.config import GatewayConfig
 from sparkrig.gateway.jsonl import JsonlLog
 from sparkrig.gateway.live_guards import empty_content_cause, reply_findings
 from sparkrig.gateway.pacing import stretched_blocks, wait_until_stretched
-from sparkrig.gateway.proxy import Gateway, _bad_gateway, _forwarded, _listen, relay_reader
+from sparkrig.gateway.proxy import (
+    Gateway,
+    bad_gateway,
+    forwarded_headers,
+    listen_socket,
+    relay_reader,
+)
 from sparkrig.gateway.reasoning_fields import UPSTREAM_KEYS, ReasoningKeys
 from sparkrig.gateway.request_faults import Api, without_stop
 from sparkrig.gateway.serve_config import ServeConfig
 from sparkrig.gateway.serve_metrics import CONTENT_TYPE, ServeMetrics
 from sparkrig.gateway.shaping import ReplyShaper, ShapePlan
 from sparkrig.gateway.stops import stop_strings
+from sparkrig.gateway.trace import Trace
 from sparkrig.gateway.workload import workload_record
 from sparkrig.wire.openai import json_object, text_holder
 from sparkrig.wire.sse import DONE, ReceivedEvent, is_event_stream, sse_data, sse_events
@@ -43,26 +49,6 @@ _KEY_CHOICES: dict[str, ReasoningKeys] = {
     "reasoning_content": "reasoning_content",
     "reasoning": "reasoning",
 }
-
-
-@dataclass
-class Trace:
-    """One request's timing and outcome as the gateway saw it."""
-
-    request_id: str
-    api: Api
-    body: dict[str, Any]
-    wall: float
-    start_ns: int
-    status: int = 200
-    error: str | None = None
-    first_output_ns: int | None = None
-    last_output_ns: int | None = None
-
-    def output_sent(self) -> None:
-        now = time.perf_counter_ns()
-        self.first_output_ns = self.first_output_ns or now
-        self.last_output_ns = now
 
 
 def error_event(message: str, kind: str) -> bytes:
@@ -137,14 +123,14 @@ class ServingGateway(Gateway):
         plan = self._plan(request, api, parsed)
         shaper = ReplyShaper(plan)
         data = json.dumps(without_stop(parsed)).encode() if plan.stops else raw
-        headers = _forwarded(request.headers)
+        headers = forwarded_headers(request.headers)
         headers["Accept-Encoding"] = "identity"
         tracked = self.ledger.arrive(0, 1)
         self.metrics.in_flight.inc()
         try:
             async with await self._post_upstream(self._url(request), data, headers) as up:
                 trace.status = up.status
-                reply_headers = {**_forwarded(up.headers), REQUEST_ID: trace.request_id}
+                reply_headers = {**forwarded_headers(up.headers), REQUEST_ID: trace.request_id}
                 if up.status >= 400:  # the upstream's refusal goes back as it is
                     body = await up.read()
                     trace.error = f"upstream answered {up.status}: {body[:200]!r}"
@@ -156,7 +142,7 @@ class ServingGateway(Gateway):
             # unreachable, or gone while its whole (non-streamed) reply was being read
             trace.status, trace.error = 502, f"upstream unreachable ({exc.__class__.__name__})"
             self.metrics.upstream_errors.labels(kind="unreachable").inc()
-            response = _bad_gateway(self.upstream_url, exc)
+            response = bad_gateway(self.upstream_url, exc)
             response.headers[REQUEST_ID] = trace.request_id
             return response
         finally:
@@ -344,7 +330,7 @@ async def running_serving_gateway(
     await runner.setup()
     site: web.SockSite | None = None
     try:
-        listener = _listen(serve.host, serve.port)
+        listener = listen_socket(serve.host, serve.port)
         site = web.SockSite(runner, listener)
         await site.start()
         yield f"http://{serve.host}:{listener.getsockname()[1]}", gateway

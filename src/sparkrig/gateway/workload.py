@@ -4,15 +4,13 @@ timings; the prompt text is kept only when asked; the Authorization header is ne
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sparkrig.gateway.live_guards import completion_tokens
 from sparkrig.gateway.request_faults import prompt_chars
 from sparkrig.gateway.shaping import ReplyText
+from sparkrig.gateway.trace import Trace
 from sparkrig.wire.workload_log import WorkloadRecord, safe_params
-
-if TYPE_CHECKING:
-    from sparkrig.gateway.serve import Trace
 
 
 def _int(value: Any) -> int | None:

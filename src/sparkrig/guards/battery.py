@@ -149,6 +149,7 @@ async def run_battery(
             baseline.engine = receipt.engine
             save_baseline(baseline, path)
         receipt.complete = True
+        receipt.measured = any(result.verdict != "SKIP" for result in receipt.results)
         save_check_receipt(receipt, out_path)
     return receipt
 

@@ -4,9 +4,9 @@ Alone and sequential, with the prompt already in the prefix cache, is the refere
 (cold) run, concurrent, staggered, beside a long prompt (each of these three on both reply
 paths, streamed and whole), and again after the churn must give the same text. At a difference,
 the logprobs tell a near-tie flip (the top two swapped where they were close: the arithmetic of
-another batch shape or cache state) from a defect (research notes, quality-guards.md §2). On a
-GPU engine cold and cached runs differ by such flips (the cached prompt's last tokens go through
-other kernels), so the reference is the cached one.
+another batch shape or cache state) from a defect (the research notes on quality guards, §2;
+they are not in this repository). On a GPU engine cold and cached runs differ by such flips (the
+cached prompt's last tokens go through other kernels), so the reference is the cached one.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ from html import escape
 
 from sparkrig.guards.receipt import CheckReceipt
 from sparkrig.report.html_identity import identity_block
+from sparkrig.report.receipt_kinds import section_for
 
 _VERDICT_CLASS = {"PASS": "pass", "FAIL": "bad", "SKIP": "warn"}
 CHECK_CSS = """
@@ -14,17 +15,11 @@ td.evidence { max-width: 720px; overflow-wrap: anywhere; }
 """
 
 
+@section_for(CheckReceipt)
 def check_section(receipt: CheckReceipt, label: str) -> str:
     verdicts = [result.verdict for result in receipt.results]
     identity = identity_block(
-        model=receipt.model,
-        base_url=receipt.base_url,
-        engine=receipt.engine,
-        host=receipt.host,
-        engine_build=receipt.engine_build,
-        sparkrig_version=receipt.sparkrig_version,
-        created_at=receipt.created_at,
-        complete=receipt.complete,
+        receipt,
         extra={
             "verdicts": f"{verdicts.count('PASS')} pass, {verdicts.count('FAIL')} fail, "
             f"{verdicts.count('SKIP')} skip",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from html import escape
 
 from sparkrig.fabric.collectives.results import FabricTestReceipt, ladder_rows, size_label
+from sparkrig.report.receipt_kinds import section_for
 
 _DASH = "—"
 
@@ -42,14 +43,15 @@ def _identity(receipt: FabricTestReceipt) -> str:
         "executor": receipt.executor,
         "backend": f"{receipt.backend}, torch {receipt.torch_version or _DASH}",
         "iterations": str(receipt.iterations),
-        "host": receipt.host,
-        "sparkrig": receipt.sparkrig_version,
+        "host": receipt.host or "not recorded",
+        "sparkrig": receipt.sparkrig_version or "not recorded",
         "created": receipt.created_at.strftime("%Y-%m-%d %H:%M:%S %Z"),
     }
     items = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in rows.items())
     return f'<dl class="meta">{items}<dt>status</dt><dd>{status}</dd></dl>'
 
 
+@section_for(FabricTestReceipt)
 def fabric_test_section(receipt: FabricTestReceipt, label: str) -> str:
     problems = "".join(f"<li>{escape(p)}</li>" for p in receipt.problems)
     checks = [

@@ -1,37 +1,30 @@
-"""The identity block both receipt kinds open their HTML section with: where, what, when, and
-whether the run finished."""
+"""The identity block a receipt's HTML section opens with, read from the header every receipt
+shares (src/sparkrig/receipts.py): where, what, when, and whether the run finished."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from html import escape
 
+from sparkrig.receipts import ReceiptHeader
 
-def identity_block(
-    *,
-    model: str,
-    base_url: str,
-    engine: str | None,
-    engine_build: str | None,
-    host: str,
-    sparkrig_version: str,
-    created_at: datetime,
-    complete: bool,
-    extra: dict[str, str],
-) -> str:
+_NOT_RECORDED = "not recorded (written by an older sparkrig)"
+
+
+def identity_block(receipt: ReceiptHeader, *, extra: dict[str, str]) -> str:
     status = (
         '<span class="status complete">complete</span>'
-        if complete
+        if receipt.complete
         else '<span class="status interrupted">interrupted or still running: incomplete</span>'
     )
     rows = {
-        "model": model,
-        "URL": base_url,
-        "engine": engine or "not recognised",
-        "engine build": engine_build or "not known (the server was not started by sparkrig)",
-        "host": host,
-        "sparkrig": sparkrig_version,
-        "created": created_at.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "model": receipt.model or "",
+        "URL": receipt.base_url or "",
+        "engine": receipt.engine or "not recognised",
+        "engine build": receipt.engine_build
+        or "not known (the server was not started by sparkrig)",
+        "host": receipt.host or _NOT_RECORDED,
+        "sparkrig": receipt.sparkrig_version or _NOT_RECORDED,
+        "created": receipt.created_at.strftime("%Y-%m-%d %H:%M:%S %Z"),
         **extra,
     }
     items = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in rows.items())

@@ -20,16 +20,13 @@ from sparkrig.bench.point import (
     invalid_reasons,
 )
 from sparkrig.bench.receipt import BenchReceipt
-from sparkrig.bench.soak_receipt import SoakReceipt
 from sparkrig.bench.statistics import precision_checkpoints
 from sparkrig.bench.suites import per_stream_mean
 from sparkrig.doctor.telemetry_model import TelemetryRecord
-from sparkrig.fabric.collectives.results import FabricTestReceipt
-from sparkrig.guards.receipt import CheckReceipt
-from sparkrig.report.check_html import CHECK_CSS, check_section
-from sparkrig.report.fabric_test_html import fabric_test_section
+from sparkrig.report import fabric_test_html, smoke_html, soak_html
+from sparkrig.report.check_html import CHECK_CSS
 from sparkrig.report.html_identity import identity_block
-from sparkrig.report.soak_html import soak_section
+from sparkrig.report.receipt_kinds import SECTIONS, Receipt, section_for
 from sparkrig.report.svg_charts import (
     Bar,
     Cell,
@@ -90,11 +87,9 @@ figcaption { color: #666; font-size: 12px; max-width: 640px; }
 """
 
 
-Receipt = BenchReceipt | CheckReceipt | FabricTestReceipt | SoakReceipt
-
-
-def _subject(receipt: Receipt) -> str:
-    return receipt.cluster if isinstance(receipt, FabricTestReceipt) else receipt.model
+# each module registers its kind's section when imported (bench's is `_section` below)
+_SECTION_MODULES = (fabric_test_html, smoke_html, soak_html)
+__all__ = ["Receipt", "render_report"]
 
 
 def render_report(
@@ -108,13 +103,7 @@ def render_report(
         list(names) if names is not None else [f"receipt {i + 1}" for i in range(len(receipts))]
     )
     sections = [
-        check_section(receipt, label)
-        if isinstance(receipt, CheckReceipt)
-        else fabric_test_section(receipt, label)
-        if isinstance(receipt, FabricTestReceipt)
-        else soak_section(receipt, label)
-        if isinstance(receipt, SoakReceipt)
-        else _section(receipt, label)
+        SECTIONS.get(receipt.kind)(receipt, label)
         for receipt, label in zip(receipts, labels, strict=True)
     ]
     for index, sampled in enumerate(telemetry or []):
@@ -122,7 +111,7 @@ def render_report(
             sections[index] = sections[index].removesuffix("</section>") + (
                 telemetry_section(sampled) + "\n</section>"
             )
-    models = ", ".join(dict.fromkeys(_subject(receipt) for receipt in receipts))
+    models = ", ".join(dict.fromkeys(receipt.subject for receipt in receipts))
     return "\n".join(
         [
             "<!DOCTYPE html>",
@@ -137,6 +126,7 @@ def render_report(
     )
 
 
+@section_for(BenchReceipt)
 def _section(receipt: BenchReceipt, label: str) -> str:
     return "\n".join(
         [
@@ -156,14 +146,7 @@ def _section(receipt: BenchReceipt, label: str) -> str:
 def _header(receipt: BenchReceipt) -> str:
     settings = receipt.settings
     return identity_block(
-        model=receipt.model,
-        base_url=receipt.base_url,
-        engine=receipt.engine,
-        host=receipt.host,
-        engine_build=receipt.engine_build,
-        sparkrig_version=receipt.sparkrig_version,
-        created_at=receipt.created_at,
-        complete=receipt.complete,
+        receipt,
         extra={
             "suites": ", ".join(receipt.suites),
             "settings": (

@@ -6,6 +6,7 @@ from __future__ import annotations
 from html import escape
 
 from sparkrig.bench.soak_receipt import SoakReceipt, SoakWindow
+from sparkrig.report.receipt_kinds import section_for
 from sparkrig.report.svg_charts import Cell, Series, grouped_bar_chart
 
 _NO_DATA = "no data"
@@ -101,6 +102,7 @@ def _charts(receipt: SoakReceipt) -> str:
     )
 
 
+@section_for(SoakReceipt)
 def soak_section(receipt: SoakReceipt, label: str) -> str:
     lost_note = ""
     if receipt.upstream_lost_at_s is not None:
@@ -114,10 +116,10 @@ def soak_section(receipt: SoakReceipt, label: str) -> str:
         for p in receipt.problems
     )
     meta = {
-        "url": receipt.url,
+        "url": receipt.base_url,
         "model": receipt.model,
         "traffic": receipt.traffic,
-        "started": receipt.started_at,
+        "started": receipt.created_at.isoformat(timespec="seconds"),
         "status": receipt.status,
         "concurrency": str(receipt.concurrency),
         "duration": f"{receipt.duration_s:g} s asked, windows of {receipt.window_s:g} s",

@@ -4,22 +4,18 @@ definitions, per cable direction bytes, and the receipt. Pure; no torch."""
 from __future__ import annotations
 
 import re
-import socket
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal, NamedTuple
+from typing import ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
-from sparkrig import __version__, defaults
+from sparkrig import defaults
 from sparkrig.errors import UsageError
 from sparkrig.fabric.collectives.specs import COLLECTIVES, spec_of
-from sparkrig.json_files import read_receipt, write_atomically
 from sparkrig.outside_numbers import int_or_none
+from sparkrig.receipts import ReceiptHeader, load_receipt_file, save_receipt_file
 
 IMPLEMENTATIONS = ("builtin", "sparkrig")
-RECEIPT_KIND = "sparkrig-fabric-test"
-RECEIPT_SCHEMA_VERSION = 1
 _UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
 _SIZE = re.compile(r"^\s*(-?\d+)\s*([KMG]?)(?:i?B)?\s*$", re.IGNORECASE)
 
@@ -122,12 +118,13 @@ class CableLoad(BaseModel):
     rx_bytes_at_dst: int | None = Field(description="what the neighbour's counters received")
 
 
-class FabricTestReceipt(BaseModel):
+class FabricTestReceipt(ReceiptHeader):
+    """A fabric test measures the cables, not an endpoint: base URL and model stay None."""
+
+    WRITTEN_BY: ClassVar[str] = "sparkrig fabric test"
+
     kind: Literal["sparkrig-fabric-test"] = "sparkrig-fabric-test"
     schema_version: Literal[1] = 1
-    sparkrig_version: str = __version__
-    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
-    host: str = Field(default_factory=socket.gethostname, description="where sparkrig ran")
     cluster: str
     topology: str
     rank_order: list[str]
@@ -139,21 +136,18 @@ class FabricTestReceipt(BaseModel):
     points: list[Point] = Field(default_factory=list)
     cable_loads: list[CableLoad] = Field(default_factory=list)
     problems: list[str] = Field(default_factory=list)
-    complete: bool = Field(default=False, description="False while running or if interrupted")
+
+    @property
+    def subject(self) -> str:
+        return self.cluster
 
 
 def save_receipt(receipt: FabricTestReceipt, path: Path) -> None:
-    write_atomically(receipt, path)
+    save_receipt_file(receipt, path)
 
 
 def load_receipt(path: Path) -> FabricTestReceipt:
-    return read_receipt(
-        path,
-        FabricTestReceipt,
-        kind=RECEIPT_KIND,
-        schema_version=RECEIPT_SCHEMA_VERSION,
-        written_by="sparkrig fabric test",
-    )
+    return load_receipt_file(path, FabricTestReceipt)
 
 
 def ratio(points: list[Point], collective: str, size_bytes: int) -> float | None:
