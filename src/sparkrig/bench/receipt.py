@@ -8,6 +8,7 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from sparkrig.bench.point import BenchSettings, PointResult
+from sparkrig.launch.state import BootRecord
 from sparkrig.receipts import ReceiptHeader, load_receipt_file, save_receipt_file
 
 _CLOSING_WARNINGS = ("nothing was measured", "malformed replies: ")
@@ -22,6 +23,11 @@ class BenchReceipt(ReceiptHeader):
     model: str
     suites: list[str]
     settings: BenchSettings
+    startup: BootRecord | None = Field(
+        default=None,
+        description="how the measured server booted (phases per rank, the slowest, the KV "
+        "pool), when sparkrig started it; None for a server started elsewhere",
+    )
     pairing: str | None = Field(
         default=None,
         description="shared by the two receipts of one `bench --paired-with` run, whose rounds "

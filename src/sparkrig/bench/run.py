@@ -18,7 +18,7 @@ from sparkrig.client.tokenize import server_tokenize
 from sparkrig.detectors.text import degeneration_findings
 from sparkrig.engines.metric_map import Quantity
 from sparkrig.errors import EndpointError, UsageError, excerpt
-from sparkrig.launch.state import recorded_engine_build
+from sparkrig.launch.state import recorded_boot, recorded_engine_build
 
 
 def check_suites(names: list[str]) -> list[str]:
@@ -118,6 +118,7 @@ async def open_side(
     )
     receipt.complete = False
     receipt.engine_build = receipt.engine_build or recorded_engine_build(client.base_url)
+    receipt.startup = receipt.startup or recorded_boot(client.base_url)
     receipt.suites += [name for name in suites if name not in receipt.suites]
     snapshot = await try_scrape_metrics(client)
     if snapshot is not None:

@@ -27,7 +27,7 @@ from sparkrig.guards.stop_in_reasoning import stop_in_reasoning_guard
 from sparkrig.guards.stream_parity import stream_parity_guard
 from sparkrig.guards.structured import structured_guard
 from sparkrig.guards.verdict import GuardResult
-from sparkrig.launch.state import recorded_engine_build
+from sparkrig.launch.state import recorded_boot, recorded_engine_build
 from sparkrig.registry import Registry
 
 
@@ -132,6 +132,7 @@ async def run_battery(
             guards=[entry.name for entry in chosen],
             recorded_baseline=record_baseline,
             engine_build=recorded_engine_build(client.base_url),
+            startup=recorded_boot(client.base_url),
         )
         save_check_receipt(receipt, out_path)
         context = GuardContext(client, model_id, settings, baseline, record_baseline)

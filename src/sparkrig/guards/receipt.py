@@ -9,6 +9,7 @@ from pydantic import Field
 
 from sparkrig.guards.context import CheckSettings
 from sparkrig.guards.verdict import GuardResult
+from sparkrig.launch.state import BootRecord
 from sparkrig.receipts import ReceiptHeader, load_receipt_file, save_receipt_file
 
 
@@ -24,6 +25,11 @@ class CheckReceipt(ReceiptHeader):
     baseline_path: str
     recorded_baseline: bool = False
     results: list[GuardResult] = Field(default_factory=list)
+    startup: BootRecord | None = Field(
+        default=None,
+        description="how the measured server booted (phases per rank, the slowest, the KV "
+        "pool), when sparkrig started it; None for a server started elsewhere",
+    )
 
     @property
     def failed(self) -> list[GuardResult]:

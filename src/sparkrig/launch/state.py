@@ -15,7 +15,7 @@ from sparkrig.engines.llamacpp.server import LlamaServerSpec
 from sparkrig.errors import StateError
 from sparkrig.fabric.runner import ExecutorSpec
 from sparkrig.json_files import read_model_file, write_atomically
-from sparkrig.launch.boot_phases import BootPhase
+from sparkrig.launch.boot_phases import BootPhase, slowest_phase
 from sparkrig.outside_numbers import int_or_none
 from sparkrig.paths import state_dir
 
@@ -135,6 +135,47 @@ def recorded_engine_build(base_url: str) -> str | None:
     for state in states:
         if state.api_url == wanted and all(is_running_here(r) for r in state.started):
             return state.engine_build
+    return None
+
+
+class BootRecord(BaseModel):
+    """How the server a receipt measured came up, when sparkrig started it: every rank's boot
+    phases, the slowest of them, and the KV pool of that boot (a per-boot figure)."""
+
+    cluster: str = Field(description="the launch: the cluster's name, or local-PORT")
+    boot_phases: dict[str, list[BootPhase]] = Field(default_factory=dict)
+    slowest: str | None = Field(
+        default=None, description="the slowest rank and phase, e.g. 'b/vllm weights loaded 342 s'"
+    )
+    kv_pool_tokens: int | None = None
+
+
+def recorded_boot(base_url: str) -> BootRecord | None:
+    """The boot of the launch serving `base_url`, from this machine's launch states (a local
+    server or a cluster started from here); None when sparkrig did not start it or recorded no
+    phase. A state that cannot be read gives None: a receipt does not fail for it."""
+    wanted = base_url.rstrip("/")
+    try:
+        clusters = state_dir() / "clusters"
+        states = [
+            *load_local_states(),
+            *(_read(path) for path in sorted(clusters.glob("*.json")) if clusters.is_dir()),
+        ]
+    except (StateError, OSError):
+        return None
+    for state in states:
+        if state.api_url != wanted or not (state.boot_phases or state.kv_pool_tokens):
+            continue
+        found = slowest_phase(state.boot_phases)
+        slowest = (
+            f"{found[0]} {found[1].name} {found[1].took_s:.1f} s" if found is not None else None
+        )
+        return BootRecord(
+            cluster=state.cluster,
+            boot_phases=state.boot_phases,
+            slowest=slowest,
+            kv_pool_tokens=state.kv_pool_tokens,
+        )
     return None
 
 
