@@ -5,14 +5,15 @@ from __future__ import annotations
 import asyncio
 import signal
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
-from sparkrig import defaults
-from sparkrig.cli.common import NON_NEGATIVE, PORT, Range, ranged
+from sparkrig.cli.common import PORT, ranged
+from sparkrig.cli.model_options import setting
 from sparkrig.errors import UsageError
+from sparkrig.gateway.serve_config import ServeConfig
 
 
 def server_kwargs_of(cluster: Path, profile: str | None) -> dict[str, bool | str]:
@@ -26,16 +27,25 @@ def server_kwargs_of(cluster: Path, profile: str | None) -> dict[str, bool | str
     return dict(chosen.default_chat_template_kwargs)
 
 
+def _flag(name: str, *flags: str, note: str | None = None) -> Any:
+    """A flag bound to ServeConfig's field `name` (help, bounds); its default is None, so a
+    --config file's value stands unless the flag is given, and the field's default says what
+    applies when neither is."""
+    default = ServeConfig.model_fields[name].get_default(call_default_factory=True)
+    shown = f"default {default}" if default not in (None, [], {}) else None
+    return setting(
+        ServeConfig, name, *flags, default=None, note="; ".join(filter(None, (note, shown)))
+    )
+
+
 def serve(
     upstream: Annotated[str, typer.Argument(help="base URL of the server to proxy")],
     config: Annotated[
         Path | None, typer.Option(help="TOML settings file (docs/gateway.md); flags win")
     ] = None,
-    host: Annotated[str | None, typer.Option(help="address to listen on [127.0.0.1]")] = None,
+    host: str | None = _flag("host", "--host"),
     port: Annotated[int | None, ranged("port to listen on (default: a free one)", PORT)] = None,
-    reasoning: Annotated[
-        str | None, typer.Option(help="which chat requests reason: auto, on or off [auto]")
-    ] = None,
+    reasoning: str | None = _flag("reasoning", "--reasoning"),
     cluster: Annotated[
         Path | None,
         typer.Option(
@@ -44,58 +54,28 @@ def serve(
         ),
     ] = None,
     profile: Annotated[
-        str | None, typer.Option(help="the cluster file's [profiles.NAME] (default: [profile])")
+        str | None,
+        typer.Option(help="the cluster file's profiles.NAME table (default: its profile table)"),
     ] = None,
-    reasoning_model: Annotated[
-        list[str] | None, typer.Option(help="a model name (glob) that always reasons; repeatable")
-    ] = None,
-    stops_on_content: Annotated[
-        bool | None,
-        typer.Option(
-            "--stops-on-content/--no-stops-on-content",
-            help="apply a reasoning request's stops here, to the content only [on]",
-        ),
-    ] = None,
-    normalise_reasoning: Annotated[
-        bool | None,
-        typer.Option(
-            "--normalise-reasoning/--no-normalise-reasoning",
-            help="give reasoning under --reasoning-keys whatever the upstream used [on]",
-        ),
-    ] = None,
-    reasoning_keys: Annotated[
-        str | None, typer.Option(help="both, reasoning_content or reasoning [both]")
-    ] = None,
-    template_opens_think: Annotated[
-        bool | None,
-        typer.Option(
-            "--template-opens-think/--no-template-opens-think",
-            help="the upstream's template opens <think> in the prompt [off]",
-        ),
-    ] = None,
-    live_guards: Annotated[
-        bool | None,
-        typer.Option("--live-guards/--no-live-guards", help="detectors on every reply [on]"),
-    ] = None,
-    guard_log: Annotated[Path | None, typer.Option(help="JSONL file of detector findings")] = None,
-    workload_log: Annotated[
-        Path | None, typer.Option(help="JSONL file, one line per request (soak --replay)")
-    ] = None,
-    record_prompts: Annotated[
-        bool | None,
-        typer.Option("--record-prompts/--no-record-prompts", help="keep prompt text [off]"),
-    ] = None,
-    stretch: Annotated[
-        float | None,
-        ranged(
-            "deliver replies this share slower than the upstream made them, e.g. 0.1 "
-            "(benchmarks) [0]",
-            Range(low=0, high=defaults.GATEWAY_MAX_STRETCH),
-        ),
-    ] = None,
-    drain_s: Annotated[
-        float | None, ranged("SIGTERM: seconds in-flight replies get to finish", NON_NEGATIVE)
-    ] = None,
+    reasoning_model: list[str] | None = _flag(
+        "reasoning_models", "--reasoning-model", note="repeatable"
+    ),
+    stops_on_content: bool | None = _flag(
+        "stops_on_content", "--stops-on-content/--no-stops-on-content"
+    ),
+    normalise_reasoning: bool | None = _flag(
+        "normalise_reasoning", "--normalise-reasoning/--no-normalise-reasoning"
+    ),
+    reasoning_keys: str | None = _flag("reasoning_keys", "--reasoning-keys"),
+    template_opens_think: bool | None = _flag(
+        "template_opens_think", "--template-opens-think/--no-template-opens-think"
+    ),
+    live_guards: bool | None = _flag("live_guards", "--live-guards/--no-live-guards"),
+    guard_log: Path | None = _flag("guard_log", "--guard-log"),
+    workload_log: Path | None = _flag("workload_log", "--workload-log", note="soak --replay"),
+    record_prompts: bool | None = _flag("record_prompts", "--record-prompts/--no-record-prompts"),
+    stretch: float | None = _flag("stretch", "--stretch"),
+    drain_s: float | None = _flag("drain_s", "--drain-s"),
 ) -> None:
     """Serve UPSTREAM: stops on content only, one reasoning field, live guards, workload log.
 
