@@ -1,5 +1,5 @@
 """Every doctor check; importing this package registers them (`sparkrig.doctor.registry`)."""
 
-from sparkrig.doctor.checks import cluster, gpu, host, network, rdma, storage
+from sparkrig.doctor.checks import cluster, engine_version, gpu, host, network, rdma, storage
 
-__all__ = ["cluster", "gpu", "host", "network", "rdma", "storage"]
+__all__ = ["cluster", "engine_version", "gpu", "host", "network", "rdma", "storage"]
