@@ -41,12 +41,18 @@ def _jsonable(value: Any) -> Any:
 
 def serve_parser() -> argparse.ArgumentParser:
     import importlib
+    import importlib.util
 
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
     # `vllm serve`'s make_arg_parser: entrypoints/openai/cli_args.py up to 0.26, moved to
-    # entrypoints/launchers/cli_args.py by 0.29
-    for where in ("vllm.entrypoints.launchers.cli_args", "vllm.entrypoints.openai.cli_args"):
+    # entrypoints/launchers/cli_args.py by 0.29 and to entrypoints/common/cli_args.py by 0.33
+    modules = (
+        "vllm.entrypoints.common.cli_args",
+        "vllm.entrypoints.launchers.cli_args",
+        "vllm.entrypoints.openai.cli_args",
+    )
+    for where in modules:
         if importlib.util.find_spec(where) is not None:
             make_arg_parser = importlib.import_module(where).make_arg_parser
             break

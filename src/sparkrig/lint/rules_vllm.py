@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sparkrig import defaults
 from sparkrig.config.cluster import Cluster
-from sparkrig.config.serving import ServingProfile
+from sparkrig.config.serving import EngineSettings, ServingProfile
 from sparkrig.engines.vllm.argv_check import describe, serve_argv_problems
 from sparkrig.engines.vllm.capture_sizes import (
     captured_sizes,
@@ -76,7 +76,7 @@ def vllm_argv_parses(cluster: Cluster, profile: ServingProfile, key: str) -> lis
             return f"{key}.extra_args"
         if field in type(profile).model_fields:
             return f"{key}.{field}"
-        return f"engine.{field}" if field in type(cluster.engine).model_fields else key
+        return f"engine.{field}" if field in EngineSettings.model_fields else key
 
     return [
         LintFinding(
