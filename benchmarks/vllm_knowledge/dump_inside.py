@@ -18,6 +18,7 @@ tensor parallel without sequence parallelism), which keeps only multiples of k+1
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import sys
 from types import SimpleNamespace
@@ -41,7 +42,6 @@ def _jsonable(value: Any) -> Any:
 
 def serve_parser() -> argparse.ArgumentParser:
     import importlib
-    import importlib.util
 
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
@@ -53,9 +53,12 @@ def serve_parser() -> argparse.ArgumentParser:
         "vllm.entrypoints.openai.cli_args",
     )
     for where in modules:
-        if importlib.util.find_spec(where) is not None:
+        try:
             make_arg_parser = importlib.import_module(where).make_arg_parser
             break
+        except ModuleNotFoundError as error:
+            if error.name is None or not where.startswith(error.name):
+                raise  # a dependency is missing, not this location: the caller installs it
     else:
         raise SystemExit("no make_arg_parser in this vLLM: add its module to serve_parser")
 
@@ -110,7 +113,10 @@ def capture(seqs: int, k: int, explicit: int | None) -> dict[str, Any]:
     try:
         VllmConfig._set_cudagraph_sizes(stand_in)  # type: ignore[arg-type]
         if k > 0:
-            compilation.adjust_cudagraph_sizes_for_spec_decode(k + 1, 1)
+            adjust = compilation.adjust_cudagraph_sizes_for_spec_decode
+            # (query_len, tensor_parallel_size) up to 0.30; (query_len) by 0.33
+            takes_tp = "tensor_parallel_size" in inspect.signature(adjust).parameters
+            adjust(k + 1, 1) if takes_tp else adjust(k + 1)
     except (ValueError, AssertionError) as error:
         row["error"] = str(error).splitlines()[0][:200]
         return row
@@ -129,6 +135,26 @@ def force_cpu_platform() -> None:
     platforms._current_platform = CpuPlatform()
 
 
+# Flags whose values a release checks when it builds its config instead of in the parser (vLLM
+# 0.33 dropped --kv-cache-dtype's argparse choices for a validator over this list): flag dest ->
+# (module, list of the values it accepts).
+CONFIG_VALIDATED = {"kv_cache_dtype": ("vllm.config.cache", "KV_CACHE_DTYPES")}
+
+
+def config_validated_choices(rows: list[dict[str, Any]]) -> None:
+    """Fill the choices such a flag lacks from the list its validator checks, and say so."""
+    import importlib
+
+    for row in rows:
+        where = CONFIG_VALIDATED.get(row["dest"])
+        if row["choices"] is not None or where is None:
+            continue
+        values = getattr(importlib.import_module(where[0]), where[1], None)
+        if values is not None:
+            row["choices"] = sorted(str(v) for v in values)
+            row["choices_from"] = f"{where[0]}.{where[1]} (checked when the config is built)"
+
+
 def reasoning_parsers() -> list[str]:
     from vllm.reasoning import ReasoningParserManager
 
@@ -141,12 +167,14 @@ def main() -> None:
     force_cpu_platform()
 
     parser = serve_parser()
+    rows = flags(parser)
+    config_validated_choices(rows)
     grid = [capture(s, k, e) for s in SEQS for k in KS for e in EXPLICIT]
     with open(sys.argv[1], "w", encoding="utf-8") as out:  # vLLM logs on stdout
         json.dump(
             {
                 "vllm_version": vllm.__version__,
-                "flags": flags(parser),
+                "flags": rows,
                 "reasoning_parsers": reasoning_parsers(),
                 "capture_grid": {
                     "max_num_batched_tokens": MAX_NUM_BATCHED_TOKENS,

@@ -80,7 +80,7 @@ def test_flag_spellings_vllm_accepts_are_accepted() -> None:
 @pytest.mark.parametrize("version", ["0.26.0", "0.29.0", "0.30.0", "0.33.0"])
 def test_capture_sizes_match_vllms_own_answers_on_every_grid_point(version: str) -> None:
     data = knowledge_for(version)
-    appends = version_key(version) >= (0, 29)
+    appends, plain = version_key(version) >= (0, 29), version_key(version) >= (0, 33)
     for row in data.capture_rows:
         ours = captured_sizes(
             row.max_num_seqs,
@@ -88,6 +88,7 @@ def test_capture_sizes_match_vllms_own_answers_on_every_grid_point(version: str)
             row.explicit,
             data.capture_batched_tokens,
             appends_decode_sizes=appends,
+            appends_plain_decode_size=plain,
         )
         assert (not ours.sizes) == (row.error is not None), row
         if row.error is None:

@@ -53,9 +53,11 @@ def captured_sizes(
     max_num_batched_tokens: int,
     *,
     appends_decode_sizes: bool = False,
+    appends_plain_decode_size: bool = False,
 ) -> Captured:
     """`appends_decode_sizes`: vLLM 0.29 and later add, when no size is given, every request
-    count of the grid times k+1 (so each uniform decode batch has its graph)."""
+    count of the grid times k+1 (so each uniform decode batch has its graph);
+    `appends_plain_decode_size`: 0.33 adds max_num_seqs itself without speculation."""
     query = k + 1
     default = min(max_num_seqs * query * 2, DEFAULT_CAPTURE_CEILING)
     decode_sizes: list[int] = []
@@ -63,6 +65,8 @@ def captured_sizes(
         requests = min(max_num_seqs, DEFAULT_CAPTURE_CEILING)
         counts = [*grid(requests), requests]
         decode_sizes = [n * query for n in counts if n * query <= default]
+    elif explicit is None and appends_plain_decode_size and max_num_seqs <= default:
+        decode_sizes = [max_num_seqs]
     ceiling = min(max_num_batched_tokens, default if explicit is None else explicit)
     sizes = grid(ceiling) + [s for s in decode_sizes if s <= ceiling]
     if max_num_batched_tokens <= ceiling:
