@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,14 @@ def sha256(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def wheel_commit(wheel: Path) -> str | None:
+    """The git commit vLLM's build stamped into vllm/_version.py (`commit_id = 'gffd46bfab'`)."""
+    with zipfile.ZipFile(wheel) as archive:
+        text = archive.read("vllm/_version.py").decode("utf-8")
+    found = re.search(r"commit_id\s*=\s*'g?([0-9a-f]+)'", text)
+    return found.group(1) if found else None
 
 
 def prepare_venv(venv: Path, wheel: Path) -> Path:
@@ -111,6 +120,7 @@ def learn(version: str, cache: Path, venv: Path) -> Path:
         "provenance": {
             "wheel": wheel.name,
             "sha256": sha256(wheel),
+            "commit": wheel_commit(wheel),
             "extracted_on": datetime.date.today().isoformat(),
             "method": "import: vLLM's own make_arg_parser, VllmConfig._set_cudagraph_sizes and "
             "CompilationConfig.adjust_cudagraph_sizes_for_spec_decode, CPU platform, CPU torch",

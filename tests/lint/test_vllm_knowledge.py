@@ -44,6 +44,7 @@ def test_data_exists_for_the_four_releases_read() -> None:
         data = knowledge_for(version)
         assert data.provenance["wheel"].startswith(f"vllm-{version}-")
         assert len(data.provenance["sha256"]) == 64
+        assert data.provenance["commit"]  # the git commit the wheel's build stamped
         assert data.default("gpu_memory_utilization") == 0.92
 
 
