@@ -546,3 +546,17 @@ GATEWAY_UPSTREAM_KEEPALIVE_S: Final = 2.0
 # The upstream counts as gone after this many connection failures in a row (or one per worker,
 # if more): one refused connection is a blip, a row of them is a dead server.
 SOAK_LOST_AFTER_FAILURES: Final = 3
+# --- vLLM releases -------------------------------------------------------------------------
+# The vLLM release a cluster file is judged against when its [engine] names none: 0.30, the first
+# release whose own parser takes every flag the bundled recipes render (vLLM 0.26-0.29 refuse
+# `--kv-cache-dtype nvfp4_ds_mla`, the DeepSeek-V4 recipes' KV cache; committed data in
+# src/sparkrig/engines/vllm/knowledge/). `doctor` reads the installed release and warns when the
+# nodes run another.
+VLLM_DEFAULT_VERSION: Final = "0.30"
+# vLLM's own default token budget of `vllm serve` on a GPU of 70 GiB or more (a GB10's 128 GB
+# qualifies; vllm/engine/arg_utils.py, get_batch_defaults): a profile without
+# max_num_batched_tokens gets it, and it caps the CUDA-graph capture sizes.
+VLLM_MAX_NUM_BATCHED_TOKENS: Final = 8192
+# The environment variable vLLM reads its API key from when `--api-key` is not given; the
+# readiness probe sends the same key (never printed, never recorded).
+VLLM_API_KEY_ENV: Final = "VLLM_API_KEY"

@@ -47,6 +47,7 @@ CASES = {
     "same-cuda": ("fleet-mixed", "fleet-same"),
     "same-nccl": ("fleet-mixed", "fleet-same"),
     "same-engine": ("fleet-mixed", "fleet-same"),
+    "engine-version-declared": ("engine-version-other", "engine-version-declared"),
     "sm-clock-spread": ("fleet-mixed", "fleet-same"),
     "same-python-stack": ("python-stack-mixed", "python-stack-same"),
     "clock-offset": ("ring4-clock-skew", "ring4-clean"),
@@ -117,3 +118,14 @@ def test_a_planned_rdma_device_missing_beside_another_is_an_error() -> None:
     none_at_all = report_of("ring4-clean", only=["rdma-devices"]).findings
     assert none_at_all
     assert {f.severity for f in none_at_all} == {"warning"}
+
+
+def test_an_unset_utilisation_is_judged_at_the_named_vllm_releases_default() -> None:
+    """vLLM 0.30's own default is 0.92 (its committed parser data); without a cluster file
+    doctor keeps its 0.85."""
+    from sparkrig.config.loading import load_cluster
+    from sparkrig.doctor.session import contexts_for
+
+    cluster = load_cluster(FIXTURES / "engine-version-other" / "cluster.toml")
+    assert contexts_for(cluster, None, ["n1"], "")["n1"].gpu_memory_utilization == 0.92
+    assert contexts_for(None, None, ["n1"], "")["n1"].gpu_memory_utilization == 0.85

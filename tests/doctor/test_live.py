@@ -121,10 +121,20 @@ def test_a_non_default_block_size_and_kv_dtype_of_a_later_vllm_are_read() -> Non
     )
     models = {"object": "list", "data": [{"id": served}]}
     [finding] = live_checks(models, later, cluster)
-    assert finding.seen == (
-        "vllm:cache_config_info: block_size 4 (the file: 16); "
-        "cache_dtype nvfp4_ds_mla (the file: fp8)"
-    )
+    # block_size there is the size vLLM resolved per KV-cache group (_block_size_resolved="True"),
+    # not the flag: it is not compared, so the file's block size raises no alarm
+    assert finding.seen == "vllm:cache_config_info: cache_dtype nvfp4_ds_mla (the file: fp8)"
+
+
+def test_the_resolved_block_size_of_a_deepseek_server_is_no_false_alarm() -> None:
+    """The DeepSeek-V4 capture reports block_size "4" for a server started with block 256 (the
+    recipes' main store): with the capture's own dtype and utilisation nothing differs."""
+    later = (FIXTURES.parent / "vllm_metrics.txt").read_text()
+    served = "deepseek-v4-flash-vision-exp-ablit-dual"
+    cluster = _cluster("vllm", served)
+    update = {"block_size": 256, "kv_cache_dtype": "nvfp4_ds_mla", "gpu_memory_utilization": 0.835}
+    cluster = cluster.model_copy(update={"profile": cluster.profile.model_copy(update=update)})
+    assert live_checks({"object": "list", "data": [{"id": served}]}, later, cluster) == []
 
 
 def test_metrics_missing_or_not_prometheus_is_a_warning() -> None:

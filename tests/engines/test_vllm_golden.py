@@ -75,10 +75,12 @@ def test_every_node_gets_its_own_host_ip_and_all_seven_jit_caches() -> None:
     assert len(host_ips) == 2
 
 
-def test_capture_size_is_derived_from_seqs_and_k() -> None:
+def test_capture_size_is_derived_so_a_full_verify_batch_is_captured() -> None:
+    """6 sequences × (k+1 = 6) = 36 tokens: vLLM would cut 36 to 32 and capture up to 24, so
+    the derived size is 40, the next on its grid, which captures 36 (engines/vllm/capture_sizes)."""
     plan = _plan(load_recipe("dsv4-flash-0731-tp2-pair"))
     argv = plan.processes[-1].argv
-    assert argv[argv.index("--max-cudagraph-capture-size") + 1] == str(6 * (5 + 1))
+    assert argv[argv.index("--max-cudagraph-capture-size") + 1] == "40"
 
 
 def test_node_env_wins_over_cluster_env_and_fabric_env() -> None:

@@ -41,6 +41,13 @@ def load_plan(path: Path, profile: str | None) -> tuple[Cluster, LaunchPlan]:
     return cluster, plan
 
 
+def _api_key(cluster: Cluster) -> str | None:
+    """The engine's API key from the variable engine.api_key_env names (never printed)."""
+    from sparkrig.client.endpoint import api_key_from_env
+
+    return api_key_from_env(cluster.engine.api_key_env) if cluster.engine else None
+
+
 def up_cluster(
     path: Path,
     *,
@@ -51,11 +58,12 @@ def up_cluster(
     cold: bool = False,
 ) -> None:
     from sparkrig.cli.views.cluster_table import plan_view
-    from sparkrig.client.first_completion import answer_one_completion
+    from sparkrig.client.first_completion import completion_probe
     from sparkrig.launch.lifecycle import bring_down, bring_up, runners_for
     from sparkrig.launch.state import load_state
 
-    _, plan = load_plan(path, profile)
+    cluster, plan = load_plan(path, profile)
+    probe = completion_probe(_api_key(cluster))
     if not apply:
         if as_json:
             print_json({"applied": False, **plan.model_dump(mode="json")})
@@ -81,7 +89,7 @@ def up_cluster(
     say = (
         (lambda line: None) if as_json else (lambda line: err_console.print(line, highlight=False))
     )
-    state = asyncio.run(bring_up(plan, runners_for(plan), answer_one_completion, say, cold=cold))
+    state = asyncio.run(bring_up(plan, runners_for(plan), probe, say, cold=cold))
     if as_json:
         print_json({"applied": True, **state.model_dump(mode="json")})
         return
@@ -102,7 +110,7 @@ def state_for(path: Path) -> Any:
 
 def status_cluster(path: Path, *, as_json: bool) -> None:
     from sparkrig.cli.views.cluster_table import status_table
-    from sparkrig.client.first_completion import answer_one_completion
+    from sparkrig.client.first_completion import completion_probe
     from sparkrig.launch.lifecycle import launch_status
 
     cluster, state = state_for(path)
@@ -114,7 +122,7 @@ def status_cluster(path: Path, *, as_json: bool) -> None:
                 f"{cluster.name}: nothing recorded — start it with `sparkrig up {path} --apply`"
             )
         raise typer.Exit(1)
-    status = asyncio.run(launch_status(state, answer_one_completion))
+    status = asyncio.run(launch_status(state, completion_probe(_api_key(cluster))))
     if as_json:
         print_json(status.model_dump(mode="json"))
     else:

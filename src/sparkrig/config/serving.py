@@ -121,6 +121,28 @@ class EngineSettings(FrozenModel):
         default=True,
         description="GPU memory is the host's memory (DGX Spark GB10): page cache competes",
     )
+    version: str | None = Field(
+        default=None,
+        pattern=r"^\d+\.\d+(\.\d+)?$",
+        description="vLLM release the nodes run: an exact release (0.30.0) or a series (0.30, "
+        "its newest release sparkrig has data for); lint judges the file against that "
+        "release's own parser and sizing code (default: defaults.VLLM_DEFAULT_VERSION)",
+    )
+    api_key_env: str = Field(
+        default=defaults.VLLM_API_KEY_ENV,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="environment variable (on the machine running sparkrig) holding the API key "
+        "the engine was started with; readiness sends it as a bearer token, never prints it",
+    )
+    reasoning_parser: str | None = Field(
+        default=None,
+        description="vLLM --reasoning-parser (e.g. deepseek_v4, glm45): fills the reply's "
+        "`reasoning` field; lint warns when a reasoning model has none",
+    )
+
+    @property
+    def target_version(self) -> str:
+        return self.version or defaults.VLLM_DEFAULT_VERSION
 
 
 class ModelSettings(FrozenModel):
@@ -187,7 +209,8 @@ class ServingProfile(FrozenModel):
     max_cudagraph_capture_size: int | None = Field(
         default=None,
         ge=1,
-        description="default: derived, max_num_seqs × (k+1) with speculative decoding",
+        description="default: derived with speculative decoding, the smallest size on vLLM's "
+        "capture grid whose graphs hold max_num_seqs × (k+1) tokens (6 seqs, k=5: 40)",
     )
     speculative: SpeculativeSettings | None = None
     generation_overrides: dict[str, float | int | str] = Field(
@@ -219,14 +242,6 @@ class ServingProfile(FrozenModel):
     extra_args: list[str] = Field(
         default_factory=list, description="engine arguments passed through verbatim"
     )
-
-    @property
-    def derived_capture_size(self) -> int | None:
-        if self.max_cudagraph_capture_size is not None:
-            return self.max_cudagraph_capture_size
-        if self.speculative is not None and self.max_num_seqs is not None:
-            return self.max_num_seqs * (self.speculative.num_speculative_tokens + 1)
-        return None
 
 
 class RecipeInfo(FrozenModel):

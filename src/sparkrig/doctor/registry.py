@@ -29,6 +29,8 @@ class NodeContext:
     gpu_memory_utilization: float = 0.85
     model_dir: str = ""
     jit_dir: str = ""
+    vllm_version: str | None = None
+    """the vLLM release the cluster file names (engine.version or its default); None: not vLLM"""
 
     @property
     def node_plan(self) -> NodePlan | None:

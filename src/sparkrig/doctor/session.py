@@ -13,6 +13,7 @@ from sparkrig.doctor.collect import collect_all
 from sparkrig.doctor.model import DoctorReport, NodeCapture
 from sparkrig.doctor.registry import NodeContext, run_checks
 from sparkrig.engines.registry import adapter_for
+from sparkrig.engines.vllm.knowledge import version_default
 from sparkrig.errors import CablingError
 from sparkrig.fabric.plan import plan_fabric
 from sparkrig.fabric.plan_model import FabricPlan
@@ -61,6 +62,12 @@ def contexts_for(
     cluster: Cluster | None, plan: FabricPlan | None, names: list[str], model_dir: str
 ) -> dict[str, NodeContext]:
     utilization = defaults.DOCTOR_GPU_MEMORY_UTILIZATION
+    vllm = cluster is not None and cluster.engine is not None and cluster.engine.kind == "vllm"
+    version = cluster.engine.target_version if vllm and cluster and cluster.engine else None
+    if version is not None:
+        # unset means vLLM's own default for the named release (0.92 in every release read)
+        default = version_default(version, "gpu_memory_utilization")
+        utilization = default if isinstance(default, float) else utilization
     if cluster is not None and cluster.profile.gpu_memory_utilization is not None:
         utilization = cluster.profile.gpu_memory_utilization
     contexts = {}
@@ -74,6 +81,7 @@ def contexts_for(
             plan=plan,
             env=env,
             gpu_memory_utilization=utilization,
+            vllm_version=version,
             model_dir=model_dir,
             jit_dir=jit_dir_of(cluster),
         )

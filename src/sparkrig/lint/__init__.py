@@ -2,7 +2,15 @@
 is a pure function of the cluster and its serving profile; every finding says how to fix it and
 which report it comes from."""
 
-from sparkrig.lint import rules_engine, rules_fabric
+from sparkrig.lint import rules_engine, rules_fabric, rules_vllm
 from sparkrig.lint.findings import LintFinding, Rule, lint_cluster, rules
 
-__all__ = ["LintFinding", "Rule", "lint_cluster", "rules", "rules_engine", "rules_fabric"]
+__all__ = [
+    "LintFinding",
+    "Rule",
+    "lint_cluster",
+    "rules",
+    "rules_engine",
+    "rules_fabric",
+    "rules_vllm",
+]

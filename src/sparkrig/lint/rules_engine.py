@@ -8,6 +8,7 @@ from typing import Literal
 from sparkrig.config.cluster import Cluster
 from sparkrig.config.serving import ServingProfile
 from sparkrig.engines.registry import adapter_for
+from sparkrig.engines.vllm.knowledge import version_default
 from sparkrig.lint.findings import LintFinding, rule
 from sparkrig.wire.reasoning_families import thinking_asked
 
@@ -35,61 +36,9 @@ def _jit_caches(cluster: Cluster) -> tuple[tuple[str, str], ...]:
 
 
 @rule(
-    "capture-size-multiple",
-    "cudagraph capture size is a multiple of k+1",
-    "docs/field-notes.md#capture-size-seqs-k1",
-)
-def capture_size_multiple(cluster: Cluster, profile: ServingProfile, key: str) -> list[LintFinding]:
-    spec, size = profile.speculative, profile.max_cudagraph_capture_size
-    if not _honours(cluster, "max_cudagraph_capture_size") or spec is None or size is None:
-        return []
-    step = spec.num_speculative_tokens + 1
-    if size % step == 0:
-        return []
-    seqs = profile.max_num_seqs or 1
-    return [
-        LintFinding(
-            "capture-size-multiple",
-            "error",
-            f"{key}.max_cudagraph_capture_size",
-            f"{size} is not a multiple of k+1 = {step}: no captured graph fits a verify step, "
-            "engine init fails with 'No valid cudagraph sizes'",
-            f"set it to max_num_seqs × (k+1) = {seqs * step}, or leave it out to have it derived",
-            "docs/field-notes.md#capture-size-seqs-k1",
-        )
-    ]
-
-
-@rule(
-    "capture-size-covers-batch",
-    "a full batch hits a captured graph",
-    "docs/field-notes.md#cold-concurrent-garble",
-)
-def capture_size_covers_batch(
-    cluster: Cluster, profile: ServingProfile, key: str
-) -> list[LintFinding]:
-    size, seqs = profile.max_cudagraph_capture_size, profile.max_num_seqs
-    if not _honours(cluster, "max_cudagraph_capture_size") or size is None or seqs is None:
-        return []
-    step = profile.speculative.num_speculative_tokens + 1 if profile.speculative else 1
-    if size >= seqs * step:
-        return []
-    return [
-        LintFinding(
-            "capture-size-covers-batch",
-            "warning",
-            f"{key}.max_cudagraph_capture_size",
-            f"{size} < max_num_seqs × (k+1) = {seqs * step}: a full concurrent first batch runs an "
-            "uncaptured graph (the cold-start garble of the report)",
-            f"raise it to {seqs * step}",
-            "docs/field-notes.md#cold-concurrent-garble",
-        )
-    ]
-
-
-@rule(
     "dspark-k",
-    "k ≤ 5 on the DSpark runtime (k = 7 and k = 10 measured failing)",
+    "k ≤ 5 on the DSpark runtime (k = 7 and k = 10 measured failing; the dspark-legacy image: "
+    "vLLM 0.21.1rc1 + B12X, not stock vLLM, which has no dspark method)",
     "docs/field-notes.md#dspark-k-block-5",
 )
 def dspark_k(cluster: Cluster, profile: ServingProfile, key: str) -> list[LintFinding]:
@@ -174,24 +123,28 @@ def reasoning_none_with_thinking(
 def unified_memory_utilization(
     cluster: Cluster, profile: ServingProfile, key: str
 ) -> list[LintFinding]:
-    value = profile.gpu_memory_utilization
+    value, unset = profile.gpu_memory_utilization, profile.gpu_memory_utilization is None
     unified = cluster.engine is not None and cluster.engine.unified_memory
-    if not unified or value is None or value <= UNIFIED_MEMORY_MAX_UTILIZATION:
+    if value is None and cluster.engine is not None and cluster.engine.kind == "vllm":
+        # unset means vLLM's own default for the release the file names (0.92 in all read)
+        value = version_default(cluster.engine.target_version, "gpu_memory_utilization")
+    if not unified or not isinstance(value, float) or value <= UNIFIED_MEMORY_MAX_UTILIZATION:
         return []
     # the evidence at 0.85 is mixed (one crash, one validated profile), so up to 0.85 it can only
     # warn; nothing above 0.85 ran in any report (field notes: unified-memory-080)
     severity: Literal["error", "warning"] = (
         "warning" if value <= UNIFIED_MEMORY_MIXED_EVIDENCE else "error"
     )
+    said = "unset, so vLLM's default " if unset else ""
     return [
         LintFinding(
             "unified-memory-utilization",
             severity,
             f"{key}.gpu_memory_utilization",
-            f"{value:g} on unified memory (page cache and GPU share 128 GB): at 0.85 a worker died "
-            "with NV_ERR_NO_MEMORY in one deployment, while another's validated C12 profile ran "
-            "0.85 on the same hardware; the safe value depends on what else holds memory"
-            + ("" if severity == "warning" else ", and no report ran above 0.85"),
+            f"{said}{value:g} on unified memory (page cache and GPU share 128 GB): at 0.85 a "
+            "worker died with NV_ERR_NO_MEMORY in one deployment, while another's validated C12 "
+            "profile ran 0.85 on the same hardware; the safe value depends on what else holds "
+            "memory" + ("" if severity == "warning" else ", and no report ran above 0.85"),
             f"use {UNIFIED_MEMORY_MAX_UTILIZATION:.2f} or less, and drop caches before launching",
             "docs/field-notes.md#unified-memory-080",
         )

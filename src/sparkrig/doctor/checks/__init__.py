@@ -1,5 +1,23 @@
 """Every doctor check; importing this package registers them (`sparkrig.doctor.registry`)."""
 
-from sparkrig.doctor.checks import cluster, gpu, host, network, rdma, serving_user, storage
+from sparkrig.doctor.checks import (
+    cluster,
+    engine_version,
+    gpu,
+    host,
+    network,
+    rdma,
+    serving_user,
+    storage,
+)
 
-__all__ = ["cluster", "gpu", "host", "network", "rdma", "serving_user", "storage"]
+__all__ = [
+    "cluster",
+    "engine_version",
+    "gpu",
+    "host",
+    "network",
+    "rdma",
+    "serving_user",
+    "storage",
+]

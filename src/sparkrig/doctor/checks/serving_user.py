@@ -5,6 +5,7 @@ locked-memory limit and /dev/infiniband devices RDMA needs. Both from the launch
 
 from __future__ import annotations
 
+from sparkrig.doctor.checks.rdma import rdma_ports
 from sparkrig.doctor.model import NodeCapture
 from sparkrig.doctor.registry import Hit, NodeContext, node_check
 from sparkrig.outside_numbers import int_or_none
@@ -59,10 +60,15 @@ def logind_remove_ipc(capture: NodeCapture, context: NodeContext) -> list[Hit]:
     why="NCCL's IB/RoCE transport opens /dev/infiniband/uverbs* and pins its buffers; without the "
     "devices it falls back to sockets or fails, and a small memlock limit fails registration",
     source="https://github.com/eugr/spark-vllm-docker/issues/335",
-    needs=("rdma_limits",),
+    needs=("rdma_limits", "ib_sysfs"),
     needs_plan=True,
 )
 def rdma_user_limits(capture: NodeCapture, context: NodeContext) -> list[Hit]:
+    planned = context.node_plan is not None and any(
+        interface.rdma for interface in context.node_plan.interfaces
+    )
+    if not planned or not rdma_ports(capture.text("ib_sysfs") or ""):
+        return []  # no RDMA planned, or none on the node at all: rdma-devices says so
     fields = _fields(capture.text("rdma_limits") or "")
     hits = []
     devices = fields.get("devices", "").split()

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 
-from sparkrig.config.serving import ServingProfile
+from sparkrig.config.serving import EngineSettings, ServingProfile
 from sparkrig.engines.launch_spec import (
     LaunchContext,
     LaunchNode,
     ProcessSpec,
     order_processes,
 )
+from sparkrig.engines.vllm.capture_sizes import derived_capture_size
 from sparkrig.fabric.plan_model import EnvVar
 
 # The seven JIT and workspace caches a shared HF cache put in one tree (field notes:
@@ -45,6 +46,24 @@ def jit_cache_env(root: str) -> list[EnvVar]:
     ]
 
 
+def capture_size_for(profile: ServingProfile) -> int | None:
+    """The profile's --max-cudagraph-capture-size, else one whose captured graphs really hold a
+    full batch of k+1-token verify steps (field notes: capture-size-seqs-k1; vLLM's own grid and
+    rounding in `capture_sizes`)."""
+    spec = profile.speculative
+    return derived_capture_size(
+        profile.max_num_seqs,
+        spec.num_speculative_tokens if spec else None,
+        profile.max_cudagraph_capture_size,
+        profile.max_num_batched_tokens,
+    )
+
+
+def api_args(engine: EngineSettings) -> list[str]:
+    """Flags only the API process (the head) takes."""
+    return ["--reasoning-parser", engine.reasoning_parser] if engine.reasoning_parser else []
+
+
 def profile_args(profile: ServingProfile) -> list[str]:
     """The serving flags every `vllm serve` of the cluster shares."""
     args: list[str] = []
@@ -55,9 +74,7 @@ def profile_args(profile: ServingProfile) -> list[str]:
         ("--kv-cache-dtype", profile.kv_cache_dtype),
         ("--block-size", profile.block_size),
         ("--gpu-memory-utilization", profile.gpu_memory_utilization),
-        # derived: max_num_seqs × (k+1), so a full batch of k+1-token verify steps hits a
-        # captured graph (field notes: capture-size-seqs-k1)
-        ("--max-cudagraph-capture-size", profile.derived_capture_size),
+        ("--max-cudagraph-capture-size", capture_size_for(profile)),
     )
     for flag, value in scalar_flags:
         if value is not None:
@@ -88,6 +105,7 @@ def _serve_head_args(context: LaunchContext) -> list[str]:
         str(context.engine.port),
         "--tensor-parallel-size",
         str(_tp(context)),
+        *api_args(context.engine),
     ]
 
 

@@ -3,7 +3,9 @@
 Checked against vLLM 0.26.0: its source (vllm/v1/metrics/loggers.py, vllm/v1/spec_decode/
 metrics.py) and its own /metrics, captured idle, after a run and under ngram speculation
 (tests/fixtures/vllm/), and against a later build's capture (tests/fixtures/vllm_metrics.txt).
-The `alternatives` are the names before 0.9.2, which renamed them. vLLM has no counter of decode
+The wheels of 0.26.0, 0.29.0, 0.30.0 and 0.33.0 name no `gpu_cache_usage_perc` and no
+`gpu_prefix_cache_*` in vllm/v1/metrics (the names of V0 engines, gone before those releases), so
+no fallback names are kept. vLLM has no counter of decode
 steps; under speculative decoding `spec_decode_num_drafts` counts verify steps that carried a
 draft (an ngram drafter makes none when no n-gram matches).
 """
@@ -19,21 +21,13 @@ VLLM_METRICS: EngineMetricMap = {
     ),
     Quantity.REQUESTS_RUNNING: MetricSource(kind="gauge", names=("vllm:num_requests_running",)),
     Quantity.REQUESTS_WAITING: MetricSource(kind="gauge", names=("vllm:num_requests_waiting",)),
-    # renamed from gpu_cache_usage_perc; a fraction in [0, 1] despite the name
-    Quantity.KV_CACHE_USAGE: MetricSource(
-        kind="gauge",
-        names=("vllm:kv_cache_usage_perc",),
-        alternatives=(("vllm:gpu_cache_usage_perc",),),
-    ),
+    # a fraction in [0, 1] despite the name
+    Quantity.KV_CACHE_USAGE: MetricSource(kind="gauge", names=("vllm:kv_cache_usage_perc",)),
     Quantity.PREFIX_CACHE_QUERIES: MetricSource(
-        kind="counter",
-        names=("vllm:prefix_cache_queries_total",),
-        alternatives=(("vllm:gpu_prefix_cache_queries_total",),),
+        kind="counter", names=("vllm:prefix_cache_queries_total",)
     ),
     Quantity.PREFIX_CACHE_HITS: MetricSource(
-        kind="counter",
-        names=("vllm:prefix_cache_hits_total",),
-        alternatives=(("vllm:gpu_prefix_cache_hits_total",),),
+        kind="counter", names=("vllm:prefix_cache_hits_total",)
     ),
     Quantity.SPEC_DRAFTS: MetricSource(
         kind="counter", names=("vllm:spec_decode_num_drafts_total",)

@@ -1,0 +1,193 @@
+"""Rules judged by vLLM itself: the release the cluster file names (engine.version), read from
+that release's committed parser and sizing data (`sparkrig.engines.vllm.knowledge`)."""
+
+from __future__ import annotations
+
+from sparkrig import defaults
+from sparkrig.config.cluster import Cluster
+from sparkrig.config.serving import EngineSettings, ServingProfile
+from sparkrig.engines.vllm.argv_check import describe, serve_argv_problems
+from sparkrig.engines.vllm.capture_sizes import (
+    captured_sizes,
+    covering_capture_size,
+    full_verify_batch,
+)
+from sparkrig.engines.vllm.knowledge import VllmKnowledge, knowledge_for
+from sparkrig.engines.vllm.launch import api_args, capture_size_for, profile_args
+from sparkrig.errors import ConfigError
+from sparkrig.lint.findings import LintFinding, rule
+
+KNOWLEDGE_SOURCE = "src/sparkrig/engines/vllm/knowledge/vllm-{}.json"
+# Model families that think before they answer, and the vLLM reasoning parser each needs:
+# DeepSeek-V4
+# from the field notes (think-in-prompt), the rest by the names in vLLM's own registry
+# (vllm/reasoning/__init__.py, every release read). Matched in the lower-cased model path.
+REASONING_FAMILIES: tuple[tuple[str, str], ...] = (
+    ("deepseek-v4", "deepseek_v4"),
+    ("deepseek-r1", "deepseek_r1"),
+    ("qwen3", "qwen3"),
+    ("gpt-oss", "openai_gptoss"),
+)
+
+
+def _knowledge(cluster: Cluster) -> VllmKnowledge | None:
+    """The named release's data; None for another engine, or a release without data (which
+    vllm-argv-parses reports)."""
+    if cluster.engine is None or cluster.engine.kind != "vllm":
+        return None
+    try:
+        return knowledge_for(cluster.engine.target_version)
+    except ConfigError:
+        return None
+
+
+def _source(knowledge: VllmKnowledge) -> str:
+    return KNOWLEDGE_SOURCE.format(knowledge.version)
+
+
+@rule(
+    "vllm-argv-parses",
+    "every rendered `vllm serve` flag (extra_args too) parses in the named vLLM release",
+    "src/sparkrig/engines/vllm/knowledge/",
+)
+def vllm_argv_parses(cluster: Cluster, profile: ServingProfile, key: str) -> list[LintFinding]:
+    if cluster.engine is None or cluster.engine.kind != "vllm":
+        return []
+    try:
+        knowledge = knowledge_for(cluster.engine.target_version)
+    except ConfigError as error:
+        return [
+            LintFinding(
+                "vllm-argv-parses",
+                "error",
+                "engine.version",
+                str(error).split(" — ")[0],
+                "set engine.version to a release sparkrig has data for, or run "
+                "scripts/vllm-knowledge for it",
+                "src/sparkrig/engines/vllm/knowledge/",
+            )
+        ]
+    argv = profile_args(profile) + api_args(cluster.engine)
+    extra = {arg.split("=", 1)[0] for arg in profile.extra_args}
+
+    def where(flag: str) -> str:
+        field = flag.lstrip("-").replace("-", "_")
+        if flag in extra:
+            return f"{key}.extra_args"
+        if field in type(profile).model_fields:
+            return f"{key}.{field}"
+        return f"engine.{field}" if field in EngineSettings.model_fields else key
+
+    return [
+        LintFinding(
+            "vllm-argv-parses",
+            "error",
+            where(problem.flag),
+            describe(problem, knowledge.version) + ": every node exits at start",
+            f"drop or fix {problem.flag}, or set engine.version to a release that takes it",
+            _source(knowledge),
+        )
+        for problem in serve_argv_problems(argv, knowledge)
+    ]
+
+
+@rule(
+    "capture-size-multiple",
+    "vLLM finds a CUDA-graph size for a k+1-token verify step (the V1 model runner's check; "
+    "FULL decode graphs, no sequence parallelism)",
+    "docs/field-notes.md#capture-size-seqs-k1",
+)
+def capture_size_multiple(cluster: Cluster, profile: ServingProfile, key: str) -> list[LintFinding]:
+    spec, size = profile.speculative, capture_size_for(profile)
+    knowledge = _knowledge(cluster)
+    if knowledge is None or spec is None or size is None:
+        return []
+    k = spec.num_speculative_tokens
+    batched = profile.max_num_batched_tokens or defaults.VLLM_MAX_NUM_BATCHED_TOKENS
+    if captured_sizes(profile.max_num_seqs or 1, k, size, batched).sizes:
+        return []
+    return [
+        LintFinding(
+            "capture-size-multiple",
+            "error",
+            f"{key}.max_cudagraph_capture_size",
+            f"{size} holds no verify step of k+1 = {k + 1} tokens once vLLM {knowledge.version} "
+            "cuts it to its capture grid: engine init fails with 'No valid cudagraph sizes'",
+            "leave max_cudagraph_capture_size out to have it derived, or raise it to "
+            f"{covering_capture_size(profile.max_num_seqs or 1, k, batched)}",
+            f"docs/field-notes.md#capture-size-seqs-k1, {_source(knowledge)}",
+        )
+    ]
+
+
+@rule(
+    "capture-size-covers-batch",
+    "a full verify batch, max_num_seqs × (k+1), hits a graph vLLM really captures (FULL "
+    "decode graphs, no sequence parallelism; both model runners)",
+    "docs/field-notes.md#cold-concurrent-garble",
+)
+def capture_size_covers_batch(
+    cluster: Cluster, profile: ServingProfile, key: str
+) -> list[LintFinding]:
+    size, seqs = capture_size_for(profile), profile.max_num_seqs
+    knowledge = _knowledge(cluster)
+    if knowledge is None or size is None or seqs is None:
+        return []
+    k = profile.speculative.num_speculative_tokens if profile.speculative else 0
+    batched = profile.max_num_batched_tokens or defaults.VLLM_MAX_NUM_BATCHED_TOKENS
+    full = full_verify_batch(seqs, k)
+    captured = captured_sizes(seqs, k, size, batched)
+    if not captured.sizes or captured.largest >= full:
+        return []  # no sizes at all is capture-size-multiple's error
+    return [
+        LintFinding(
+            "capture-size-covers-batch",
+            "warning",
+            f"{key}.max_cudagraph_capture_size",
+            f"vLLM {knowledge.version} cuts {size} to its capture grid and rounds to multiples of "
+            f"k+1 = {k + 1}: the largest captured batch is {captured.largest} tokens, short of "
+            f"max_num_seqs × (k+1) = {full}, so a full concurrent batch runs an uncaptured graph "
+            "(the cold-start garble of the report)",
+            f"raise it to {covering_capture_size(seqs, k, batched)}, or leave it out",
+            f"docs/field-notes.md#cold-concurrent-garble, {_source(knowledge)}",
+        )
+    ]
+
+
+@rule(
+    "reasoning-parser-set",
+    "a reasoning model is served with vLLM's reasoning parser for its family",
+    "docs/field-notes.md#think-in-prompt",
+)
+def reasoning_parser_set(cluster: Cluster, profile: ServingProfile, key: str) -> list[LintFinding]:
+    knowledge = _knowledge(cluster)
+    if knowledge is None or cluster.engine is None or cluster.model is None:
+        return []
+    path = cluster.model.path.lower()
+    parser = next((name for family, name in REASONING_FAMILIES if family in path), None)
+    chosen = cluster.engine.reasoning_parser
+    known = knowledge.reasoning_parsers
+    if chosen is not None and known and chosen not in known:
+        return [
+            LintFinding(
+                "reasoning-parser-set",
+                "error",
+                "engine.reasoning_parser",
+                f"vLLM {knowledge.version} has no reasoning parser {chosen!r}",
+                f"use one of {', '.join(known)}",
+                _source(knowledge),
+            )
+        ]
+    if parser is None or chosen is not None:
+        return []
+    return [
+        LintFinding(
+            "reasoning-parser-set",
+            "warning",
+            "engine.reasoning_parser",
+            f"{cluster.model.path} is a reasoning model served without --reasoning-parser: the "
+            "reply's `reasoning` field stays empty and the thinking lands in `content`",
+            f"set engine.reasoning_parser = {parser!r}",
+            _source(knowledge),
+        )
+    ]
