@@ -5,8 +5,8 @@ throwaway venv under /tmp with CPU torch and the wheel installed without depende
 the modules the parser's import chain asks for (each `ModuleNotFoundError` names one; it is
 installed and the import retried). `dump_inside.py` then runs vLLM's own `vllm serve` parser and
 its own CUDA-graph sizing code in that venv; the result, with the wheel's name and sha256, lands in
-src/sparkrig/engines/vllm/knowledge/vllm-X.json, which `sparkrig lint` reads with no network and
-no vLLM. No GPU is needed.
+one file per release under src/sparkrig/engines/vllm/knowledge/ (vllm-0.30.0.json, ...), which
+`sparkrig lint` reads with no network and no vLLM. No GPU is needed.
 """
 
 from __future__ import annotations

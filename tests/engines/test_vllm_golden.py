@@ -77,7 +77,8 @@ def test_every_node_gets_its_own_host_ip_and_all_seven_jit_caches() -> None:
 
 def test_capture_size_is_derived_so_a_full_verify_batch_is_captured() -> None:
     """6 sequences × (k+1 = 6) = 36 tokens: vLLM would cut 36 to 32 and capture up to 24, so
-    the derived size is 40, the next on its grid, which captures 36 (engines/vllm/capture_sizes)."""
+    the derived size is 40, the next on its grid, which captures 36
+    (engines/vllm/capture_sizes.py)."""
     plan = _plan(load_recipe("dsv4-flash-0731-tp2-pair"))
     argv = plan.processes[-1].argv
     assert argv[argv.index("--max-cudagraph-capture-size") + 1] == "40"
