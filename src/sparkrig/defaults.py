@@ -296,6 +296,9 @@ GATEWAY_DRIFT_SHIFT_NATS: Final = -0.3
 GATEWAY_LOOP_KEEP_CHARS: Final = 40
 GATEWAY_LOOP_SPAN_CHARS: Final = 200
 GATEWAY_LOOP_MIN_CHARS: Final = 16_500
+# hash-bursts: a lone '#' before every 8th word after the splice point, so a 64-token reply (about
+# 45 words) carries 4 or 5, above the stray-'#' detector's 3 (detectors/degenerate.py).
+GATEWAY_STRAY_HASH_EVERY_WORDS: Final = 8
 # Cut-replies: a reply ends after this many characters of content, too few to hold any of the
 # guards' six-digit codes, so a guard whose reference is cut short alike has nothing to read.
 GATEWAY_CUT_REPLY_CHARS: Final = 4

@@ -19,6 +19,8 @@ class Fault(StrEnum):
     MARKUP_LEAK = "markup-leak"
     REPLACEMENT_CHAR = "replacement-char"
     LOOP = "loop"
+    COUNT_GARBAGE = "count-garbage"
+    HASH_BURSTS = "hash-bursts"
     DEGRADE_AFTER = "degrade-after"
     DRIFT_AFTER = "drift-after"
     MERGED_EVENTS = "merged-events"

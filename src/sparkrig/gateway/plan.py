@@ -19,11 +19,13 @@ from sparkrig.gateway.request_faults import (
 )
 from sparkrig.gateway.stops import stop_strings
 from sparkrig.gateway.text_faults import (
+    CountInstead,
     CutAfter,
     InsertAfter,
     LoopAfter,
     ShiftAllDigits,
     ShiftFirstDigitRun,
+    StrayHashes,
     TextChain,
     TextTransform,
 )
@@ -129,6 +131,10 @@ def _content_faults(config: GatewayConfig, request: TrackedRequest) -> list[Text
         transforms.append(InsertAfter.fixed(splice_at, MARKUP))
     if config.has(Fault.REPLACEMENT_CHAR):
         transforms.append(InsertAfter.fixed(splice_at, REPLACEMENT_CHARS))
+    if config.has(Fault.HASH_BURSTS):
+        transforms.append(StrayHashes(splice_at, defaults.GATEWAY_STRAY_HASH_EVERY_WORDS))
+    if config.has(Fault.COUNT_GARBAGE):
+        transforms.append(CountInstead())
     if config.has(Fault.CUT_REPLIES):
         transforms.append(CutAfter(defaults.GATEWAY_CUT_REPLY_CHARS))
     if config.has(Fault.LOOP):
