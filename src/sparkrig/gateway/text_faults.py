@@ -217,6 +217,22 @@ class StrayHashes:
         return ""
 
 
+class SplitMultibyte:
+    """split-multibyte: a non-ASCII character that opens a piece becomes U+FFFD, as a
+    multi-byte character cut apart at a token or event boundary comes out of a detokenizer that
+    decodes each piece alone. ASCII text passes untouched."""
+
+    ended: str | None = None
+
+    def feed(self, text: str) -> str:
+        if text and not text[0].isascii():
+            return "\ufffd" + text[1:]
+        return text
+
+    def finish(self) -> str:
+        return ""
+
+
 class TextChain:
     """Transforms applied in order; once one has ended the reply, the rest of it is dropped."""
 
