@@ -273,6 +273,10 @@ CHECK_NEEDLE_FIRST_TOKENS: Final = 256
 # draft-loader-12-tensors); run-to-run wobble of
 # a healthy engine in this project's spec tests stayed under 0.05.
 CHECK_ACCEPTANCE_BAND: Final = 0.10
+# A reply's sampled-token logprob and its own top_logprobs entry come from one softmax and are
+# printed from one float: equal on llama.cpp (measured: identical to the last digit). 1e-3 nats
+# leaves room for an engine that rounds one of them; a rewritten value moves far more.
+REPLY_LOGPROB_TOLERANCE_NATS: Final = 1e-3
 # The embedded engine for `check --local`: more context than the bench engine, so that three KV
 # documents and the needle ladder fit a slot (4 slots share it).
 CHECK_LOCAL_CONTEXT_TOKENS: Final = 16_384
@@ -306,6 +310,13 @@ GATEWAY_DRIFT_SHIFT_NATS: Final = -0.3
 GATEWAY_LOOP_KEEP_CHARS: Final = 40
 GATEWAY_LOOP_SPAN_CHARS: Final = 200
 GATEWAY_LOOP_MIN_CHARS: Final = 16_500
+# hash-bursts: a lone '#' before every 8th word after the splice point, so a 64-token reply (about
+# 45 words) carries 4 or 5, above the stray-'#' detector's 3 (detectors/degenerate.py).
+GATEWAY_STRAY_HASH_EVERY_WORDS: Final = 8
+# top-mismatch: the sampled token's own top_logprobs entry moves by this much, 500 times the
+# reply-consistency tolerance, and too little to change which alternative ranks first on a
+# sharp token (the runner-up is several nats below on the margin probe's prompts).
+GATEWAY_TOP_MISMATCH_NATS: Final = -0.5
 # Cut-replies: a reply ends after this many characters of content, too few to hold any of the
 # guards' six-digit codes, so a guard whose reference is cut short alike has nothing to read.
 GATEWAY_CUT_REPLY_CHARS: Final = 4

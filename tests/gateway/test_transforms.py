@@ -261,3 +261,35 @@ def test_a_cut_reply_keeps_the_same_start_however_it_arrives(size: int) -> None:
     short = CutAfter(400)
     assert run(short, pieces(TEXT, size)) == TEXT  # a reply shorter than the cut is whole
     assert short.ended is None
+
+
+def test_split_multibyte_mangles_only_a_non_ascii_character_that_opens_a_piece() -> None:
+    from sparkrig.gateway.text_faults import SplitMultibyte
+
+    assert run(SplitMultibyte(), ["안녕", "하세요", " hi", "é"]) == "\ufffd녕\ufffd세요 hi\ufffd"
+    assert run(SplitMultibyte(), pieces(TEXT, 3)) == TEXT  # ASCII passes untouched
+
+
+def test_top_mismatch_moves_only_the_chosen_tokens_own_top_entry() -> None:
+    from sparkrig.gateway.soft_logprobs import mismatch_chosen_top
+
+    chat = {
+        "content": [
+            {
+                "token": "a",
+                "logprob": -0.1,
+                "top_logprobs": [{"token": "a", "logprob": -0.1}, {"token": "b", "logprob": -3}],
+            }
+        ]
+    }
+    mismatch_chosen_top(chat, -0.5)
+    item = chat["content"][0]
+    assert item["logprob"] == -0.1
+    assert item["top_logprobs"] == [{"token": "a", "logprob": -0.6}, {"token": "b", "logprob": -3}]
+    legacy = {"tokens": ["a"], "token_logprobs": [-0.1], "top_logprobs": [{"a": -0.1, "b": -3.0}]}
+    mismatch_chosen_top(legacy, -0.5)
+    assert legacy == {
+        "tokens": ["a"],
+        "token_logprobs": [-0.1],
+        "top_logprobs": [{"a": -0.6, "b": -3.0}],
+    }

@@ -143,3 +143,44 @@ async def test_acceptance_canary_fails_when_the_draft_gets_worse(
         await stop_local(worse_server)
     assert worse.results[0].verdict == "FAIL", worse.results[0].evidence
     assert "baseline" in worse.results[0].evidence
+
+
+# the mean of these stays within the band of SYNTH_RATES' while position 3 collapses to 0
+POSITION_FAULT_RATES = (1.0, 0.95, 0.0, 0.0)
+
+
+async def test_acceptance_canary_fails_when_one_draft_position_collapses(
+    spec_server: LocalInstance, engine: EngineInstall, bundled_model: Path, tmp_path: Path
+) -> None:
+    """Positions 2–5 at 0.000 while the draft still agrees at position 1 (field notes:
+    hash-bursts-acceptance-collapse): the mean over positions holds, a position does not."""
+    from sparkrig.engines.llamacpp.server import SpeculativeOptions
+    from sparkrig.launch.local import stop_local
+
+    path = tmp_path / "baseline.json"
+    recorded = await run_battery(
+        spec_server.base_url,
+        settings=SETTINGS,
+        guards=["acceptance"],
+        out_path=tmp_path / "record.json",
+        baseline_path=path,
+        record_baseline=True,
+    )
+    assert recorded.results[0].verdict == "PASS", recorded.results[0].evidence
+    options = SpeculativeOptions(spec_type="draft-simple", synth_rates=list(POSITION_FAULT_RATES))
+    collapsed_server = await _serve(engine, bundled_model, options)
+    try:
+        collapsed = await run_battery(
+            collapsed_server.base_url,
+            settings=SETTINGS,
+            guards=["acceptance"],
+            out_path=tmp_path / "collapsed.json",
+            baseline_path=path,
+        )
+    finally:
+        await stop_local(collapsed_server)
+    result = collapsed.results[0]
+    print(recorded.results[0].evidence, "|", result.evidence)
+    assert result.verdict == "FAIL", result.evidence
+    assert "draft position 3" in result.evidence
+    assert "mean holds" in result.evidence

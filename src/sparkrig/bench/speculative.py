@@ -12,9 +12,8 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, Field
 
-from sparkrig.client.metrics import MetricsDelta
+from sparkrig.client.metrics import MetricsDelta, accepted_per_position
 from sparkrig.engines.metric_map import Quantity
-from sparkrig.outside_numbers import int_or_none
 
 
 class SpecAccounting(BaseModel):
@@ -49,16 +48,6 @@ def _total(deltas: list[MetricsDelta], quantity: Quantity) -> float | None:
     return float(sum(value for value in values if isinstance(value, float | int)))
 
 
-def _per_position(deltas: list[MetricsDelta]) -> dict[str, float]:
-    merged: dict[str, float] = {}
-    for delta in deltas:
-        value = delta.values.get(Quantity.SPEC_ACCEPTED_PER_POSITION)
-        if isinstance(value, dict):
-            for position, count in value.items():
-                merged[position] = merged.get(position, 0.0) + count
-    return merged
-
-
 def spec_accounting(
     deltas: Iterable[MetricsDelta | None], decode_tps: float | None
 ) -> SpecAccounting | None:
@@ -69,8 +58,7 @@ def spec_accounting(
     accepted = _total(usable, Quantity.SPEC_ACCEPTED_TOKENS)
     if not drafts or not draft_tokens or accepted is None:
         return None
-    per_position = _per_position(usable)
-    order = sorted(per_position, key=_position_order)
+    per_position = accepted_per_position(usable)
     # a drafter with nothing to offer (ngram without a match) makes no draft: such steps are
     # in no spec counter, so steps come from the tokens (measured: generated − accepted was 115,
     # 107 and 119 steps where the stream had 115, 107 and 119 chunks; docs/metrics.md)
@@ -86,7 +74,7 @@ def spec_accounting(
         draft_tokens=draft_tokens,
         accepted_tokens=accepted,
         acceptance_rate=accepted / draft_tokens,
-        per_position_rate=[per_position[label] / drafts for label in order],
+        per_position_rate=[count / drafts for count in per_position.values()],
         mean_draft_length=mean_draft_length,
         accepted_per_draft=accepted / drafts,
         accepted_per_step=accepted_per_step,
@@ -94,9 +82,3 @@ def spec_accounting(
         steps_per_s=steps_per_s,
         ceiling_tps=steps_per_s * (mean_draft_length + 1) if steps_per_s else None,
     )
-
-
-def _position_order(label: str) -> int:
-    """A position label (from /metrics) by its number; a label that is none goes last."""
-    position = int_or_none(label, minimum=0)
-    return 1 << 30 if position is None else position

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterable
 from typing import Any
 
 import aiohttp
@@ -154,6 +155,18 @@ def _read_source(samples: dict[str, list[MetricSample]], source: MetricSource) -
                 grouped[key] = grouped.get(key, 0.0) + sample.value * source.scale
         return dict(sorted(grouped.items(), key=lambda item: _label_order(item[0])))
     return None
+
+
+def accepted_per_position(deltas: Iterable[MetricsDelta]) -> dict[str, float]:
+    """Accepted draft tokens per draft position, summed over deltas, in position order (a
+    label that is not a number goes last)."""
+    merged: dict[str, float] = {}
+    for delta in deltas:
+        value = delta.values.get(Quantity.SPEC_ACCEPTED_PER_POSITION)
+        if isinstance(value, dict):
+            for position, count in value.items():
+                merged[position] = merged.get(position, 0.0) + count
+    return dict(sorted(merged.items(), key=lambda item: _label_order(item[0])))
 
 
 def _label_order(label: str) -> tuple[int, str]:

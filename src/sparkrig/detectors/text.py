@@ -11,16 +11,11 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable
-from typing import Final, Literal
+from typing import Final
 
-from pydantic import BaseModel, ConfigDict, Field
+from sparkrig.detectors.degenerate import enumeration_findings, stray_hash_findings
+from sparkrig.detectors.finding import EVIDENCE_CHARS, Detector, TextFinding, excerpt
 
-Severity = Literal["error", "warning"]
-Detector = Callable[[str], list["TextFinding"]]
-
-# How much of the text a finding quotes, starting at its offset.
-EVIDENCE_CHARS: Final = 80
 # Distinct leaked markers a message names; the count covers all of them.
 MARKERS_SHOWN: Final = 5
 
@@ -156,22 +151,6 @@ _NOT_A_SCRIPT: Final = frozenset(
 _SCRIPT_ALIASES: Final = {"CJK": "Han", "IDEOGRAPHIC": "Han", "KATAKANA-HIRAGANA": "Katakana"}
 
 
-class TextFinding(BaseModel):
-    """One problem a detector saw in a text."""
-
-    model_config = ConfigDict(frozen=True)
-
-    detector: str = Field(description="name of the detector that produced this finding")
-    severity: Severity = Field(description="error: the output is broken; warning: suspicious")
-    message: str = Field(description="what happened — what it means / how to fix it")
-    evidence: str = Field(description=f"up to {EVIDENCE_CHARS} characters from the offset on")
-    offset: int = Field(ge=0, description="character offset in the text where the problem starts")
-
-
-def _excerpt(text: str, offset: int) -> str:
-    return text[offset : offset + EVIDENCE_CHARS]
-
-
 def replacement_char_findings(text: str) -> list[TextFinding]:
     """Any U+FFFD is an error: a field report gates on zero over three passes.
 
@@ -191,7 +170,7 @@ def replacement_char_findings(text: str) -> list[TextFinding]:
             detector="replacement_char",
             severity="error",
             message=message,
-            evidence=_excerpt(text, first),
+            evidence=excerpt(text, first),
             offset=first,
         )
     ]
@@ -247,7 +226,7 @@ def loop_findings(text: str) -> list[TextFinding]:
                     detector="loop",
                     severity="error",
                     message=message,
-                    evidence=_excerpt(text, offset),
+                    evidence=excerpt(text, offset),
                     offset=offset,
                 )
             ]
@@ -275,7 +254,7 @@ def char_run_findings(text: str) -> list[TextFinding]:
             detector="char_run",
             severity="error",
             message=message,
-            evidence=_excerpt(text, first.start()),
+            evidence=excerpt(text, first.start()),
             offset=first.start(),
         )
     ]
@@ -321,7 +300,7 @@ def markup_leak_findings(text: str) -> list[TextFinding]:
             detector="markup_leak",
             severity="error",
             message=message,
-            evidence=_excerpt(text, first),
+            evidence=excerpt(text, first),
             offset=first,
         )
     ]
@@ -385,7 +364,7 @@ def script_drift_findings(
             detector="script_drift",
             severity="error",
             message=message,
-            evidence=_excerpt(text, first),
+            evidence=excerpt(text, first),
             offset=first,
         )
     ]
@@ -408,7 +387,7 @@ def mid_word_start_findings(text: str) -> list[TextFinding]:
             detector="mid_word_start",
             severity="warning",
             message=message,
-            evidence=_excerpt(text, offset),
+            evidence=excerpt(text, offset),
             offset=offset,
         )
     ]
@@ -430,10 +409,15 @@ def degeneration_findings(text: str) -> list[TextFinding]:
 def all_findings(
     text: str, expected_script: str | tuple[str, ...] = DEFAULT_SCRIPT
 ) -> list[TextFinding]:
-    """Every detector in this module, for a reply expected in `expected_script`."""
+    """Every detector for a prose reply expected in `expected_script`: the degeneration checks,
+    markup, script drift, mid-word starts, and the counting-garbage and stray-'#' detectors of
+    detectors/degenerate.py (which a reply asked to count or to write markdown could trip, so
+    they are not among the degeneration checks a benchmark applies to every output)."""
     return [
         *degeneration_findings(text),
         *markup_leak_findings(text),
         *script_drift_findings(text, expected_script),
         *mid_word_start_findings(text),
+        *enumeration_findings(text),
+        *stray_hash_findings(text),
     ]

@@ -19,11 +19,14 @@ from sparkrig.gateway.request_faults import (
 )
 from sparkrig.gateway.stops import stop_strings
 from sparkrig.gateway.text_faults import (
+    CountInstead,
     CutAfter,
     InsertAfter,
     LoopAfter,
     ShiftAllDigits,
     ShiftFirstDigitRun,
+    SplitMultibyte,
+    StrayHashes,
     TextChain,
     TextTransform,
 )
@@ -89,6 +92,7 @@ class ReplyPlan:
     pipeline: ContentPipeline | None = None
     soften_logprobs: bool = False
     shift_logprobs: float = 0.0
+    mismatch_top: bool = False
     break_tool_args: bool = False
     drop_last_word: bool = False
     merge_events: int = 0
@@ -103,6 +107,7 @@ class ReplyPlan:
             self.pipeline
             or self.soften_logprobs
             or self.shift_logprobs
+            or self.mismatch_top
             or self.break_tool_args
             or self.drop_last_word
             or self.merge_events
@@ -129,6 +134,10 @@ def _content_faults(config: GatewayConfig, request: TrackedRequest) -> list[Text
         transforms.append(InsertAfter.fixed(splice_at, MARKUP))
     if config.has(Fault.REPLACEMENT_CHAR):
         transforms.append(InsertAfter.fixed(splice_at, REPLACEMENT_CHARS))
+    if config.has(Fault.HASH_BURSTS):
+        transforms.append(StrayHashes(splice_at, defaults.GATEWAY_STRAY_HASH_EVERY_WORDS))
+    if config.has(Fault.COUNT_GARBAGE):
+        transforms.append(CountInstead())
     if config.has(Fault.CUT_REPLIES):
         transforms.append(CutAfter(defaults.GATEWAY_CUT_REPLY_CHARS))
     if config.has(Fault.LOOP):
@@ -164,9 +173,14 @@ def _mark_block_corruption(
         req.block_corrupted = True
 
 
-def _goes_soft(config: GatewayConfig, request: TrackedRequest, body: dict[str, Any]) -> bool:
+def _goes_soft(
+    config: GatewayConfig, request: TrackedRequest, body: dict[str, Any], api: Api
+) -> bool:
     """degrade-after: a lone request once enough were served; soft-body-alone: a lone
-    non-streamed request, from the start. Only requests that asked for logprobs."""
+    non-streamed request, from the start; soft-chat: every chat request, alone or not. Only
+    requests that asked for logprobs."""
+    if config.has(Fault.SOFT_CHAT) and api == "chat" and asks_logprobs(body):
+        return True
     if not (request.started_alone and asks_logprobs(body)):
         return False
     if config.has(Fault.DEGRADE_AFTER) and request.served_before >= config.after_requests:
@@ -202,6 +216,8 @@ def plan_arrival(
             upstream_body, changed = without_stop(upstream_body), True
     _mark_block_corruption(config, ledger, request)
     transforms = _content_faults(config, request)
+    if config.has(Fault.SPLIT_MULTIBYTE) and body.get("stream") is True:
+        transforms.append(SplitMultibyte())  # the streamed path: pieces decoded one by one
     pipeline = None
     if reasoning or transforms:
         # the tokens follow the digit faults only when they are all content (no reasoning split)
@@ -211,8 +227,9 @@ def plan_arrival(
     plan = ReplyPlan(
         api=api,
         pipeline=pipeline,
-        soften_logprobs=_goes_soft(config, request, body),
+        soften_logprobs=_goes_soft(config, request, body, api),
         shift_logprobs=_drift(config, request),
+        mismatch_top=config.has(Fault.TOP_MISMATCH),
         break_tool_args=config.has(Fault.BROKEN_TOOL_ARGS),
         drop_last_word=config.has(Fault.STREAM_MISMATCH),
         merge_events=defaults.GATEWAY_MERGE_EVENTS if config.has(Fault.MERGED_EVENTS) else 0,

@@ -14,7 +14,7 @@ from sparkrig.gateway.ledger import TrackedRequest
 from sparkrig.gateway.logprob_tokens import retext_tokens, splice_index
 from sparkrig.gateway.plan import ReplyPlan
 from sparkrig.gateway.reasoning import Split
-from sparkrig.gateway.soft_logprobs import shift_logprobs, soften_logprobs
+from sparkrig.gateway.soft_logprobs import mismatch_chosen_top, shift_logprobs, soften_logprobs
 from sparkrig.gateway.text_faults import ShiftFirstDigitRun
 from sparkrig.outside_numbers import count_or_none
 from sparkrig.wire.openai import first_choice, logprob_items, text_holder
@@ -71,12 +71,16 @@ def rewrite_body(plan: ReplyPlan, request: TrackedRequest, body: Chunk) -> Chunk
 def _logprob_faults(plan: ReplyPlan, choice: dict[str, Any]) -> bool:
     """degrade-after and soft-body-alone soften, drift-after shifts; True when either did."""
     logprobs = choice.get("logprobs")
-    if not isinstance(logprobs, dict) or not (plan.soften_logprobs or plan.shift_logprobs):
+    if not isinstance(logprobs, dict) or not (
+        plan.soften_logprobs or plan.shift_logprobs or plan.mismatch_top
+    ):
         return False
     if plan.soften_logprobs:
         soften_logprobs(logprobs)
     if plan.shift_logprobs:
         shift_logprobs(logprobs, plan.shift_logprobs)
+    if plan.mismatch_top:
+        mismatch_chosen_top(logprobs, defaults.GATEWAY_TOP_MISMATCH_NATS)
     return True
 
 

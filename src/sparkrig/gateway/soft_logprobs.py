@@ -1,5 +1,6 @@
-"""degrade-after: sharp logprobs made soft; drift-after: every logprob moved by a constant.
-Tokens and text unchanged.
+"""degrade-after: sharp logprobs made soft; drift-after: every logprob moved by a constant;
+top-mismatch: the sampled token's own top_logprobs entry moved away from its logprob. Tokens and
+text unchanged.
 
 Modelled on a warm server whose lone requests got soft logits (field notes: c128a-alone-soft).
 
@@ -91,3 +92,23 @@ def shift_logprobs(logprobs: dict[str, Any], nats: float) -> None:
             {key: value + nats for key, value in top.items()} if isinstance(top, dict) else top
             for top in logprobs.get("top_logprobs") or []
         ]
+
+
+def mismatch_chosen_top(logprobs: dict[str, Any], nats: float) -> None:
+    """top-mismatch: the sampled token's entry among its own top alternatives plus `nats`, in
+    place; the token's logprob, the other alternatives, the text and the tokens unchanged."""
+    if isinstance(logprobs.get("content"), list):
+        for item in logprobs["content"]:
+            if not isinstance(item, dict):
+                continue
+            for top in item.get("top_logprobs") or []:
+                if isinstance(top, dict) and top.get("token") == item.get("token"):
+                    if isinstance(top.get("logprob"), (int, float)):
+                        top["logprob"] += nats
+                    break
+        return
+    if isinstance(logprobs.get("token_logprobs"), list):
+        tokens = logprobs.get("tokens") or []
+        for top, token in zip(logprobs.get("top_logprobs") or [], tokens, strict=False):
+            if isinstance(top, dict) and isinstance(top.get(token), (int, float)):
+                top[token] += nats

@@ -168,6 +168,71 @@ class LoopAfter:
         return span * repeats
 
 
+class CountInstead:
+    """count-garbage: every word of the reply becomes the next bare list marker ("1. 2. 3. …"),
+    the degenerate counting a stack with CUDA graphs above two sequences answered every prompt
+    with (field notes: graphs-above-two-seqs). Pieces keep their place in the stream."""
+
+    ended: str | None = None
+
+    def __init__(self) -> None:
+        self._next = 1
+
+    def feed(self, text: str) -> str:
+        out: list[str] = []
+        for _ in text.split():
+            out.append(f"{self._next}. ")
+            self._next += 1
+        return "".join(out)
+
+    def finish(self) -> str:
+        return ""
+
+
+class StrayHashes:
+    """hash-bursts: after the first `after_chars` characters, a lone "#" before every
+    `every`-th word, as the stray '#' tokens a corrupted KV cache put mid-sentence (field
+    notes: hash-bursts-acceptance-collapse)."""
+
+    ended: str | None = None
+
+    def __init__(self, after_chars: int, every: int) -> None:
+        self._after = after_chars
+        self._every = every
+        self._seen = 0
+        self._spaces = 0
+
+    def feed(self, text: str) -> str:
+        out: list[str] = []
+        for char in text:
+            out.append(char)
+            self._seen += 1
+            if char == " " and self._seen > self._after:
+                self._spaces += 1
+                if self._spaces % self._every == 0:
+                    out.append("# ")
+        return "".join(out)
+
+    def finish(self) -> str:
+        return ""
+
+
+class SplitMultibyte:
+    """split-multibyte: a non-ASCII character that opens a piece becomes U+FFFD, as a
+    multi-byte character cut apart at a token or event boundary comes out of a detokenizer that
+    decodes each piece alone. ASCII text passes untouched."""
+
+    ended: str | None = None
+
+    def feed(self, text: str) -> str:
+        if text and not text[0].isascii():
+            return "\ufffd" + text[1:]
+        return text
+
+    def finish(self) -> str:
+        return ""
+
+
 class TextChain:
     """Transforms applied in order; once one has ended the reply, the rest of it is dropped."""
 

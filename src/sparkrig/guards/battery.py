@@ -14,6 +14,7 @@ from sparkrig.client.metrics import try_scrape_metrics
 from sparkrig.client.probe import first_model_id
 from sparkrig.guards.acceptance import acceptance_guard
 from sparkrig.guards.baseline import default_baseline_path, load_baseline, save_baseline
+from sparkrig.guards.consistency import consistency_guard
 from sparkrig.guards.context import CheckSettings, GuardContext, GuardFunction
 from sparkrig.guards.determinism import determinism_guard
 from sparkrig.guards.drift import drift_guard, drift_opening
@@ -64,7 +65,7 @@ for _entry in (
         "margin",
         margin_guard,
         False,
-        "sharp top-1 alone and with a neighbour, streamed and whole",
+        "sharp top-1 alone and with a neighbour, streamed and whole, completions and chat",
     ),
     GuardEntry(5, "needle", needle_guard, False, "needle at 0.1/0.5/0.9 up the length ladder"),
     GuardEntry(6, "stream_parity", stream_parity_guard, True, "streamed = non-streamed"),
@@ -85,6 +86,13 @@ for _entry in (
         True,
         "greedy probes at the end (and each soak repeat) vs the same at the start",
         opening=drift_opening,
+    ),
+    GuardEntry(
+        12,
+        "consistency",
+        consistency_guard,
+        True,
+        "every reply agrees with itself: its logprobs, its top list, its counts",
     ),
 ):
     GUARDS.add(_entry.name, _entry)

@@ -9,6 +9,7 @@ from typing import Any
 
 from sparkrig import defaults
 from sparkrig.client import ChatRequest, CompletionRequest, EndpointClient, RequestRecord
+from sparkrig.client.reply_consistency import reply_consistency
 from sparkrig.guards.baseline import Baseline
 from sparkrig.guards.settings import CheckSettings as CheckSettings  # noqa: PLC0414 - re-exported
 
@@ -25,15 +26,28 @@ class GuardContext:
         default_factory=dict,
         metadata={"description": "what guards took when the battery opened, by guard name"},
     )
+    replies_judged: int = 0
+    reply_problems: list[str] = field(
+        default_factory=list,
+        metadata={
+            "description": "every reply of the battery that disagrees with itself "
+            "(client/reply_consistency.py), for the consistency guard"
+        },
+    )
 
     async def send(self, request: ChatRequest | CompletionRequest) -> RequestRecord:
-        return await self.client.send(request)
+        """Send, and judge the reply against itself (every guard's replies pass through)."""
+        record = await self.client.send(request)
+        self.replies_judged += 1
+        where = f"{request.api}{', streamed' if request.stream else ''}"
+        self.reply_problems += [f"{where}: {p}" for p in reply_consistency(request, record)]
+        return record
 
     async def send_all(
         self, requests: Sequence[ChatRequest | CompletionRequest]
     ) -> list[RequestRecord]:
         """All at once, in one batch as far as the server allows."""
-        return list(await asyncio.gather(*(self.client.send(r) for r in requests)))
+        return list(await asyncio.gather(*(self.send(r) for r in requests)))
 
     async def send_staggered(
         self, requests: Sequence[ChatRequest | CompletionRequest], gap_s: float
@@ -42,7 +56,7 @@ class GuardContext:
 
         async def later(index: int, request: ChatRequest | CompletionRequest) -> RequestRecord:
             await asyncio.sleep(index * gap_s)
-            return await self.client.send(request)
+            return await self.send(request)
 
         return list(await asyncio.gather(*(later(i, r) for i, r in enumerate(requests))))
 

@@ -1,0 +1,91 @@
+"""A reply judged against itself: each rule FAILS the reply that breaks it and passes the one a
+healthy engine sends. The clean logprobs are the embedded engine's own (llama-server, SmolLM2,
+"Count from 1 to 10, separated by commas." on chat, tokens 5 and 6, printed by this project's
+probe); the broken ones are those values as the gateway's top-mismatch fault rewrites them."""
+
+from __future__ import annotations
+
+from sparkrig.client import ChatRequest, RequestRecord, SseEvent
+from sparkrig.client.records import TokenLogprob, TopLogprob, Usage
+from sparkrig.client.reply_consistency import reply_consistency
+from sparkrig.gateway.soft_logprobs import mismatch_chosen_top
+
+REQUEST = ChatRequest(model="m", messages=[{"role": "user", "content": "x"}], max_tokens=6)
+CLEAN_CHAT_LOGPROBS = {
+    "content": [
+        {
+            "token": ",",
+            "logprob": -0.015,
+            "top_logprobs": [{"token": ",", "logprob": -0.015}, {"token": " ", "logprob": -5.3}],
+        },
+        {
+            "token": " ",
+            "logprob": -0.003,
+            "top_logprobs": [{"token": " ", "logprob": -0.003}, {"token": "  ", "logprob": -6.314}],
+        },
+    ]
+}
+
+
+def record(logprobs: dict[str, list[dict[str, object]]], **fields: object) -> RequestRecord:
+    tokens = [
+        TokenLogprob(
+            token=str(item["token"]),
+            logprob=item["logprob"],  # type: ignore[arg-type]
+            top=[TopLogprob(**top) for top in item["top_logprobs"]],  # type: ignore[attr-defined]
+        )
+        for item in logprobs["content"]
+    ]
+    base: dict[str, object] = {
+        "url": "http://x",
+        "api": "chat",
+        "stream": False,
+        "model": "m",
+        "send_ns": 0,
+        "content": ", ",
+        "logprobs": tokens,
+        "usage": Usage(completion_tokens=2),
+    }
+    return RequestRecord.model_validate(base | fields)
+
+
+def test_a_healthy_reply_agrees_with_itself() -> None:
+    assert reply_consistency(REQUEST, record(CLEAN_CHAT_LOGPROBS)) == []
+
+
+def test_a_chosen_logprob_that_its_own_top_entry_contradicts_fails() -> None:
+    import copy
+
+    broken = copy.deepcopy(CLEAN_CHAT_LOGPROBS)
+    mismatch_chosen_top(broken, -0.5)
+    problems = reply_consistency(REQUEST, record(broken))
+    assert len(problems) == 1
+    assert "token 0 (',') has logprob -0.0150 but -0.5150 in its own top_logprobs" in problems[0]
+
+
+def test_a_greedy_token_that_is_not_the_most_likely_fails_at_temperature_0_only() -> None:
+    flipped = {
+        "content": [
+            {
+                "token": ",",
+                "logprob": -1.2,
+                "top_logprobs": [{"token": ".", "logprob": -0.4}, {"token": ",", "logprob": -1.2}],
+            }
+        ]
+    }
+    assert "not the most likely at temperature 0" in reply_consistency(REQUEST, record(flipped))[0]
+    sampled = REQUEST.model_copy(update={"temperature": 0.8})
+    assert reply_consistency(sampled, record(flipped)) == []
+
+
+def test_counts_beyond_max_tokens_or_below_the_events_fail() -> None:
+    over = record(CLEAN_CHAT_LOGPROBS, usage=Usage(completion_tokens=8))
+    assert "claims 8 completion tokens with max_tokens 6" in reply_consistency(REQUEST, over)[0]
+    events = [SseEvent(t_ns=i, content_chars=1) for i in range(3)]
+    short = record(CLEAN_CHAT_LOGPROBS, stream=True, events=events)
+    assert "3 content events carried 2 claimed tokens" in reply_consistency(REQUEST, short)[0]
+
+
+def test_a_failed_reply_or_one_without_logprobs_has_nothing_to_disagree_on() -> None:
+    plain = record({"content": []})
+    assert reply_consistency(REQUEST, plain) == []
