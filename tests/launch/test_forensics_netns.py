@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -37,13 +38,19 @@ CABLES = ["a.p0 <-> b.p1", "b.p0 <-> c.p1", "c.p0 <-> a.p1"]
 WIRING = [("a", "p0", "b", "p1"), ("b", "p0", "c", "p1"), ("c", "p0", "a", "p1")]
 API_PORT = 18080
 SLOW_LOAD_S = 5  # longer than any phase of the head's boot (its longest: 4 s)
+# the silent test's stall window: past the head's quiet wait for the slow rank, and the quiet
+# time after which `status` names a live rank's log
+QUIET_WINDOW_S = 8
+FAKE_GPU = Path(__file__).parent / "fake_gpu"
 
 
 def toml_env(env: dict[str, str]) -> str:
     return "{ " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in env.items()) + " }"
 
 
-def cluster_text(lab: NetnsLab, name: str, api_address: str, env: dict[str, dict[str, str]]) -> str:
+def cluster_text(
+    lab: NetnsLab, name: str, api_address: str, env: dict[str, dict[str, str]], window_s: float
+) -> str:
     """`env`: per node, the fake's mode (the node's env reaches its process)."""
     nodes = "".join(
         f'\n[[nodes]]\nname = "{node}"\n'
@@ -63,7 +70,7 @@ kind = "vllm"
 binary = "{FAKE}"
 port = {API_PORT}
 api_address = "{api_address}"
-stall_window_s = 60
+stall_window_s = {window_s:g}
 
 [model]
 path = "/models/smollm2-bf16"
@@ -77,10 +84,23 @@ gpu_memory_utilization = 0.3
 """
 
 
-def sparkrig(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def sparkrig(
+    *args: str, timeout: float = 120, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [SPARKRIG, *args], capture_output=True, text=True, timeout=timeout, check=False
+        [SPARKRIG, *args], capture_output=True, text=True, timeout=timeout, check=False, env=env
     )
+
+
+def quiet_ranks(path: Path, env: dict[str, str], wanted: str) -> dict[str, dict[str, object]]:
+    """`status --json`'s quiet ranks, asked until `wanted` is among them (or 20 s passed)."""
+    deadline = time.monotonic() + 20
+    while True:
+        shown = json.loads(sparkrig("status", str(path), "--json", env=env).stdout)
+        quiet = {q["key"]: q for q in shown["quiet"]}
+        if wanted in quiet or time.monotonic() > deadline:
+            return quiet
+        time.sleep(1)
 
 
 class NetnsCluster:
@@ -90,10 +110,10 @@ class NetnsCluster:
         self.lab, self.api_address, self.folder = lab, api_address, folder
         self.written: list[tuple[Path, str]] = []
 
-    def file(self, name: str, env: dict[str, dict[str, str]]) -> Path:
+    def file(self, name: str, env: dict[str, dict[str, str]], window_s: float = 60) -> Path:
         name = f"{self.lab.prefix}{name}".replace("-", "")
         path = self.folder / f"{name}.toml"
-        path.write_text(cluster_text(self.lab, name, self.api_address, env))
+        path.write_text(cluster_text(self.lab, name, self.api_address, env, window_s))
         self.written.append((path, name))
         return path
 
@@ -166,6 +186,7 @@ def test_silent_worker_named_and_slow_rank_is_the_slowest_phase(
             "b": {"FAKE_RANKS_WORKER": "live"},
             "c": {"FAKE_RANKS_WORKER": "clean", "FAKE_RANKS_LOAD_S": str(SLOW_LOAD_S)},
         },
+        window_s=QUIET_WINDOW_S,
     )
     name = netns_cluster.written[-1][1]
     up = sparkrig("up", str(path), "--apply")
@@ -199,3 +220,17 @@ def test_silent_worker_named_and_slow_rank_is_the_slowest_phase(
         ("b/vllm", "roce-collective-peer-silent")
     }
     assert "c/vllm" in shown["boot"]
+
+    # its log quiet past the window while it lives: named, the GPU said unread (no nvidia-smi)
+    no_gpu = dict(os.environ, PATH="/usr/sbin:/usr/bin:/sbin:/bin")
+    quiet = quiet_ranks(path, no_gpu, "b/vllm")
+    assert quiet["b/vllm"]["verdict"] == "unknown", quiet
+    assert "GPU not read: no nvidia-smi on node b" in str(quiet["b/vllm"]["message"])
+    # with a GPU reading (the stand-in nvidia-smi, 96% busy in b's namespace only): b is the
+    # suspect, with the stack-sampling step; any other quiet rank is idle
+    busy = dict(no_gpu, PATH=f"{FAKE_GPU}:{no_gpu['PATH']}", FAKE_GPU_BUSY_NODE="b")
+    quiet = quiet_ranks(path, busy, "b/vllm")
+    assert quiet["b/vllm"]["verdict"] == "suspect", quiet
+    assert "GPU 96% busy on node b" in str(quiet["b/vllm"]["message"])
+    assert "py-spy dump" in str(quiet["b/vllm"]["message"])
+    assert {q["verdict"] for k, q in quiet.items() if k != "b/vllm"} <= {"idle"}
