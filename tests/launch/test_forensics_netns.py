@@ -232,5 +232,6 @@ def test_silent_worker_named_and_slow_rank_is_the_slowest_phase(
     quiet = quiet_ranks(path, busy, "b/vllm")
     assert quiet["b/vllm"]["verdict"] == "suspect", quiet
     assert "GPU 96% busy on node b" in str(quiet["b/vllm"]["message"])
-    assert "py-spy dump" in str(quiet["b/vllm"]["message"])
+    worker = next(r for r in state.started if r.process.node == "b")
+    assert f"py-spy dump --pid {worker.pid}`" in str(quiet["b/vllm"]["message"])
     assert {q["verdict"] for k, q in quiet.items() if k != "b/vllm"} <= {"idle"}

@@ -58,7 +58,7 @@ def test_verdict_suspect_only_over_a_busy_gpu() -> None:
     suspect = quiet_verdict("b/vllm", "b", 41, 600, busy)
     assert suspect.verdict == "suspect"
     assert "b/vllm: log quiet for 600 s while its process lives" in suspect.message
-    assert "py-spy dump --pid PID" in suspect.message
+    assert "`py-spy dump --pid 41` on node b" in suspect.message
     idle = quiet_verdict("b/vllm", "b", 41, 600, GpuReading(busy_percent=3, note="GPU 3%"))
     assert idle.verdict == "idle"
     unread = GpuReading(busy_percent=None, note="GPU not read: no nvidia-smi on node b")

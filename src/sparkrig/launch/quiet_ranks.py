@@ -21,8 +21,8 @@ from sparkrig.launch.executors import executor_for
 from sparkrig.outside_numbers import int_or_none
 
 STACK_STEP = (
-    "sample the worker's stack a few times, seconds apart (`py-spy dump --pid PID` on its "
-    "node): frames that change are a slow path, frames that stay put are a deadlock"
+    "sample the worker's stack a few times, seconds apart (`py-spy dump --pid {pid}` on node "
+    "{node}): frames that change are a slow path, frames that stay put are a deadlock"
 )
 _ABSENT = "no nvidia-smi"
 # `command -v` first, so a node without the tool says so instead of failing like a broken one
@@ -84,7 +84,8 @@ def quiet_verdict(
         verdict, message = "unknown", f"{said} — idle or stalled cannot be told apart here"
     elif gpu.busy_percent >= busy_percent:
         verdict = "suspect"
-        message = f"{said}: a stall or a very slow path — {STACK_STEP}"
+        step = STACK_STEP.format(pid=pid if pid is not None else "PID", node=node)
+        message = f"{said}: a stall or a very slow path — {step}"
     else:
         verdict, message = "idle", f"{said}: idle"
     return QuietRank(
