@@ -408,6 +408,11 @@ LAUNCH_STALL_WINDOW_S: Final = 300.0
 # (717 s, field notes: first-boot-717s) plus room for a cold JIT cache.
 LAUNCH_READY_TIMEOUT_S: Final = 1800.0
 LAUNCH_POLL_INTERVAL_S: Final = 0.5
+# `status` names a live rank whose log has been quiet longer than the launch's stall window; it
+# calls it a suspect stall when its node's GPU reads at least this busy. A quiet worker over a
+# 96%-busy GPU was the slow path that looked like a hang (field notes: slow-path-looks-hung); an
+# idle one reads near 0%. Half is this project's line between the two, not a measured bound.
+STATUS_GPU_BUSY_PERCENT: Final = 50
 # Lines of a node's log printed when it dies or stalls, and shown by `status`.
 LAUNCH_LOG_TAIL_LINES: Final = 12
 # `sparkrig stall`: seconds between the two /metrics scrapes. A decoding engine moves its token

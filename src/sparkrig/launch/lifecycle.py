@@ -42,6 +42,7 @@ from sparkrig.launch.node_commands import (
     stop_script,
     which_script,
 )
+from sparkrig.launch.quiet_ranks import QuietRank, quiet_verdict, read_gpus
 from sparkrig.launch.readiness import (
     CompletionProbe,
     Phase,
@@ -290,6 +291,27 @@ class LaunchStatus(BaseModel):
     kernel_notes: list[str] = Field(default_factory=list, description="kernel logs not read")
     boot: dict[str, list[BootPhase]] = Field(default_factory=dict)
     kv_pool_tokens: int | None = None
+    quiet: list[QuietRank] = Field(
+        default_factory=list, description="live ranks whose log is quiet past the stall window"
+    )
+
+
+async def _quiet_ranks(state: LaunchState, sightings: list[Sighting | None]) -> list[QuietRank]:
+    """Each live rank quiet for longer than the stall window, judged by its node's GPU."""
+    quiet: list[tuple[StartedRecord, int]] = []
+    for record, seen in zip(state.started, sightings, strict=True):
+        if seen is None or not seen.observation.alive:
+            continue
+        quiet_s = seen.observation.log_quiet_s
+        if quiet_s is not None and quiet_s > state.stall_window_s:
+            quiet.append((record, quiet_s))
+    if not quiet:
+        return []
+    gpus = await read_gpus({record.process.node: record.executor for record, _ in quiet})
+    return [
+        quiet_verdict(r.process.key, r.process.node, r.pid, quiet_s, gpus[r.process.node])
+        for r, quiet_s in quiet
+    ]
 
 
 async def launch_status(state: LaunchState, probe: CompletionProbe) -> LaunchStatus:
@@ -339,6 +361,7 @@ async def launch_status(state: LaunchState, probe: CompletionProbe) -> LaunchSta
         kernel_notes=[k.note for k in forensics.kernels if not k.readable],
         boot=state.boot_phases or forensics.boot(),
         kv_pool_tokens=state.kv_pool_tokens,
+        quiet=await _quiet_ranks(state, sightings),
     )
 
 

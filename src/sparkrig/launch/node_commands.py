@@ -40,6 +40,7 @@ class ProcessObservation(BaseModel):
     port_open: bool | None
     tail: list[str]
     exit_status: int | None = None  # the shell's $? once the process ended: 128 + N for signal N
+    log_quiet_s: int | None = None  # seconds since the log was last written, by the node's clock
 
     @property
     def ended(self) -> ProcessExit | None:
@@ -121,6 +122,7 @@ def observe_script(
         f'echo "stat $(stat_of {pid})"\n'
         f'echo "size $(wc -c < {log} 2>/dev/null || echo -1)"\n'
         f'echo "exit $(cat {shlex.quote(exit_status_path(log_path))} 2>/dev/null)"\n'
+        f'm=$(stat -c %Y {log} 2>/dev/null) && echo "quiet $(( $(date +%s) - m ))"\n'
         f"{port_check}"
         "echo tail\n"
         f"tail -n {tail_lines} {log} 2>/dev/null\n"
@@ -138,6 +140,7 @@ def parse_observation(stdout: str, start_ticks: int, port: int | None) -> Proces
     log_bytes = int_or_none(size, minimum=0)  # -1: no log file yet
     return ProcessObservation(
         exit_status=int_or_none(status, minimum=0, maximum=255),
+        log_quiet_s=int_or_none(values.get("quiet", "").strip(), minimum=0),
         alive=ticks is not None and ticks == start_ticks,
         log_bytes=-1 if log_bytes is None else log_bytes,
         port_open=None

@@ -59,6 +59,8 @@ def status_table(status: LaunchStatus) -> RenderableType:
     verdict = Text(status.summary, style="green" if status.ready else "red")
     parts: list[RenderableType] = [table, verdict]
     parts += signature_lines(status.signatures, status.kernel_notes)
+    quiet_style = {"suspect": "red", "unknown": "yellow"}
+    parts += [Text(q.message, style=quiet_style.get(q.verdict, "")) for q in status.quiet]
     if (boot := boot_table(status.boot)) is not None:
         parts.append(boot)
     if status.kv_pool_tokens is not None:
