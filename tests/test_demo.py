@@ -51,6 +51,7 @@ def test_demo_prints_the_table_writes_the_record_and_stops(
         "structured",
         "garble",
         "drift",
+        "consistency",
     ]
     assert all(r["verdict"] == "PASS" for r in check["results"]), check["results"]
     assert "report: file://" in done.stdout

@@ -28,6 +28,7 @@ from sparkrig.bench.count_witness import CountWitness, take_witness, unread_warn
 from sparkrig.bench.modes import TWO_SPEEDS_PREFIX, TwoSpeeds, two_speeds
 from sparkrig.bench.settings import BenchSettings as BenchSettings  # noqa: PLC0414 - re-exported
 from sparkrig.bench.speculative import SpecAccounting, spec_accounting
+from sparkrig.bench.spot_check import SpotCheck, spot_check, spot_check_warning
 from sparkrig.bench.statistics import (
     PointSummary,
     precise_enough,
@@ -117,6 +118,11 @@ class PointResult(BaseModel):
     spec: SpecAccounting | None = Field(
         default=None, description="speculative-decoding accounting over this point's samples"
     )
+    spot_check: SpotCheck | None = Field(
+        default=None,
+        description="the point's correctness spot check: questions right alone, asked again at "
+        "this point's load (bench/spot_check.py); None in receipts from before it",
+    )
     witness: CountWitness | None = Field(
         default=None,
         description="the point's one request with logprobs on, after its first kept sample and "
@@ -164,6 +170,7 @@ class PointResult(BaseModel):
 
 INVALID_DEGENERATE = "degenerate output"
 INVALID_COUNTS = "token counts do not hold"
+INVALID_NONSENSE = "wrong answers at this load (correctness spot check)"
 
 
 def invalid_reasons(point: PointResult) -> list[str]:
@@ -300,6 +307,8 @@ async def measure_point(
         point.samples[-1].round = round_index
         if point.witness is None:
             await _witness_counts(client, point, make_requests()[0])
+        if point.spot_check is None:
+            await _spot_check(client, point, make_requests())
         this_round.append(point.samples[-1].value)
         point.summary = summarize([sample.value for sample in point.samples])
         on_sample(point)
@@ -439,6 +448,18 @@ async def _witness_counts(
         mark_invalid(point, INVALID_COUNTS)
     elif not point.witness.read:
         _warn_once(point, unread_warning(point.witness))
+
+
+async def _spot_check(
+    client: EndpointClient, point: PointResult, requests: Sequence[ChatRequest | CompletionRequest]
+) -> None:
+    """The point's correctness spot check, once, at its own load (bench/spot_check.py)."""
+    point.spot_check = await spot_check(client, requests[0].model, len(requests))
+    if point.spot_check.nonsense:
+        mark_invalid(point, INVALID_NONSENSE)
+        _warn_once(point, f"spot check: {point.spot_check.wrong_under_load[0]}")
+    elif (warning := spot_check_warning(point.spot_check)) is not None:
+        _warn_once(point, warning)
 
 
 def _precise_over_rounds(point: PointResult, precision: float) -> bool:

@@ -13,6 +13,7 @@ from typing import Final
 
 from sparkrig.client import ChatRequest, CompletionRequest
 from sparkrig.guards.context import GuardContext
+from sparkrig.guards.divergence import reference_problem
 from sparkrig.guards.verdict import GuardResult, failed, passed
 
 NAME: Final = "consistency"
@@ -45,8 +46,9 @@ async def consistency_guard(context: GuardContext) -> GuardResult:
     with_logprobs = 0
     for request in probes:
         record = await context.send(request)
-        if record.error is not None:
-            return failed(NAME, f"a {request.api} probe failed: {record.error.message}")
+        where = f"{request.api}{', streamed' if request.stream else ''} probe"
+        if problem := reference_problem([record], where):
+            return failed(NAME, problem)  # an empty reply states nothing to agree with
         with_logprobs += bool(record.logprobs)
     problems = context.reply_problems
     details = {
