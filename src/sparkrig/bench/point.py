@@ -25,6 +25,7 @@ from sparkrig.bench.accounting import (
 )
 from sparkrig.bench.client_shards import ClientLoad, SendAll, send_in_process
 from sparkrig.bench.count_witness import CountWitness, take_witness, unread_warning
+from sparkrig.bench.goodput import PointGoodput, point_goodput
 from sparkrig.bench.modes import TWO_SPEEDS_PREFIX, TwoSpeeds, two_speeds
 from sparkrig.bench.settings import BenchSettings as BenchSettings  # noqa: PLC0414 - re-exported
 from sparkrig.bench.speculative import SpecAccounting, spec_accounting
@@ -69,6 +70,10 @@ class RequestSummary(BaseModel):
     decode_tps: float | None
     e2e_s: float | None
     finish_reason: str | None
+    send_ns: int | None = Field(
+        default=None,
+        description="perf_counter_ns when the request was sent (receipts before goodput: None)",
+    )
     first_output_ns: int | None = Field(description="perf_counter_ns of the first output event")
     last_output_ns: int | None = Field(description="perf_counter_ns of the last output event")
 
@@ -148,6 +153,9 @@ class PointResult(BaseModel):
         default_factory=dict, description="failed requests by kind (malformed, timeout, …)"
     )
     first_error: str | None = Field(default=None, description="the first failure's message")
+    goodput: PointGoodput | None = Field(
+        default=None, description="with --slo: the requests meeting it, over the kept samples"
+    )
 
     def count_requests(self, records: Sequence[RequestRecord]) -> None:
         self.requests_sent += len(records)
@@ -210,6 +218,7 @@ def summarize_request(
         decode_tps=record.decode_tps,
         e2e_s=record.e2e_s,
         finish_reason=record.finish_reason,
+        send_ns=record.send_ns,
         first_output_ns=outputs[0].t_ns if outputs else None,
         last_output_ns=outputs[-1].t_ns if outputs else None,
     )
@@ -302,6 +311,8 @@ async def measure_point(
             await _witness_counts(client, point, make_requests()[0])
         this_round.append(point.samples[-1].value)
         point.summary = summarize([sample.value for sample in point.samples])
+        if settings.slo is not None:
+            point.goodput = point_goodput([s.requests for s in point.samples], settings.slo)
         on_sample(point)
         precise = stop_on_precision(this_round, looks, settings.precision)
         if precise:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from sparkrig import defaults
+from sparkrig.bench.slo import Slo
 
 
 class BenchSettings(BaseModel):
@@ -63,4 +64,11 @@ class BenchSettings(BaseModel):
         description="processes that send a sample's streams (default: one per "
         f"{defaults.BENCH_CLIENT_STREAMS_PER_PROCESS} streams, at most one per core); 1 sends "
         "all from this process, N always splits over N",
+    )
+    slo: Slo | None = Field(
+        default=None,
+        description="a latency objective, every term to hold, e.g. ttft_p99=2s,tpot_p99=50ms "
+        "(metrics ttft, tpot or itl, e2e; percentiles p50, p90, p95, p99; limits in s or ms): "
+        "each point then reports its goodput, the requests meeting it per second "
+        "(docs/metrics.md#goodput)",
     )

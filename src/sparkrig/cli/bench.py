@@ -116,6 +116,7 @@ def bench(
         BenchSettings, "rounds", default=None, note=_PAIRED_NOTE.format(*_ROUNDS)
     ),
     client_processes: int | None = setting(BenchSettings, "client_processes"),
+    slo: str | None = setting(BenchSettings, "slo"),
     paired_with: Annotated[
         str | None,
         typer.Option(
@@ -168,6 +169,9 @@ def bench(
         ]
     )
     depths = parse_ladder(prefill_depths, "--prefill-depths", defaults.BENCH_MAX_PREFILL_DEPTH)
+    from sparkrig.bench.slo import parse_slo
+
+    objective = parse_slo(slo) if slo is not None else None
     settings = BenchSettings(
         precision=precision,
         max_samples=max_samples,
@@ -178,6 +182,7 @@ def bench(
         prompt_tokens=prompt_tokens,
         cached_replays=cached,
         prefill_depths=depths,
+        slo=objective,
     )
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out_path = out or Path("sparkrig-runs") / f"bench-{stamp}.json"
