@@ -25,6 +25,8 @@ OUT_OF_RANGE = [
     (["bench", URL, "--tokens", "7"], "--tokens"),
     (["bench", URL, "--rounds", "0"], "--rounds"),
     (["bench", URL, "--client-processes", "0"], "--client-processes"),
+    (["bench", URL, "--max-error-rate", "1.5"], "--max-error-rate"),
+    (["bench", URL, "--max-error-rate", "-0.01"], "--max-error-rate"),
     (["bench", "--local", "--slots", "0"], "--slots"),
     (["compare", "a.json", "b.json", "--tolerance", "-1"], "--tolerance"),
     (["check", URL, "--kv-block-tokens", "1"], "--kv-block-tokens"),

@@ -37,6 +37,7 @@ from sparkrig.bench.statistics import (
     summarize,
 )
 from sparkrig.bench.thinking_budget import truncated_thinking_warning
+from sparkrig.bench.validity import INVALID_ERRORS, Coverage, coverage_of, error_rate_reason
 from sparkrig.client import ChatRequest, CompletionRequest, EndpointClient, RequestRecord
 from sparkrig.client.metrics import (
     MetricsDelta,
@@ -116,8 +117,8 @@ class PointResult(BaseModel):
     invalid: bool = Field(default=False, description="the figure is not valid: invalid_reasons")
     invalid_reasons: list[str] = Field(
         default_factory=list,
-        description="why: degenerate output, token counts that do not hold; each sample keeps "
-        "its findings",
+        description="why: degenerate output, token counts that do not hold (each sample keeps "
+        "its findings), failed requests above the error-rate ceiling (with the count)",
     )
     spec: SpecAccounting | None = Field(
         default=None, description="speculative-decoding accounting over this point's samples"
@@ -153,6 +154,10 @@ class PointResult(BaseModel):
         default_factory=dict, description="failed requests by kind (malformed, timeout, …)"
     )
     first_error: str | None = Field(default=None, description="the first failure's message")
+    coverage: Coverage | None = Field(
+        default=None,
+        description="how many requests each figure rests on, and the share that failed",
+    )
     goodput: PointGoodput | None = Field(
         default=None, description="with --slo: the requests meeting it, over the kept samples"
     )
@@ -311,8 +316,7 @@ async def measure_point(
             await _witness_counts(client, point, make_requests()[0])
         this_round.append(point.samples[-1].value)
         point.summary = summarize([sample.value for sample in point.samples])
-        if settings.slo is not None:
-            point.goodput = point_goodput([s.requests for s in point.samples], settings.slo)
+        account(point, settings)
         on_sample(point)
         precise = stop_on_precision(this_round, looks, settings.precision)
         if precise:
@@ -330,8 +334,25 @@ async def measure_point(
     _flag_two_speeds(point)
     median = point.summary.median if point.summary else None
     point.spec = spec_accounting((sample.metrics for sample in point.samples), median)
+    account(point, settings)
     on_sample(point)
     return point
+
+
+def account(point: PointResult, settings: BenchSettings) -> None:
+    """The point's coverage, its error rate judged against the ceiling, and its goodput."""
+    requests = [sample.requests for sample in point.samples]
+    point.coverage = coverage_of(point.requests_sent, sum(point.request_errors.values()), requests)
+    kept = [r for r in point.invalid_reasons if not r.startswith(INVALID_ERRORS)]
+    reason = error_rate_reason(point.coverage, settings.max_error_rate)
+    if reason is not None:
+        point.invalid_reasons = [*kept, reason]
+        point.invalid = True
+    elif len(kept) < len(point.invalid_reasons):  # the share fell back within the ceiling
+        point.invalid_reasons = kept
+        point.invalid = bool(kept)
+    if settings.slo is not None and requests:
+        point.goodput = point_goodput(requests, settings.slo)
 
 
 def _counter_problem(

@@ -8,10 +8,11 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from sparkrig.bench.point import BenchSettings, PointResult
+from sparkrig.bench.validity import INVALID_ERRORS
 from sparkrig.launch.state import BootRecord
 from sparkrig.receipts import ReceiptHeader, load_receipt_file, save_receipt_file
 
-_CLOSING_WARNINGS = ("nothing was measured", "malformed replies: ")
+_CLOSING_WARNINGS = ("nothing was measured", "malformed replies: ", "error rate: ")
 
 
 class BenchReceipt(ReceiptHeader):
@@ -64,6 +65,17 @@ class BenchReceipt(ReceiptHeader):
             self.warnings.append(
                 f"malformed replies: {malformed} of {sent} requests ({malformed / sent:.0%}) got "
                 "a reply with a field of the wrong type; their samples were discarded"
+            )
+        failing = [
+            f"{point.suite}/{point.name}"
+            for point in self.points
+            if any(reason.startswith(INVALID_ERRORS) for reason in point.invalid_reasons)
+        ]
+        if failing:
+            self.warnings.append(
+                f"error rate: {len(failing)} points INVALID, their failed requests above the "
+                f"{self.settings.max_error_rate:.1%} ceiling: {', '.join(failing[:5])}"
+                + (" …" if len(failing) > 5 else "")
             )
         if not self.measured:
             self.warnings.append(

@@ -65,6 +65,13 @@ class BenchSettings(BaseModel):
         f"{defaults.BENCH_CLIENT_STREAMS_PER_PROCESS} streams, at most one per core); 1 sends "
         "all from this process, N always splits over N",
     )
+    max_error_rate: float = Field(
+        default=defaults.BENCH_MAX_ERROR_RATE,
+        ge=0,
+        le=1,
+        description="a point whose failed requests exceed this share of those sent is INVALID, "
+        "and bench fails when no valid point remains (0.01: one in a hundred)",
+    )
     slo: Slo | None = Field(
         default=None,
         description="a latency objective, every term to hold, e.g. ttft_p99=2s,tpot_p99=50ms "

@@ -12,7 +12,9 @@ from rich.markup import escape
 
 from sparkrig import defaults
 from sparkrig.bench.settings import BenchSettings
+from sparkrig.bench.slo import parse_slo
 from sparkrig.cli.bench_output import (
+    fail_when_no_valid_point,
     fail_when_nothing_measured,
     paired_receipt_path,
     pairing_defaults,
@@ -117,6 +119,7 @@ def bench(
     ),
     client_processes: int | None = setting(BenchSettings, "client_processes"),
     slo: str | None = setting(BenchSettings, "slo"),
+    max_error_rate: float = setting(BenchSettings, "max_error_rate"),
     paired_with: Annotated[
         str | None,
         typer.Option(
@@ -169,9 +172,6 @@ def bench(
         ]
     )
     depths = parse_ladder(prefill_depths, "--prefill-depths", defaults.BENCH_MAX_PREFILL_DEPTH)
-    from sparkrig.bench.slo import parse_slo
-
-    objective = parse_slo(slo) if slo is not None else None
     settings = BenchSettings(
         precision=precision,
         max_samples=max_samples,
@@ -182,7 +182,8 @@ def bench(
         prompt_tokens=prompt_tokens,
         cached_replays=cached,
         prefill_depths=depths,
-        slo=objective,
+        slo=parse_slo(slo) if slo is not None else None,
+        max_error_rate=max_error_rate,
     )
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out_path = out or Path("sparkrig-runs") / f"bench-{stamp}.json"
@@ -245,10 +246,10 @@ def bench(
     receipt = result
     if as_json:
         print_json(receipt.model_dump(mode="json"))
-        fail_when_nothing_measured(receipt, out_path)
-        return
-    show_receipt(receipt, out_path)
+    else:
+        show_receipt(receipt, out_path)
     fail_when_nothing_measured(receipt, out_path)
+    fail_when_no_valid_point(receipt, out_path)
 
 
 @app.command()

@@ -44,6 +44,8 @@ def show_paired(receipts: Any, paths: tuple[Path, Path], *, as_json: bool) -> No
         )
     for receipt, path in zip(receipts, paths, strict=True):
         fail_when_nothing_measured(receipt, path)
+    for receipt, path in zip(receipts, paths, strict=True):
+        fail_when_no_valid_point(receipt, path)
 
 
 def pairing_defaults(
@@ -94,3 +96,19 @@ def fail_when_nothing_measured(receipt: Any, out_path: Path) -> None:
             f"requests failed (first: {first.split(' — ')[0]}) — fix what the first error names "
             f"and rerun; {out_path} records the failed run"
         )
+
+
+def fail_when_no_valid_point(receipt: Any, out_path: Path) -> None:
+    """Something was measured, but every point that was is INVALID: no figure stands."""
+    from sparkrig.bench.point import invalid_reasons
+
+    measured = [point for point in receipt.points if point.samples]
+    if not measured or any(not point.invalid for point in measured):
+        return
+    first = measured[0]
+    raise SparkrigError(
+        f"no valid point: all {len(measured)} measured points are INVALID (first, "
+        f"{first.suite}/{first.name}: {'; '.join(invalid_reasons(first))}) — fix what it names "
+        f"and rerun (--max-error-rate sets the failed-request ceiling); {out_path} records "
+        "the run"
+    )

@@ -63,7 +63,8 @@ def bench_table(receipt: BenchReceipt) -> Table:
         + (f" · paired run {receipt.pairing}" if receipt.pairing else ""),
         title_justify="left",
         caption="tok/s: median, from server token counts (prefill: prompt tokens ÷ TTFT; "
-        "concurrency: all streams over their union window); ±: 95% Student-t half-width",
+        "concurrency: all streams over their union window); ±: 95% Student-t half-width; "
+        "n: kept samples (the requests they hold)",
         caption_justify="left",
     )
     slo = receipt.settings.slo
@@ -91,10 +92,11 @@ def bench_table(receipt: BenchReceipt) -> Table:
             "—" if summary.relative_half_width is None else f"{summary.relative_half_width:.1%}"
         )
         stream = per_stream_mean(point) if point.suite == "concurrency" else None
+        held = f" ({point.coverage.value_requests})" if point.coverage else ""
         table.add_row(
             point.suite,
             point.name,
-            str(summary.n),
+            f"{summary.n}{held}",
             value,
             spread,
             _median_ttft_ms(point),
