@@ -154,6 +154,9 @@ class PointResult(BaseModel):
         default_factory=dict, description="failed requests by kind (malformed, timeout, …)"
     )
     first_error: str | None = Field(default=None, description="the first failure's message")
+    load: int | None = Field(
+        default=None, description="a --find-max-load probe's concurrent streams; else None"
+    )
     coverage: Coverage | None = Field(
         default=None,
         description="how many requests each figure rests on, and the share that failed",

@@ -7,6 +7,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
+from sparkrig.bench.max_load import MaxLoadResult, max_load_result
 from sparkrig.bench.point import BenchSettings, PointResult
 from sparkrig.bench.validity import INVALID_ERRORS
 from sparkrig.launch.state import BootRecord
@@ -35,6 +36,11 @@ class BenchReceipt(ReceiptHeader):
         "alternated between the two servers; compare then judges on paired round differences",
     )
     points: list[PointResult] = Field(default_factory=list)
+    max_load: MaxLoadResult | None = Field(
+        default=None,
+        description="--find-max-load: the highest level meeting the SLO, the lowest failing, "
+        "and every probe in order; set when the run closes",
+    )
     warnings: list[str] = Field(default_factory=list)
 
     @property
@@ -57,6 +63,10 @@ class BenchReceipt(ReceiptHeader):
         """Mark the run finished and say, in its warnings, what share of requests failed."""
         self.complete = True
         self.measured = any(point.samples for point in self.points)
+        slo, ladder = self.settings.slo, self.settings.concurrency
+        if "max-load" in self.suites and slo is not None:
+            probes = [point for point in self.points if point.suite == "max-load"]
+            self.max_load = max_load_result(probes, slo.label, min(ladder), max(ladder))
         # a run continued on another engine closes again: replace, never repeat, these lines
         self.warnings = [w for w in self.warnings if not w.startswith(_CLOSING_WARNINGS)]
         sent, failed = self.requests_sent, self.requests_failed()

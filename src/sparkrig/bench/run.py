@@ -10,7 +10,7 @@ from sparkrig.bench.accounting import CountText, server_text_counter
 from sparkrig.bench.client_shards import SendAll, ShardedSender
 from sparkrig.bench.point import BenchSettings, PointResult, measure_point
 from sparkrig.bench.receipt import BenchReceipt, save_receipt
-from sparkrig.bench.suites import SUITES, SuiteContext
+from sparkrig.bench.suites import SUITES, SuiteContext, planned_points
 from sparkrig.client import EndpointClient
 from sparkrig.client.metrics import try_scrape_metrics
 from sparkrig.client.probe import first_model_id
@@ -48,7 +48,11 @@ async def _suite_context(
     """A suite's context; prompts of exact token lengths (prefill, concurrency) are cut from
     the server's tokens of a filler text."""
     context = SuiteContext(model=model, settings=settings)
-    lengths = {"prefill": settings.prefill_depths, "concurrency": [settings.prompt_tokens]}
+    lengths = {
+        "prefill": settings.prefill_depths,
+        "concurrency": [settings.prompt_tokens],
+        "max-load": [settings.prompt_tokens],
+    }
     if suite not in lengths:
         return context
     deepest = max(lengths[suite])
@@ -98,7 +102,7 @@ class BenchSide:
     send_all: SendAll | None = None  # None: every stream from this process
 
     def planned(self) -> int:
-        return sum(len(list(SUITES.get(s)(c))) for s, c in self.contexts.items())
+        return sum(planned_points(s, c) for s, c in self.contexts.items())
 
 
 async def open_side(

@@ -79,3 +79,10 @@ class BenchSettings(BaseModel):
         "each point then reports its goodput, the requests meeting it per second "
         "(docs/metrics.md#goodput)",
     )
+    find_max_load: bool = Field(
+        default=False,
+        description="instead of the suites, search the concurrency between the lowest and the "
+        "highest --concurrency level for the highest that meets --slo: closed loop, cold "
+        "prompts, bisection, each probe one point of repeated samples, stopping at adjacent "
+        "levels (docs/metrics.md#max-load)",
+    )

@@ -16,6 +16,7 @@ from sparkrig.bench.slo import parse_slo
 from sparkrig.cli.bench_output import (
     fail_when_no_valid_point,
     fail_when_nothing_measured,
+    max_load_suites,
     paired_receipt_path,
     pairing_defaults,
     show_paired,
@@ -120,6 +121,9 @@ def bench(
     client_processes: int | None = setting(BenchSettings, "client_processes"),
     slo: str | None = setting(BenchSettings, "slo"),
     max_error_rate: float = setting(BenchSettings, "max_error_rate"),
+    find_max_load: bool = setting(
+        BenchSettings, "find_max_load", "--find-max-load", note="one round per probe"
+    ),
     paired_with: Annotated[
         str | None,
         typer.Option(
@@ -160,11 +164,12 @@ def bench(
         raise UsageError("give either a server URL or --local — e.g. `sparkrig bench --local`")
     if url is not None:
         checked_base_url(url)  # a URL that cannot work fails before anything runs
+    searched, rounds = max_load_suites(find_max_load, suite, slo, paired_with, rounds)
     rounds, max_samples = pairing_defaults(local, paired_with, paired_out, rounds, max_samples)
     speculative = speculative_options(spec_type, None, defaults.LOCAL_SPEC_DRAFT_MAX, None)
     if spec_type and not local:
         raise UsageError("--spec-type starts the embedded engine — add --local, or drop it")
-    suites = check_suites(
+    suites = searched or check_suites(
         [
             name.strip()
             for name in (suite or "decode,concurrency,prefill,spec").split(",")
@@ -184,6 +189,7 @@ def bench(
         prefill_depths=depths,
         slo=parse_slo(slo) if slo is not None else None,
         max_error_rate=max_error_rate,
+        find_max_load=find_max_load,
     )
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out_path = out or Path("sparkrig-runs") / f"bench-{stamp}.json"

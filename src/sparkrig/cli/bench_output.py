@@ -20,6 +20,8 @@ def show_receipt(receipt: Any, out_path: Path) -> None:
     console.print(bench_table(receipt))
     if (acceptance := spec_table(receipt)) is not None:
         console.print(acceptance)
+    if receipt.max_load is not None:
+        console.print(f"[bold]{escape(receipt.max_load.describe())}[/]", highlight=False)
     for warning in receipt.warnings:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     for point in receipt.points:
@@ -112,3 +114,31 @@ def fail_when_no_valid_point(receipt: Any, out_path: Path) -> None:
         f"and rerun (--max-error-rate sets the failed-request ceiling); {out_path} records "
         "the run"
     )
+
+
+def max_load_suites(
+    find_max_load: bool,
+    suite: str | None,
+    slo: str | None,
+    paired_with: str | None,
+    rounds: int | None,
+) -> tuple[list[str] | None, int | None]:
+    """The one suite a --find-max-load run measures and its one round; (None, rounds) for a
+    plain run. Refused, before any request, without an SLO or beside options it replaces (a
+    probe is decided by its own samples: a second round would probe again)."""
+    if not find_max_load:
+        if suite is not None and "max-load" in suite:
+            raise UsageError("the max-load search runs with --find-max-load — use that flag")
+        return None, rounds
+    if slo is None:
+        raise UsageError(
+            "--find-max-load searches for the highest load meeting an SLO — add --slo, e.g. "
+            "--slo ttft_p99=2s"
+        )
+    if suite is not None:
+        raise UsageError("--find-max-load measures its own probes — drop --suite")
+    if paired_with is not None:
+        raise UsageError("--find-max-load searches one server — drop --paired-with")
+    if rounds not in (None, 1):
+        raise UsageError("--find-max-load measures each probe in one round — drop --rounds")
+    return ["max-load"], 1

@@ -91,7 +91,7 @@ def bench_table(receipt: BenchReceipt) -> Table:
         spread = (
             "—" if summary.relative_half_width is None else f"{summary.relative_half_width:.1%}"
         )
-        stream = per_stream_mean(point) if point.suite == "concurrency" else None
+        stream = per_stream_mean(point) if point.suite in ("concurrency", "max-load") else None
         held = f" ({point.coverage.value_requests})" if point.coverage else ""
         table.add_row(
             point.suite,
