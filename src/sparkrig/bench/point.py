@@ -23,6 +23,7 @@ from sparkrig.bench.accounting import (
     judge_counts,
     retokenized_counts,
 )
+from sparkrig.bench.arrivals import ArrivalSummary, arrival_summary
 from sparkrig.bench.client_shards import ClientLoad, SendAll, send_in_process
 from sparkrig.bench.count_witness import CountWitness, take_witness, unread_warning
 from sparkrig.bench.goodput import PointGoodput, point_goodput
@@ -156,6 +157,9 @@ class PointResult(BaseModel):
     first_error: str | None = Field(default=None, description="the first failure's message")
     load: int | None = Field(
         default=None, description="a --find-max-load probe's concurrent streams; else None"
+    )
+    arrivals: ArrivalSummary | None = Field(
+        default=None, description="with --arrivals: offered against achieved rate"
     )
     coverage: Coverage | None = Field(
         default=None,
@@ -356,6 +360,9 @@ def account(point: PointResult, settings: BenchSettings) -> None:
         point.invalid = bool(kept)
     if settings.slo is not None and requests:
         point.goodput = point_goodput(requests, settings.slo)
+    if settings.arrivals is not None and point.suite == "concurrency" and requests:
+        loads = [(sample.requests, sample.client) for sample in point.samples]
+        point.arrivals = arrival_summary(settings.arrivals, loads)
 
 
 def _counter_problem(

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from sparkrig.bench.accounting import CountText, server_text_counter
-from sparkrig.bench.client_shards import SendAll, ShardedSender
+from sparkrig.bench.arrivals import ScheduledSender
+from sparkrig.bench.client_shards import SendAll, ShardedSender, send_in_process
 from sparkrig.bench.point import BenchSettings, PointResult, measure_point
 from sparkrig.bench.receipt import BenchReceipt, save_receipt
 from sparkrig.bench.suites import SUITES, SuiteContext, planned_points
@@ -224,6 +226,11 @@ async def _run_round(
     for suite, context in contexts.items():
         for plan in SUITES.get(suite)(context):
             point = _point_named(receipt, plan.point)
+            sender: SendAll | None = send_all
+            if plan.schedule is not None:
+                sender = ScheduledSender(
+                    send_all or partial(send_in_process, client), plan.schedule
+                )
             await measure_point(
                 client,
                 point,
@@ -234,7 +241,7 @@ async def _run_round(
                 on_sample=saved,
                 round_index=round_index,
                 count_text=count_text,
-                send_all=send_all,
+                send_all=sender,
             )
             on_point_done(point)
             if not any(p.samples for p in receipt.points):

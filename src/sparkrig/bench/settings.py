@@ -7,6 +7,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from sparkrig import defaults
+from sparkrig.bench.arrival_spec import Arrivals
 from sparkrig.bench.slo import Slo
 
 
@@ -85,4 +86,10 @@ class BenchSettings(BaseModel):
         "highest --concurrency level for the highest that meets --slo: closed loop, cold "
         "prompts, bisection, each probe one point of repeated samples, stopping at adjacent "
         "levels (docs/metrics.md#max-load)",
+    )
+    arrivals: Arrivals | None = Field(
+        default=None,
+        description="concurrency suite as an open loop: poisson:RATE[:SEED] sends each "
+        "sample's requests (as many as the ladder level) at Poisson times of RATE requests/s, "
+        "seeded, so reproducible (docs/metrics.md#arrivals); default: all at once",
     )

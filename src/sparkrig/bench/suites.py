@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparkrig import defaults
+from sparkrig.bench.arrivals import ArrivalSchedule
 from sparkrig.bench.max_load import LoadSearch, level_meets, worst_case_probes
 from sparkrig.bench.point import BenchSettings, PointResult, ValueOf
 from sparkrig.bench.workloads import DECODE_PROMPTS, chat
@@ -33,6 +34,7 @@ class PointPlan:
     point: PointResult
     make_requests: Callable[[], Requests]
     value_of: ValueOf
+    schedule: ArrivalSchedule | None = None  # --arrivals: when each request is sent
 
 
 @dataclass
@@ -114,20 +116,33 @@ def concurrency_suite(context: SuiteContext) -> Iterator[PointPlan]:
     length = settings.prompt_tokens
     for streams in settings.concurrency:
         metric = _concurrency_metric(streams)
-        yield cold_concurrency_plan(context, streams, "concurrency", f"c={streams} cold")
+        level = _level_name(settings, streams)
+        yield cold_concurrency_plan(context, streams, "concurrency", f"{level} cold")
         if settings.cached_replays:
             replay = [_prompt_of_depth(context, length, salted=True) for _ in range(streams)]
             yield PointPlan(
                 point=PointResult(
                     suite="concurrency",
-                    name=f"c={streams} cached",
+                    name=f"{level} cached",
                     metric=f"{metric}; {streams} distinct {length}-token prompts replayed: "
                     "the prefix-cache path",
                     warmup_primes_cache=True,
                 ),
                 make_requests=_concurrent_requests(context, streams, replay=replay),
                 value_of=aggregate_decode_rate,
+                schedule=_schedule(settings, f"{level} cached"),
             )
+
+
+def _level_name(settings: BenchSettings, streams: int) -> str:
+    """c=N for a closed loop; N requests at Poisson times for an open one."""
+    if settings.arrivals is None:
+        return f"c={streams}"
+    return f"{streams} req poisson {settings.arrivals.rate_per_s:g}/s"
+
+
+def _schedule(settings: BenchSettings, name: str) -> ArrivalSchedule | None:
+    return None if settings.arrivals is None else ArrivalSchedule(settings.arrivals, name)
 
 
 def _concurrency_metric(streams: int) -> str:
@@ -149,6 +164,7 @@ def cold_concurrency_plan(
         ),
         make_requests=_concurrent_requests(context, streams, replay=None),
         value_of=aggregate_decode_rate,
+        schedule=_schedule(context.settings, name) if suite == "concurrency" else None,
     )
 
 

@@ -17,6 +17,7 @@ from sparkrig.cli.bench_output import (
     fail_when_no_valid_point,
     fail_when_nothing_measured,
     max_load_suites,
+    open_loop,
     paired_receipt_path,
     pairing_defaults,
     show_paired,
@@ -121,6 +122,7 @@ def bench(
     client_processes: int | None = setting(BenchSettings, "client_processes"),
     slo: str | None = setting(BenchSettings, "slo"),
     max_error_rate: float = setting(BenchSettings, "max_error_rate"),
+    arrivals: str | None = setting(BenchSettings, "arrivals"),
     find_max_load: bool = setting(
         BenchSettings, "find_max_load", "--find-max-load", note="one round per probe"
     ),
@@ -190,6 +192,7 @@ def bench(
         slo=parse_slo(slo) if slo is not None else None,
         max_error_rate=max_error_rate,
         find_max_load=find_max_load,
+        arrivals=open_loop(arrivals, suites),
     )
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out_path = out or Path("sparkrig-runs") / f"bench-{stamp}.json"

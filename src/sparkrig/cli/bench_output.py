@@ -20,6 +20,10 @@ def show_receipt(receipt: Any, out_path: Path) -> None:
     console.print(bench_table(receipt))
     if (acceptance := spec_table(receipt)) is not None:
         console.print(acceptance)
+    for point in receipt.points:
+        if point.arrivals is not None:
+            line = f"{point.suite}/{point.name}: {point.arrivals.describe()}"
+            console.print(escape(line), highlight=False)
     if receipt.max_load is not None:
         console.print(f"[bold]{escape(receipt.max_load.describe())}[/]", highlight=False)
     for warning in receipt.warnings:
@@ -142,3 +146,18 @@ def max_load_suites(
     if rounds not in (None, 1):
         raise UsageError("--find-max-load measures each probe in one round — drop --rounds")
     return ["max-load"], 1
+
+
+def open_loop(arrivals: str | None, suites: list[str]) -> Any:
+    """The parsed --arrivals, refused where no suite it shapes runs (only concurrency does)."""
+    if arrivals is None:
+        return None
+    from sparkrig.bench.arrival_spec import parse_arrivals
+
+    parsed = parse_arrivals(arrivals)
+    if "concurrency" not in suites:
+        raise UsageError(
+            "--arrivals shapes the concurrency suite (the max-load search is a closed loop) — "
+            "add concurrency to --suite, or drop --arrivals"
+        )
+    return parsed
