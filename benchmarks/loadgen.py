@@ -76,7 +76,7 @@ from loadgen_server import (
 from sparkrig import defaults
 from sparkrig.bench.arrival_spec import Arrivals
 from sparkrig.bench.arrivals import ArrivalSchedule
-from sparkrig.bench.client_shards import processes_for, queued_ns, send_in_process, usable_cores
+from sparkrig.bench.client_shards import ShardedSender, processes_for, queued_ns, usable_cores
 from sparkrig.client import ChatRequest, EndpointClient, RequestRecord
 
 LEVELS = (1, 16, 64, 256)
@@ -310,9 +310,12 @@ def poisson_rate(streams: int, settings: Settings) -> float:
     return streams / (settings.paced_tokens * settings.pace_ms / 1000)
 
 
-async def _poisson_phase(url: str, streams: int, settings: Settings) -> tuple[Level, float]:
-    """The bench's own open-loop path (send_in_process with --arrivals offsets) against the
-    paced server, one batch of the phase's requests at Poisson times."""
+async def _poisson_phase(
+    url: str, streams: int, settings: Settings, processes: int
+) -> tuple[Level, float]:
+    """The bench's own open-loop path (--arrivals offsets through send_in_process, or through
+    the ShardedSender's worker processes) against the paced server: one batch of the phase's
+    requests at Poisson times, as a bench sample sends it."""
     rate = poisson_rate(streams, settings)
     count = max(1, min(settings.max_requests, round(rate * settings.seconds)))
     arrivals = Arrivals(rate_per_s=rate, seed=0)
@@ -322,14 +325,19 @@ async def _poisson_phase(url: str, streams: int, settings: Settings) -> tuple[Le
         messages=[{"role": "user", "content": "Say tok."}],
         max_tokens=settings.paced_tokens,
     )
-    async with EndpointClient(url + PACED_PREFIX, timeout_s=REQUEST_TIMEOUT_S) as client:
-        start_ns, cpu_start = time.perf_counter_ns(), time.process_time()
-        records, load = await send_in_process(client, [request] * count, offsets)
+    options = {"timeout_s": REQUEST_TIMEOUT_S}
+    async with (
+        EndpointClient(url + PACED_PREFIX, timeout_s=REQUEST_TIMEOUT_S) as client,
+        ShardedSender(client, client_options=options, forced=processes) as sharded,
+    ):
+        if processes > 1:  # workers up before the phase, as a bench run's are after its first
+            await sharded([request] * processes)
+        start_ns = time.perf_counter_ns()
+        records, load = await sharded([request] * count, offsets)
         wall_s = (time.perf_counter_ns() - start_ns) / 1e9
-        cpu_s = time.process_time() - cpu_start
     complete = [r for r in records if r.ok and r.completion_tokens == settings.paced_tokens]
     level = Level(
-        tool="sparkrig",
+        tool="sparkrig" if processes == 1 else f"sparkrig×{processes}",
         phase="poisson",
         streams=streams,
         requests=count,
@@ -337,16 +345,18 @@ async def _poisson_phase(url: str, streams: int, settings: Settings) -> tuple[Le
         tokens_per_s=len(complete) * settings.paced_tokens / wall_s,
         first_byte_ms=p50_p99([v for r in complete if (v := first_byte_ms(r)) is not None]),
         per_token_ms=p50_p99([v for r in complete for v in per_token_ms(r)[1:]]),
-        cpu_percent=100 * cpu_s / wall_s,
+        cpu_percent=100 * sum(load.busy),
         busiest=load.busiest,
         late_ms=p50_p99(load.late_ms or []),
     )
     return level, wall_s
 
 
-def run_poisson(url: str, streams: int, settings: Settings, *, server_pid: int | None) -> Level:
+def run_poisson(
+    url: str, streams: int, settings: Settings, *, processes: int, server_pid: int | None
+) -> Level:
     before = server_cpu_s(server_pid)
-    level, wall_s = asyncio.run(_poisson_phase(url, streams, settings))
+    level, wall_s = asyncio.run(_poisson_phase(url, streams, settings, processes))
     after = server_cpu_s(server_pid)
     if after is not None and before is not None:
         level.server_cpu_percent = 100 * (after - before) / wall_s
@@ -704,8 +714,10 @@ def run_level(
             )
             levels.append(sharded)
             print_rows(levels[-1:], header=False)
-    levels.append(run_poisson(url, streams, settings, server_pid=server_pid))
-    print_rows(levels[-1:], header=False)
+    for shards in sorted({1, processes}):
+        poisson = run_poisson(url, streams, settings, processes=shards, server_pid=server_pid)
+        levels.append(poisson)
+        print_rows(levels[-1:], header=False)
     for rival in rivals:
         if rival.exe is None:
             continue
