@@ -16,10 +16,11 @@ Two phases per level, each a closed loop of `streams` requests bounded by --seco
   step as a batched engine emits them; streams start spread over one reply. Latency here is
   what the client adds to its timings.
 - poisson (paced replies, the bench's `--arrivals` path): an open loop, the phase's requests
-  sent by `send_in_process` at Poisson times (seeded) of the rate that keeps `streams` replies
-  open on average (rate = streams ÷ a paced reply's duration), one batch as a bench sample
-  sends it, its records kept as a bench keeps them. Besides the added latency it prints how
-  late the client sent against the schedule.
+  sent by the bench's ShardedSender (in this process, and as sparkrig×N over the bench's
+  worker processes) at Poisson times (seeded) of the rate that keeps `streams` replies open on
+  average (rate = streams ÷ a paced reply's duration), one batch as a bench sample sends it,
+  its records kept as a bench keeps them. Besides the added latency it prints how late the
+  client sent against the schedule.
 Tokens/s counts the server's token counts in complete replies over the phase's wall time; CPU%
 is this process only (the server has its own). Replies are reduced to numbers as they end;
 --keep-records keeps them all, as a bench run does, to show what their garbage collection
