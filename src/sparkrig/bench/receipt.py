@@ -59,14 +59,18 @@ class BenchReceipt(ReceiptHeader):
     def first_error(self) -> str | None:
         return next((p.first_error for p in self.points if p.first_error is not None), None)
 
-    def close(self) -> None:
-        """Mark the run finished and say, in its warnings, what share of requests failed."""
-        self.complete = True
-        self.measured = any(point.samples for point in self.points)
+    def judge_max_load(self) -> None:
+        """The --find-max-load answer from the probes so far (after each, and at the close)."""
         slo, ladder = self.settings.slo, self.settings.concurrency
         if "max-load" in self.suites and slo is not None:
             probes = [point for point in self.points if point.suite == "max-load"]
             self.max_load = max_load_result(probes, slo.label, min(ladder), max(ladder))
+
+    def close(self) -> None:
+        """Mark the run finished and say, in its warnings, what share of requests failed."""
+        self.complete = True
+        self.measured = any(point.samples for point in self.points)
+        self.judge_max_load()
         # a run continued on another engine closes again: replace, never repeat, these lines
         self.warnings = [w for w in self.warnings if not w.startswith(_CLOSING_WARNINGS)]
         sent, failed = self.requests_sent, self.requests_failed()

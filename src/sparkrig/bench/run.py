@@ -243,6 +243,9 @@ async def _run_round(
                 count_text=count_text,
                 send_all=sender,
             )
+            if suite == "max-load":  # an interrupted search keeps its answer so far
+                receipt.judge_max_load()
+                saved(point)
             on_point_done(point)
             if not any(p.samples for p in receipt.points):
                 last = point.discarded[-1].reason if point.discarded else "no sample"
