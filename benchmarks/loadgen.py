@@ -15,6 +15,12 @@ Two phases per level, each a closed loop of `streams` requests bounded by --seco
 - paced (path prefix /paced): a token for every open stream every --pace-ms, all streams in
   step as a batched engine emits them; streams start spread over one reply. Latency here is
   what the client adds to its timings.
+- poisson (paced replies, the bench's `--arrivals` path): an open loop, the phase's requests
+  sent by the bench's ShardedSender (in this process, and as sparkrig×N over the bench's
+  worker processes) at Poisson times (seeded) of the rate that keeps `streams` replies open on
+  average (rate = streams ÷ a paced reply's duration), one batch as a bench sample sends it,
+  its records kept as a bench keeps them. Besides the added latency it prints how late the
+  client sent against the schedule.
 Tokens/s counts the server's token counts in complete replies over the phase's wall time; CPU%
 is this process only (the server has its own). Replies are reduced to numbers as they end;
 --keep-records keeps them all, as a bench run does, to show what their garbage collection
@@ -69,7 +75,9 @@ from loadgen_server import (
 )
 
 from sparkrig import defaults
-from sparkrig.bench.client_shards import processes_for, queued_ns, usable_cores
+from sparkrig.bench.arrival_spec import Arrivals
+from sparkrig.bench.arrivals import ArrivalSchedule
+from sparkrig.bench.client_shards import ShardedSender, processes_for, queued_ns, usable_cores
 from sparkrig.client import ChatRequest, EndpointClient, RequestRecord
 
 LEVELS = (1, 16, 64, 256)
@@ -120,6 +128,7 @@ class Level:
     cpu_percent: float | None
     busiest: float | None = None  # the busiest client process's runnable share of the phase
     server_cpu_percent: float | None = None
+    late_ms: tuple[float, float] | None = None  # poisson: sends late against schedule p50, p99
 
     @property
     def limit(self) -> str:
@@ -294,6 +303,65 @@ def run_sparkrig(
     after = server_cpu_s(server_pid)
     server_s = after - before if after is not None and before is not None else None
     return level_of("sparkrig", streams, [tally], paced=paced, server_s=server_s)
+
+
+def poisson_rate(streams: int, settings: Settings) -> float:
+    """The arrival rate that keeps `streams` paced replies open on average (Little's law:
+    open = rate x a paced reply's duration)."""
+    return streams / (settings.paced_tokens * settings.pace_ms / 1000)
+
+
+async def _poisson_phase(
+    url: str, streams: int, settings: Settings, processes: int
+) -> tuple[Level, float]:
+    """The bench's own open-loop path (--arrivals offsets through send_in_process, or through
+    the ShardedSender's worker processes) against the paced server: one batch of the phase's
+    requests at Poisson times, as a bench sample sends it."""
+    rate = poisson_rate(streams, settings)
+    count = max(1, min(settings.max_requests, round(rate * settings.seconds)))
+    arrivals = Arrivals(rate_per_s=rate, seed=0)
+    offsets = ArrivalSchedule(arrivals, f"loadgen {streams}").offsets(count)
+    request = ChatRequest(
+        model=MODEL,
+        messages=[{"role": "user", "content": "Say tok."}],
+        max_tokens=settings.paced_tokens,
+    )
+    options = {"timeout_s": REQUEST_TIMEOUT_S}
+    async with (
+        EndpointClient(url + PACED_PREFIX, timeout_s=REQUEST_TIMEOUT_S) as client,
+        ShardedSender(client, client_options=options, forced=processes) as sharded,
+    ):
+        if processes > 1:  # workers up before the phase, as a bench run's are after its first
+            await sharded([request] * processes)
+        start_ns = time.perf_counter_ns()
+        records, load = await sharded([request] * count, offsets)
+        wall_s = (time.perf_counter_ns() - start_ns) / 1e9
+    complete = [r for r in records if r.ok and r.completion_tokens == settings.paced_tokens]
+    level = Level(
+        tool="sparkrig" if processes == 1 else f"sparkrig×{processes}",
+        phase="poisson",
+        streams=streams,
+        requests=count,
+        errors=count - len(complete),
+        tokens_per_s=len(complete) * settings.paced_tokens / wall_s,
+        first_byte_ms=p50_p99([v for r in complete if (v := first_byte_ms(r)) is not None]),
+        per_token_ms=p50_p99([v for r in complete for v in per_token_ms(r)[1:]]),
+        cpu_percent=100 * sum(load.busy),
+        busiest=load.busiest,
+        late_ms=p50_p99(load.late_ms or []),
+    )
+    return level, wall_s
+
+
+def run_poisson(
+    url: str, streams: int, settings: Settings, *, processes: int, server_pid: int | None
+) -> Level:
+    before = server_cpu_s(server_pid)
+    level, wall_s = asyncio.run(_poisson_phase(url, streams, settings, processes))
+    after = server_cpu_s(server_pid)
+    if after is not None and before is not None:
+        level.server_cpu_percent = 100 * (after - before) / wall_s
+    return level
 
 
 def _shard(job: tuple[str, Settings, bool, range, int, int, int]) -> Tally:
@@ -575,6 +643,18 @@ def print_verdicts(levels: list[Level]) -> None:
                 f"(target {target:g}x: {'met' if ratio >= target else 'NOT met'})"
             )
     for mine in ours:
+        if (mine.phase, mine.streams) != ("poisson", TARGET_STREAMS):
+            continue
+        pair = mine.per_token_ms
+        verdict = "met" if pair is not None and pair[1] <= TARGET_P99_MS else "NOT met"
+        print(
+            f"poisson, {TARGET_STREAMS} streams open on average "
+            f"({mine.requests} requests at Poisson times): per token added p50/p99 "
+            f"{_pair(pair)} ms (target <= {TARGET_P99_MS:g} ms: {verdict}); first byte "
+            f"{_pair(mine.first_byte_ms)} ms; sent late against the schedule "
+            f"{_pair(mine.late_ms)} ms (limit: {mine.limit})"
+        )
+    for mine in ours:
         if (mine.phase, mine.streams) != ("paced", TARGET_STREAMS):
             continue
         for name, pair in (("first byte", mine.first_byte_ms), ("per token", mine.per_token_ms)):
@@ -635,6 +715,10 @@ def run_level(
             )
             levels.append(sharded)
             print_rows(levels[-1:], header=False)
+    for shards in sorted({1, processes}):
+        poisson = run_poisson(url, streams, settings, processes=shards, server_pid=server_pid)
+        levels.append(poisson)
+        print_rows(levels[-1:], header=False)
     for rival in rivals:
         if rival.exe is None:
             continue

@@ -391,3 +391,19 @@ def test_ctrl_c_or_a_killed_parent_leaves_no_worker(ending: signal.Signals) -> N
                 os.kill(pid, signal.SIGKILL)
         holder.communicate()
         silent.close()
+
+
+async def test_sharded_offsets_keep_one_schedule_across_workers(echo_server: str) -> None:
+    requests = [ask(f"stream {i}") for i in range(4)]
+    offsets = [0.0, 0.05, 0.1, 0.3]
+    async with EndpointClient(echo_server) as client, ShardedSender(client, forced=2) as send_all:
+        records, load = await send_all(requests, offsets)
+    assert load.processes == 2
+    assert load.scheduled_s == offsets
+    assert load.late_ms is not None
+    assert len(load.late_ms) == 4
+    assert all(0 <= late < 50 for late in load.late_ms), load.late_ms
+    sends = [record.send_ns for record in records]
+    # both workers count from one start: the gaps between sends are the schedule's
+    gaps_s = [(send - sends[0]) / 1e9 for send in sends]
+    assert gaps_s == pytest.approx(offsets, abs=0.04)

@@ -44,14 +44,41 @@ def test_a_bench_with_some_malformed_replies_goes_on_and_reports_their_share(
     fake: FakeServer, tmp_path: Path, state: Path
 ) -> None:
     out = tmp_path / "bench.json"
-    outcome = run_cli("bench", fake.url("every-other-malformed"), *QUICK_BENCH, "--out", str(out))
-    assert outcome.code == 0, outcome.stderr
+    tolerant = ["--max-error-rate", "1"]  # every failure allowed: the run goes on to the end
+    outcome = run_cli(
+        "bench", fake.url("every-other-malformed"), *QUICK_BENCH, *tolerant, "--out", str(out)
+    )
+    # the fake's counts hold no witness, so no point is valid; none fails on its error rate
+    line = one_line_failure(outcome, "no valid point", progress=True)
+    assert "token counts do not hold" in line
     receipt = json.loads(out.read_text())
     assert receipt["measured"] is True
     share = [w for w in receipt["warnings"] if w.startswith("malformed replies")]
     assert share, receipt["warnings"]
     assert "%" in share[0]
     assert "malformed replies" in outcome.stdout
+    reasons = [reason for point in receipt["points"] for reason in point["invalid_reasons"]]
+    assert not any(reason.startswith("error rate") for reason in reasons), reasons
+
+
+def test_a_bench_whose_every_point_fails_too_often_exits_non_zero(
+    fake: FakeServer, tmp_path: Path, state: Path
+) -> None:
+    out = tmp_path / "bench.json"
+    outcome = run_cli("bench", fake.url("every-other-malformed"), *QUICK_BENCH, "--out", str(out))
+    line = one_line_failure(outcome, "no valid point", "failed", progress=True)
+    assert "error rate above the ceiling" in line
+    receipt = json.loads(out.read_text())
+    assert receipt["measured"] is True  # it measured: the figures stand in the receipt, INVALID
+    assert any(warning.startswith("error rate: ") for warning in receipt["warnings"])
+    for point in receipt["points"]:
+        coverage = point["coverage"]
+        assert coverage["failed"] > 0
+        assert coverage["error_rate"] > 0.01
+        assert point["invalid"] is True
+        assert f"{coverage['failed']} of {coverage['sent']} requests failed" in " ".join(
+            point["invalid_reasons"]
+        )
 
 
 def test_check_quick_against_empty_replies_fails_determinism(

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -37,6 +37,7 @@ from sparkrig.errors import EndpointError, UsageError
 from sparkrig.outside_numbers import int_or_none
 
 Request = ChatRequest | CompletionRequest
+T = TypeVar("T")
 _NS_PER_MS = 1_000_000
 _PR_SET_PDEATHSIG = 1
 
@@ -53,6 +54,15 @@ class ClientLoad(BaseModel):
         default=None,
         description="per process: seconds its event loop's thread was ready to run but waited "
         "for a core, over the batch's wall seconds (Linux schedstat); None where unknown",
+    )
+    scheduled_s: list[float] | None = Field(
+        default=None,
+        description="with --arrivals: per request, its send offset from the batch's start",
+    )
+    late_ms: list[float] | None = Field(
+        default=None,
+        description="with --arrivals: per request, how late the client sent it against its "
+        "offset (ms)",
     )
 
     @property
@@ -72,7 +82,7 @@ class ClientLoad(BaseModel):
 
 class SendAll(Protocol):
     async def __call__(
-        self, requests: Sequence[Request]
+        self, requests: Sequence[Request], offsets_s: Sequence[float] | None = None
     ) -> tuple[list[RequestRecord], ClientLoad]: ...
 
 
@@ -115,26 +125,50 @@ def processes_for(streams: int, *, cores: int, forced: int | None) -> int:
     return max(1, min(cores, math.ceil(streams / defaults.BENCH_CLIENT_STREAMS_PER_PROCESS)))
 
 
-def split(requests: Sequence[Request], parts: int) -> list[list[Request]]:
+def split(requests: Sequence[T], parts: int) -> list[list[T]]:
     """Contiguous, near-equal parts: concatenating their records keeps the requests' order."""
     size = len(requests)
     return [list(requests[size * i // parts : size * (i + 1) // parts]) for i in range(parts)]
 
 
+async def _send_at(client: EndpointClient, request: Request, due_ns: int) -> RequestRecord:
+    wait_ns = due_ns - time.perf_counter_ns()
+    if wait_ns > 0:
+        await asyncio.sleep(wait_ns / 1e9)
+    return await client.send(request)
+
+
 async def send_in_process(
-    client: EndpointClient, requests: Sequence[Request]
+    client: EndpointClient,
+    requests: Sequence[Request],
+    offsets_s: Sequence[float] | None = None,
+    start_ns: int | None = None,
 ) -> tuple[list[RequestRecord], ClientLoad]:
+    """Every request at once, or each at its offset (s) from `start_ns` (default: now)."""
     start, cpu_start, queued_start = time.perf_counter(), _cpu_s(), queued_ns()
-    records = list(await asyncio.gather(*(client.send(request) for request in requests)))
+    if offsets_s is None:
+        records = list(await asyncio.gather(*(client.send(request) for request in requests)))
+        due: list[int] = []
+    else:
+        origin = start_ns if start_ns is not None else time.perf_counter_ns()
+        due = [origin + round(offset * 1e9) for offset in offsets_s]
+        sends = (_send_at(client, r, at) for r, at in zip(requests, due, strict=True))
+        records = list(await asyncio.gather(*sends))
     wall_s = time.perf_counter() - start
     queued_end = queued_ns()
+    schedule: dict[str, Any] = {}
+    if offsets_s is not None:
+        schedule["scheduled_s"] = list(offsets_s)
+        schedule["late_ms"] = [
+            (r.send_ns - at) / _NS_PER_MS for r, at in zip(records, due, strict=True)
+        ]
     if wall_s <= 0:
-        return records, ClientLoad(processes=1, busy=[0.0], queued=[0.0])
+        return records, ClientLoad(processes=1, busy=[0.0], queued=[0.0], **schedule)
     busy = (_cpu_s() - cpu_start) / wall_s
     queued = None
     if queued_start is not None and queued_end is not None:
         queued = [(queued_end - queued_start) / 1e9 / wall_s]
-    return records, ClientLoad(processes=1, busy=[busy], queued=queued)
+    return records, ClientLoad(processes=1, busy=[busy], queued=queued, **schedule)
 
 
 # --- the worker process ----------------------------------------------------------------------
@@ -164,10 +198,10 @@ def worker_main(conn: Connection, base_url: str, client_options: dict[str, Any])
                     return
                 if job is None:
                     return
-                start_at_ns, requests = job
+                start_at_ns, requests, offsets = job
                 await asyncio.sleep(max(0, start_at_ns - time.perf_counter_ns()) / 1e9)
                 try:
-                    records, load = await send_in_process(client, requests)
+                    records, load = await send_in_process(client, requests, offsets, start_at_ns)
                     conn.send(("ok", records, load))
                 except Exception as exc:  # noqa: BLE001 - a process boundary: the parent says it in one line
                     conn.send(("error", f"{type(exc).__name__}: {exc}", None))
@@ -210,7 +244,9 @@ class ShardedSender:
     ) -> None:
         self.close()
 
-    async def __call__(self, requests: Sequence[Request]) -> tuple[list[RequestRecord], ClientLoad]:
+    async def __call__(
+        self, requests: Sequence[Request], offsets_s: Sequence[float] | None = None
+    ) -> tuple[list[RequestRecord], ClientLoad]:
         wanted = processes_for(len(requests), cores=self.cores, forced=self.forced)
         if wanted > 1 and not shared_clock():
             self._warn_once(
@@ -219,10 +255,13 @@ class ShardedSender:
             )
             wanted = 1
         if wanted == 1:
-            return await send_in_process(self.client, requests)
+            return await send_in_process(self.client, requests, offsets_s)
         try:
             await self._start(wanted)
-            replies = await self._send_parts(split(requests, wanted))
+            offsets = split(offsets_s, wanted) if offsets_s is not None else [None] * wanted
+            replies = await self._send_parts(
+                list(zip(split(requests, wanted), offsets, strict=True))
+            )
         except BaseException:  # Ctrl-C or a failure: no worker may keep a stale reply
             self.close()
             raise
@@ -237,21 +276,29 @@ class ShardedSender:
             records.append(payload)
         loads: list[ClientLoad] = [load for _, _, load in replies]
         queued = [load.queued[0] for load in loads if load.queued]
+        schedule: dict[str, Any] = {}
+        if offsets_s is not None:
+            schedule["scheduled_s"] = [t for load in loads for t in load.scheduled_s or []]
+            schedule["late_ms"] = [t for load in loads for t in load.late_ms or []]
         return (
             [record for part in records for record in part],
             ClientLoad(
                 processes=wanted,
                 busy=[load.busy[0] for load in loads],
                 queued=queued if len(queued) == len(loads) else None,
+                **schedule,
             ),
         )
 
-    async def _send_parts(self, parts: list[list[Request]]) -> list[tuple[str, Any, Any]]:
-        """Every worker gets its part and starts at one moment, after all have theirs."""
+    async def _send_parts(
+        self, parts: list[tuple[list[Request], list[float] | None]]
+    ) -> list[tuple[str, Any, Any]]:
+        """Every worker gets its part (and its offsets, from the one shared start) and starts
+        at one moment, after all have theirs."""
         start_at_ns = time.perf_counter_ns() + defaults.BENCH_CLIENT_START_LEAD_MS * _NS_PER_MS
-        for (process, conn), part in zip(self.workers, parts, strict=False):
+        for (process, conn), (part, offsets) in zip(self.workers, parts, strict=False):
             try:
-                conn.send((start_at_ns, part))
+                conn.send((start_at_ns, part, offsets))
             except OSError as exc:  # it died since the last batch
                 raise EndpointError(
                     f"client process {process.pid} is gone (exit code {process.exitcode}: "

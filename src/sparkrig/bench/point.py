@@ -23,8 +23,10 @@ from sparkrig.bench.accounting import (
     judge_counts,
     retokenized_counts,
 )
+from sparkrig.bench.arrivals import ArrivalSummary, arrival_summary
 from sparkrig.bench.client_shards import ClientLoad, SendAll, send_in_process
 from sparkrig.bench.count_witness import CountWitness, take_witness, unread_warning
+from sparkrig.bench.goodput import PointGoodput, point_goodput
 from sparkrig.bench.modes import TWO_SPEEDS_PREFIX, TwoSpeeds, two_speeds
 from sparkrig.bench.settings import BenchSettings as BenchSettings  # noqa: PLC0414 - re-exported
 from sparkrig.bench.speculative import SpecAccounting, spec_accounting
@@ -37,6 +39,7 @@ from sparkrig.bench.statistics import (
     summarize,
 )
 from sparkrig.bench.thinking_budget import truncated_thinking_warning
+from sparkrig.bench.validity import INVALID_ERRORS, Coverage, coverage_of, error_rate_reason
 from sparkrig.client import ChatRequest, CompletionRequest, EndpointClient, RequestRecord
 from sparkrig.client.metrics import (
     MetricsDelta,
@@ -70,6 +73,10 @@ class RequestSummary(BaseModel):
     decode_tps: float | None
     e2e_s: float | None
     finish_reason: str | None
+    send_ns: int | None = Field(
+        default=None,
+        description="perf_counter_ns when the request was sent (receipts before goodput: None)",
+    )
     first_output_ns: int | None = Field(description="perf_counter_ns of the first output event")
     last_output_ns: int | None = Field(description="perf_counter_ns of the last output event")
 
@@ -112,8 +119,8 @@ class PointResult(BaseModel):
     invalid: bool = Field(default=False, description="the figure is not valid: invalid_reasons")
     invalid_reasons: list[str] = Field(
         default_factory=list,
-        description="why: degenerate output, token counts that do not hold; each sample keeps "
-        "its findings",
+        description="why: degenerate output, token counts that do not hold (each sample keeps "
+        "its findings), failed requests above the error-rate ceiling (with the count)",
     )
     spec: SpecAccounting | None = Field(
         default=None, description="speculative-decoding accounting over this point's samples"
@@ -154,6 +161,19 @@ class PointResult(BaseModel):
         default_factory=dict, description="failed requests by kind (malformed, timeout, …)"
     )
     first_error: str | None = Field(default=None, description="the first failure's message")
+    load: int | None = Field(
+        default=None, description="a --find-max-load probe's concurrent streams; else None"
+    )
+    arrivals: ArrivalSummary | None = Field(
+        default=None, description="with --arrivals: offered against achieved rate"
+    )
+    coverage: Coverage | None = Field(
+        default=None,
+        description="how many requests each figure rests on, and the share that failed",
+    )
+    goodput: PointGoodput | None = Field(
+        default=None, description="with --slo: the requests meeting it, over the kept samples"
+    )
 
     def count_requests(self, records: Sequence[RequestRecord]) -> None:
         self.requests_sent += len(records)
@@ -217,6 +237,7 @@ def summarize_request(
         decode_tps=record.decode_tps,
         e2e_s=record.e2e_s,
         finish_reason=record.finish_reason,
+        send_ns=record.send_ns,
         first_output_ns=outputs[0].t_ns if outputs else None,
         last_output_ns=outputs[-1].t_ns if outputs else None,
     )
@@ -311,6 +332,7 @@ async def measure_point(
             await _spot_check(client, point, make_requests())
         this_round.append(point.samples[-1].value)
         point.summary = summarize([sample.value for sample in point.samples])
+        account(point, settings)
         on_sample(point)
         precise = stop_on_precision(this_round, looks, settings.precision)
         if precise:
@@ -328,8 +350,28 @@ async def measure_point(
     _flag_two_speeds(point)
     median = point.summary.median if point.summary else None
     point.spec = spec_accounting((sample.metrics for sample in point.samples), median)
+    account(point, settings)
     on_sample(point)
     return point
+
+
+def account(point: PointResult, settings: BenchSettings) -> None:
+    """The point's coverage, its error rate judged against the ceiling, and its goodput."""
+    requests = [sample.requests for sample in point.samples]
+    point.coverage = coverage_of(point.requests_sent, sum(point.request_errors.values()), requests)
+    kept = [r for r in point.invalid_reasons if not r.startswith(INVALID_ERRORS)]
+    reason = error_rate_reason(point.coverage, settings.max_error_rate)
+    if reason is not None:
+        point.invalid_reasons = [*kept, reason]
+        point.invalid = True
+    elif len(kept) < len(point.invalid_reasons):  # the share fell back within the ceiling
+        point.invalid_reasons = kept
+        point.invalid = bool(kept)
+    if settings.slo is not None and requests:
+        point.goodput = point_goodput(requests, settings.slo)
+    if settings.arrivals is not None and point.suite == "concurrency" and requests:
+        loads = [(sample.requests, sample.client) for sample in point.samples]
+        point.arrivals = arrival_summary(settings.arrivals, loads)
 
 
 def _counter_problem(

@@ -7,11 +7,13 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
+from sparkrig.bench.max_load import MaxLoadResult, max_load_result
 from sparkrig.bench.point import BenchSettings, PointResult
+from sparkrig.bench.validity import INVALID_ERRORS
 from sparkrig.launch.state import BootRecord
 from sparkrig.receipts import ReceiptHeader, load_receipt_file, save_receipt_file
 
-_CLOSING_WARNINGS = ("nothing was measured", "malformed replies: ")
+_CLOSING_WARNINGS = ("nothing was measured", "malformed replies: ", "error rate: ")
 
 
 class BenchReceipt(ReceiptHeader):
@@ -34,6 +36,11 @@ class BenchReceipt(ReceiptHeader):
         "alternated between the two servers; compare then judges on paired round differences",
     )
     points: list[PointResult] = Field(default_factory=list)
+    max_load: MaxLoadResult | None = Field(
+        default=None,
+        description="--find-max-load: the highest level meeting the SLO, the lowest failing, "
+        "and every probe in order; set when the run closes",
+    )
     warnings: list[str] = Field(default_factory=list)
 
     @property
@@ -52,10 +59,18 @@ class BenchReceipt(ReceiptHeader):
     def first_error(self) -> str | None:
         return next((p.first_error for p in self.points if p.first_error is not None), None)
 
+    def judge_max_load(self) -> None:
+        """The --find-max-load answer from the probes so far (after each, and at the close)."""
+        slo, ladder = self.settings.slo, self.settings.concurrency
+        if "max-load" in self.suites and slo is not None:
+            probes = [point for point in self.points if point.suite == "max-load"]
+            self.max_load = max_load_result(probes, slo.label, min(ladder), max(ladder))
+
     def close(self) -> None:
         """Mark the run finished and say, in its warnings, what share of requests failed."""
         self.complete = True
         self.measured = any(point.samples for point in self.points)
+        self.judge_max_load()
         # a run continued on another engine closes again: replace, never repeat, these lines
         self.warnings = [w for w in self.warnings if not w.startswith(_CLOSING_WARNINGS)]
         sent, failed = self.requests_sent, self.requests_failed()
@@ -64,6 +79,17 @@ class BenchReceipt(ReceiptHeader):
             self.warnings.append(
                 f"malformed replies: {malformed} of {sent} requests ({malformed / sent:.0%}) got "
                 "a reply with a field of the wrong type; their samples were discarded"
+            )
+        failing = [
+            f"{point.suite}/{point.name}"
+            for point in self.points
+            if any(reason.startswith(INVALID_ERRORS) for reason in point.invalid_reasons)
+        ]
+        if failing:
+            self.warnings.append(
+                f"error rate: {len(failing)} points INVALID, their failed requests above the "
+                f"{self.settings.max_error_rate:.1%} ceiling: {', '.join(failing[:5])}"
+                + (" …" if len(failing) > 5 else "")
             )
         if not self.measured:
             self.warnings.append(

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from sparkrig.bench.accounting import CountText, server_text_counter
-from sparkrig.bench.client_shards import SendAll, ShardedSender
+from sparkrig.bench.arrivals import ScheduledSender
+from sparkrig.bench.client_shards import SendAll, ShardedSender, send_in_process
 from sparkrig.bench.point import BenchSettings, PointResult, measure_point
 from sparkrig.bench.receipt import BenchReceipt, save_receipt
-from sparkrig.bench.suites import SUITES, SuiteContext
+from sparkrig.bench.suites import SUITES, SuiteContext, planned_points
 from sparkrig.client import EndpointClient
 from sparkrig.client.metrics import try_scrape_metrics
 from sparkrig.client.probe import first_model_id
@@ -48,7 +50,11 @@ async def _suite_context(
     """A suite's context; prompts of exact token lengths (prefill, concurrency) are cut from
     the server's tokens of a filler text."""
     context = SuiteContext(model=model, settings=settings)
-    lengths = {"prefill": settings.prefill_depths, "concurrency": [settings.prompt_tokens]}
+    lengths = {
+        "prefill": settings.prefill_depths,
+        "concurrency": [settings.prompt_tokens],
+        "max-load": [settings.prompt_tokens],
+    }
     if suite not in lengths:
         return context
     deepest = max(lengths[suite])
@@ -98,7 +104,7 @@ class BenchSide:
     send_all: SendAll | None = None  # None: every stream from this process
 
     def planned(self) -> int:
-        return sum(len(list(SUITES.get(s)(c))) for s, c in self.contexts.items())
+        return sum(planned_points(s, c) for s, c in self.contexts.items())
 
 
 async def open_side(
@@ -220,6 +226,11 @@ async def _run_round(
     for suite, context in contexts.items():
         for plan in SUITES.get(suite)(context):
             point = _point_named(receipt, plan.point)
+            sender: SendAll | None = send_all
+            if plan.schedule is not None:
+                sender = ScheduledSender(
+                    send_all or partial(send_in_process, client), plan.schedule
+                )
             await measure_point(
                 client,
                 point,
@@ -230,8 +241,11 @@ async def _run_round(
                 on_sample=saved,
                 round_index=round_index,
                 count_text=count_text,
-                send_all=send_all,
+                send_all=sender,
             )
+            if suite == "max-load":  # an interrupted search keeps its answer so far
+                receipt.judge_max_load()
+                saved(point)
             on_point_done(point)
             if not any(p.samples for p in receipt.points):
                 last = point.discarded[-1].reason if point.discarded else "no sample"

@@ -7,6 +7,8 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from sparkrig import defaults
+from sparkrig.bench.arrival_spec import Arrivals
+from sparkrig.bench.slo import Slo
 
 
 class BenchSettings(BaseModel):
@@ -63,4 +65,31 @@ class BenchSettings(BaseModel):
         description="processes that send a sample's streams (default: one per "
         f"{defaults.BENCH_CLIENT_STREAMS_PER_PROCESS} streams, at most one per core); 1 sends "
         "all from this process, N always splits over N",
+    )
+    max_error_rate: float = Field(
+        default=defaults.BENCH_MAX_ERROR_RATE,
+        ge=0,
+        le=1,
+        description="a point whose failed requests exceed this share of those sent is INVALID, "
+        "and bench fails when no valid point remains (0.01: one in a hundred)",
+    )
+    slo: Slo | None = Field(
+        default=None,
+        description="a latency objective, every term to hold, e.g. ttft_p99=2s,tpot_p99=50ms "
+        "(metrics ttft, tpot or itl, e2e; percentiles p50, p90, p95, p99; limits in s or ms): "
+        "each point then reports its goodput, the requests meeting it per second "
+        "(docs/metrics.md#goodput)",
+    )
+    find_max_load: bool = Field(
+        default=False,
+        description="instead of the suites, search the concurrency between the lowest and the "
+        "highest --concurrency level for the highest that meets --slo: closed loop, cold "
+        "prompts, bisection, each probe one point of repeated samples, stopping at adjacent "
+        "levels (docs/metrics.md#max-load)",
+    )
+    arrivals: Arrivals | None = Field(
+        default=None,
+        description="concurrency suite as an open loop: poisson:RATE[:SEED] sends each "
+        "sample's requests (as many as the ladder level) at Poisson times of RATE requests/s, "
+        "seeded, so reproducible (docs/metrics.md#arrivals); default: all at once",
     )

@@ -288,3 +288,33 @@ def verdict(
         return "same"
     went_up = comparison.change_pct > 0
     return "faster" if went_up == higher_is_better else "slower"
+
+
+def percentile(values: Sequence[float], share: float) -> float:
+    """The `share` (0..1) quantile of `values` by linear interpolation between the closest
+    ranks (numpy's default): p99 of 10 values lies between the 9th and the 10th largest."""
+    if not values:
+        raise ValueError("a percentile of no values — take at least one measurement")
+    if not 0 <= share <= 1:
+        raise ValueError(f"share must be within 0..1, got {share}")
+    ordered = sorted(values)
+    rank = share * (len(ordered) - 1)
+    below = math.floor(rank)
+    above = min(below + 1, len(ordered) - 1)
+    return ordered[below] + (ordered[above] - ordered[below]) * (rank - below)
+
+
+def wilson_interval(successes: int, trials: int) -> tuple[float, float] | None:
+    """The Wilson score 95 % interval of a share `successes / trials`; None without trials.
+    Unlike the normal interval it stays within 0..1 and is not empty at 0 or at all."""
+    if trials <= 0:
+        return None
+    if not 0 <= successes <= trials:
+        raise ValueError(f"successes must be within 0..{trials}, got {successes}")
+    z = _NORMAL_Z_975
+    share = successes / trials
+    centre = (share + z * z / (2 * trials)) / (1 + z * z / trials)
+    half = (z * math.sqrt(share * (1 - share) / trials + z * z / (4 * trials * trials))) / (
+        1 + z * z / trials
+    )
+    return max(0.0, centre - half), min(1.0, centre + half)

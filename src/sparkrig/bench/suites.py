@@ -3,7 +3,8 @@
 decode: one stream per content type. concurrency: at each ladder step, a prompt of exact length
 with a fresh salt for every stream and sample (cold), and the same prompts replayed (cached);
 aggregate over the union window. spec: decode again, read for acceptance. prefill: exact prompt
-depths, cold (salted) and replayed (prefix cache).
+depths, cold (salted) and replayed (prefix cache). max-load: cold concurrency probes, each
+level chosen by the --find-max-load search from the probe measured before it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparkrig import defaults
+from sparkrig.bench.arrivals import ArrivalSchedule
+from sparkrig.bench.max_load import LoadSearch, level_meets, worst_case_probes
 from sparkrig.bench.point import BenchSettings, PointResult, ValueOf
 from sparkrig.bench.workloads import DECODE_PROMPTS, chat
 from sparkrig.client import ChatRequest, CompletionRequest, RequestRecord
@@ -31,6 +34,7 @@ class PointPlan:
     point: PointResult
     make_requests: Callable[[], Requests]
     value_of: ValueOf
+    schedule: ArrivalSchedule | None = None  # --arrivals: when each request is sent
 
 
 @dataclass
@@ -111,29 +115,57 @@ def concurrency_suite(context: SuiteContext) -> Iterator[PointPlan]:
     settings = context.settings
     length = settings.prompt_tokens
     for streams in settings.concurrency:
-        metric = f"aggregate decode tok/s over the union window of {streams} streams"
-        yield PointPlan(
-            point=PointResult(
-                suite="concurrency",
-                name=f"c={streams} cold",
-                metric=f"{metric}; a fresh {length}-token prompt per stream and sample",
-            ),
-            make_requests=_concurrent_requests(context, streams, replay=None),
-            value_of=aggregate_decode_rate,
-        )
+        metric = _concurrency_metric(streams)
+        level = _level_name(settings, streams)
+        yield cold_concurrency_plan(context, streams, "concurrency", f"{level} cold")
         if settings.cached_replays:
             replay = [_prompt_of_depth(context, length, salted=True) for _ in range(streams)]
             yield PointPlan(
                 point=PointResult(
                     suite="concurrency",
-                    name=f"c={streams} cached",
+                    name=f"{level} cached",
                     metric=f"{metric}; {streams} distinct {length}-token prompts replayed: "
                     "the prefix-cache path",
                     warmup_primes_cache=True,
                 ),
                 make_requests=_concurrent_requests(context, streams, replay=replay),
                 value_of=aggregate_decode_rate,
+                schedule=_schedule(settings, f"{level} cached"),
             )
+
+
+def _level_name(settings: BenchSettings, streams: int) -> str:
+    """c=N for a closed loop; N requests at Poisson times for an open one."""
+    if settings.arrivals is None:
+        return f"c={streams}"
+    return f"{streams} req poisson {settings.arrivals.rate_per_s:g}/s"
+
+
+def _schedule(settings: BenchSettings, name: str) -> ArrivalSchedule | None:
+    return None if settings.arrivals is None else ArrivalSchedule(settings.arrivals, name)
+
+
+def _concurrency_metric(streams: int) -> str:
+    return f"aggregate decode tok/s over the union window of {streams} streams"
+
+
+def cold_concurrency_plan(
+    context: SuiteContext, streams: int, suite: str, name: str, load: int | None = None
+) -> PointPlan:
+    """`streams` concurrent requests, each prompt salted afresh for every sample (cold)."""
+    length = context.settings.prompt_tokens
+    return PointPlan(
+        point=PointResult(
+            suite=suite,
+            name=name,
+            metric=f"{_concurrency_metric(streams)}; a fresh {length}-token prompt per stream "
+            "and sample",
+            load=load,
+        ),
+        make_requests=_concurrent_requests(context, streams, replay=None),
+        value_of=aggregate_decode_rate,
+        schedule=_schedule(context.settings, name) if suite == "concurrency" else None,
+    )
 
 
 def _concurrent_requests(
@@ -228,3 +260,30 @@ def prefill_suite(context: SuiteContext) -> Iterator[PointPlan]:
             make_requests=_prefill_requests(context, depth, salted=False),
             value_of=prefill_rate,
         )
+
+
+@register("max-load")
+def max_load_suite(context: SuiteContext) -> Iterator[PointPlan]:
+    """--find-max-load: cold concurrency points chosen by the search, each probe decided by the
+    point measured before it (the run measures a plan before it asks for the next)."""
+    settings = context.settings
+    if settings.slo is None:
+        return
+    search = LoadSearch(min(settings.concurrency), max(settings.concurrency))
+    while (level := search.next_level()) is not None:
+        plan = cold_concurrency_plan(context, level, "max-load", f"c={level}", load=level)
+        yield plan
+        search.record(level, level_meets(plan.point))
+
+
+def planned_points(suite: str, context: SuiteContext) -> int:
+    """Points a suite will measure, for progress: an adaptive suite states its most."""
+    estimate = PLANNED.get(suite)
+    return estimate(context) if estimate else len(list(SUITES.get(suite)(context)))
+
+
+PLANNED: dict[str, Callable[[SuiteContext], int]] = {
+    "max-load": lambda context: worst_case_probes(
+        min(context.settings.concurrency), max(context.settings.concurrency)
+    )
+}

@@ -12,8 +12,12 @@ from rich.markup import escape
 
 from sparkrig import defaults
 from sparkrig.bench.settings import BenchSettings
+from sparkrig.bench.slo import parse_slo
 from sparkrig.cli.bench_output import (
+    fail_when_no_valid_point,
     fail_when_nothing_measured,
+    max_load_suites,
+    open_loop,
     paired_receipt_path,
     pairing_defaults,
     show_paired,
@@ -116,6 +120,12 @@ def bench(
         BenchSettings, "rounds", default=None, note=_PAIRED_NOTE.format(*_ROUNDS)
     ),
     client_processes: int | None = setting(BenchSettings, "client_processes"),
+    slo: str | None = setting(BenchSettings, "slo"),
+    max_error_rate: float = setting(BenchSettings, "max_error_rate"),
+    arrivals: str | None = setting(BenchSettings, "arrivals"),
+    find_max_load: bool = setting(
+        BenchSettings, "find_max_load", "--find-max-load", note="one round per probe"
+    ),
     paired_with: Annotated[
         str | None,
         typer.Option(
@@ -156,11 +166,12 @@ def bench(
         raise UsageError("give either a server URL or --local — e.g. `sparkrig bench --local`")
     if url is not None:
         checked_base_url(url)  # a URL that cannot work fails before anything runs
+    searched, rounds = max_load_suites(find_max_load, suite, slo, paired_with, rounds)
     rounds, max_samples = pairing_defaults(local, paired_with, paired_out, rounds, max_samples)
     speculative = speculative_options(spec_type, None, defaults.LOCAL_SPEC_DRAFT_MAX, None)
     if spec_type and not local:
         raise UsageError("--spec-type starts the embedded engine — add --local, or drop it")
-    suites = check_suites(
+    suites = searched or check_suites(
         [
             name.strip()
             for name in (suite or "decode,concurrency,prefill,spec").split(",")
@@ -178,6 +189,10 @@ def bench(
         prompt_tokens=prompt_tokens,
         cached_replays=cached,
         prefill_depths=depths,
+        slo=parse_slo(slo) if slo is not None else None,
+        max_error_rate=max_error_rate,
+        find_max_load=find_max_load,
+        arrivals=open_loop(arrivals, suites),
     )
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out_path = out or Path("sparkrig-runs") / f"bench-{stamp}.json"
@@ -240,10 +255,10 @@ def bench(
     receipt = result
     if as_json:
         print_json(receipt.model_dump(mode="json"))
-        fail_when_nothing_measured(receipt, out_path)
-        return
-    show_receipt(receipt, out_path)
+    else:
+        show_receipt(receipt, out_path)
     fail_when_nothing_measured(receipt, out_path)
+    fail_when_no_valid_point(receipt, out_path)
 
 
 @app.command()

@@ -20,6 +20,12 @@ def show_receipt(receipt: Any, out_path: Path) -> None:
     console.print(bench_table(receipt))
     if (acceptance := spec_table(receipt)) is not None:
         console.print(acceptance)
+    for point in receipt.points:
+        if point.arrivals is not None:
+            line = f"{point.suite}/{point.name}: {point.arrivals.describe()}"
+            console.print(escape(line), highlight=False)
+    if receipt.max_load is not None:
+        console.print(f"[bold]{escape(receipt.max_load.describe())}[/]", highlight=False)
     for warning in receipt.warnings:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     for point in receipt.points:
@@ -44,6 +50,8 @@ def show_paired(receipts: Any, paths: tuple[Path, Path], *, as_json: bool) -> No
         )
     for receipt, path in zip(receipts, paths, strict=True):
         fail_when_nothing_measured(receipt, path)
+    for receipt, path in zip(receipts, paths, strict=True):
+        fail_when_no_valid_point(receipt, path)
 
 
 def pairing_defaults(
@@ -94,3 +102,62 @@ def fail_when_nothing_measured(receipt: Any, out_path: Path) -> None:
             f"requests failed (first: {first.split(' — ')[0]}) — fix what the first error names "
             f"and rerun; {out_path} records the failed run"
         )
+
+
+def fail_when_no_valid_point(receipt: Any, out_path: Path) -> None:
+    """Something was measured, but every point that was is INVALID: no figure stands."""
+    from sparkrig.bench.point import invalid_reasons
+
+    measured = [point for point in receipt.points if point.samples]
+    if not measured or any(not point.invalid for point in measured):
+        return
+    first = measured[0]
+    raise SparkrigError(
+        f"no valid point: all {len(measured)} measured points are INVALID (first, "
+        f"{first.suite}/{first.name}: {'; '.join(invalid_reasons(first))}) — fix what it names "
+        f"and rerun (--max-error-rate sets the failed-request ceiling); {out_path} records "
+        "the run"
+    )
+
+
+def max_load_suites(
+    find_max_load: bool,
+    suite: str | None,
+    slo: str | None,
+    paired_with: str | None,
+    rounds: int | None,
+) -> tuple[list[str] | None, int | None]:
+    """The one suite a --find-max-load run measures and its one round; (None, rounds) for a
+    plain run. Refused, before any request, without an SLO or beside options it replaces (a
+    probe is decided by its own samples: a second round would probe again)."""
+    if not find_max_load:
+        if suite is not None and "max-load" in suite:
+            raise UsageError("the max-load search runs with --find-max-load — use that flag")
+        return None, rounds
+    if slo is None:
+        raise UsageError(
+            "--find-max-load searches for the highest load meeting an SLO — add --slo, e.g. "
+            "--slo ttft_p99=2s"
+        )
+    if suite is not None:
+        raise UsageError("--find-max-load measures its own probes — drop --suite")
+    if paired_with is not None:
+        raise UsageError("--find-max-load searches one server — drop --paired-with")
+    if rounds not in (None, 1):
+        raise UsageError("--find-max-load measures each probe in one round — drop --rounds")
+    return ["max-load"], 1
+
+
+def open_loop(arrivals: str | None, suites: list[str]) -> Any:
+    """The parsed --arrivals, refused where no suite it shapes runs (only concurrency does)."""
+    if arrivals is None:
+        return None
+    from sparkrig.bench.arrival_spec import parse_arrivals
+
+    parsed = parse_arrivals(arrivals)
+    if "concurrency" not in suites:
+        raise UsageError(
+            "--arrivals shapes the concurrency suite (the max-load search is a closed loop) — "
+            "add concurrency to --suite, or drop --arrivals"
+        )
+    return parsed

@@ -36,6 +36,26 @@ def _median_ttft_ms(point: PointResult) -> str:
     return f"{statistics.median(ttfts) * 1000:.0f}" if ttfts else "—"
 
 
+def goodput_cells(point: PointResult) -> tuple[str, str]:
+    """(goodput, share met) of a point under the run's SLO: requests/s meeting it (median over
+    samples, ± its 95% half-width) and the share of requests meeting it with its interval."""
+    goodput = point.goodput
+    if goodput is None:
+        return "—", "—"
+    rate = goodput.requests_per_s
+    if rate is None or point.invalid:
+        cell = "—"
+    else:
+        spread = "" if rate.ci95_half_width is None else f" ±{rate.ci95_half_width:.2f}"
+        cell = f"{rate.median:.2f}{spread}"
+    if goodput.share is None or goodput.share_ci95 is None:
+        return cell, "—"
+    low, high = goodput.share_ci95
+    verdict = {True: "holds", False: "[red]fails[/]", None: "unjudged"}[goodput.holds]
+    share = f"{goodput.met}/{goodput.requests} ({low:.0%}–{high:.0%}) {verdict}"
+    return cell, share
+
+
 def bench_table(receipt: BenchReceipt) -> Table:
     table = Table(
         title=f"bench · {receipt.model} · {receipt.base_url}"
@@ -43,31 +63,45 @@ def bench_table(receipt: BenchReceipt) -> Table:
         + (f" · paired run {receipt.pairing}" if receipt.pairing else ""),
         title_justify="left",
         caption="tok/s: median, from server token counts (prefill: prompt tokens ÷ TTFT; "
-        "concurrency: all streams over their union window); ±: 95% Student-t half-width",
+        "concurrency: all streams over their union window); ±: 95% Student-t half-width; "
+        "n: kept samples (the requests they hold)",
         caption_justify="left",
     )
-    for header in ("suite", "point", "n", "tok/s", "±", "TTFT ms", "per stream", "flags"):
+    slo = receipt.settings.slo
+    headers = ["suite", "point", "n", "tok/s", "±", "TTFT ms", "per stream"]
+    if slo is not None:
+        headers += ["good req/s", "met SLO"]
+        table.caption = (
+            f"{table.caption}\ngood req/s: requests meeting {slo.label} per second of a "
+            "sample's window (median ± 95% half-width); met SLO: requests meeting it, 95% "
+            "Wilson interval, and whether every term's percentile holds"
+        )
+    for header in (*headers, "flags"):
         table.add_column(
-            header, justify="left" if header in ("suite", "point", "flags") else "right"
+            header, justify="left" if header in ("suite", "point", "flags", "met SLO") else "right"
         )
     for point in receipt.points:
         summary = point.summary
+        extra = list(goodput_cells(point)) if slo is not None else []
         if summary is None:
-            table.add_row(point.suite, point.name, "0", "—", "—", "—", "—", _flags(point))
+            cells = ["0", "—", "—", "—", "—"]
+            table.add_row(point.suite, point.name, *cells, *extra, _flags(point))
             continue
         value = "—" if point.invalid else f"{summary.median:.1f}"
         spread = (
             "—" if summary.relative_half_width is None else f"{summary.relative_half_width:.1%}"
         )
-        stream = per_stream_mean(point) if point.suite == "concurrency" else None
+        stream = per_stream_mean(point) if point.suite in ("concurrency", "max-load") else None
+        held = f" ({point.coverage.value_requests})" if point.coverage else ""
         table.add_row(
             point.suite,
             point.name,
-            str(summary.n),
+            f"{summary.n}{held}",
             value,
             spread,
             _median_ttft_ms(point),
             "—" if stream is None else f"{stream:.1f}",
+            *extra,
             _flags(point),
         )
     return table

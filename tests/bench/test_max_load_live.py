@@ -1,0 +1,108 @@
+"""`sparkrig bench --find-max-load` against a real one-slot llama-server: with one slot, the
+k-th of c concurrent requests waits for the k - 1 before it, so TTFT grows with the load and an
+SLO between one and two requests' time splits levels 1..4."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from sparkrig.bench.receipt import load_receipt
+from sparkrig.client import CompletionRequest, EndpointClient
+from sparkrig.client.first_completion import answer_one_completion
+from sparkrig.engines.llamacpp.build import EngineInstall
+from sparkrig.launch.local import (
+    LocalInstance,
+    embedded_server,
+    plan_local,
+    start_local,
+    stop_local,
+)
+from tests.conftest import SPARKRIG
+
+pytestmark = [pytest.mark.engine, pytest.mark.asyncio(loop_scope="session")]
+
+TOKENS = 8  # the fewest bench allows: the test stays short
+PROMPT_TOKENS = 16
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def one_slot_server(
+    engine: EngineInstall, bundled_model: Path
+) -> AsyncIterator[LocalInstance]:
+    server = embedded_server(engine, bundled_model, parallel_slots=1)
+    record = await start_local(
+        plan_local(server, port_was_chosen=True, engine_build=engine.label), answer_one_completion
+    )
+    try:
+        yield record
+    finally:
+        await stop_local(record)
+
+
+async def _one_request_s(base_url: str, alias: str) -> float:
+    """Median e2e of a lone request of the bench's shape (warm)."""
+    prompt = "Line 1 notes that crate 37 holds 1 apples. " * 2
+    request = CompletionRequest(
+        model=alias, prompt=prompt, max_tokens=TOKENS, temperature=0.0, extra={"ignore_eos": True}
+    )
+    async with EndpointClient(base_url) as client:
+        times = [(await client.send(request)).e2e_s for _ in range(4)]
+    return statistics.median(t for t in times[1:] if t is not None)
+
+
+async def test_the_search_splits_one_to_four_and_saves_every_probe(
+    one_slot_server: LocalInstance, tmp_path: Path
+) -> None:
+    lone_s = await _one_request_s(one_slot_server.base_url, one_slot_server.alias)
+    limit_ms = round(1.5 * lone_s * 1000)  # c=1: ~0 wait, c=2: ~1 request, c=4: ~3 requests
+    out = tmp_path / "max-load.json"
+    bench = await asyncio.create_subprocess_exec(
+        SPARKRIG,
+        "bench",
+        one_slot_server.base_url,
+        "--find-max-load",
+        "--slo",
+        f"ttft_p99={limit_ms}ms",
+        "--concurrency",
+        "1,4",
+        "--tokens",
+        str(TOKENS),
+        "--prompt-tokens",
+        str(PROMPT_TOKENS),
+        "--max-samples",
+        "2",
+        "--precision",
+        "0.9",
+        "--out",
+        str(out),
+        env={**os.environ, "COLUMNS": "250"},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    stdout, stderr = await asyncio.wait_for(bench.communicate(), timeout=180)
+    assert bench.returncode == 0, stderr.decode()
+    receipt = load_receipt(out)
+    result = receipt.max_load
+    assert result is not None, receipt.warnings
+    assert result.resolved
+    assert result.highest_meeting is not None
+    assert result.lowest_failing == result.highest_meeting + 1
+    assert 1 <= result.highest_meeting < 4, (lone_s, result)
+    probed = [p.load for p in result.probes]
+    assert probed[:2] == [1, 4]
+    assert [point.load for point in receipt.points] == probed  # every probe saved as a point
+    assert all(point.goodput is not None for point in receipt.points)
+    shown = stdout.decode()
+    assert f"c={result.highest_meeting} meets, c={result.lowest_failing} fails" in shown
+    print(
+        f"lone request {lone_s * 1000:.0f} ms, SLO {limit_ms} ms: {result.describe()}",
+        file=sys.stderr,
+    )
