@@ -13,6 +13,7 @@ import typer
 from sparkrig import defaults
 from sparkrig.cli.common import (
     KV_BLOCK_TOKENS,
+    LOAD_CONCURRENCY,
     NEEDLE_CAP_TOKENS,
     POSITIVE,
     ForceFlag,
@@ -68,6 +69,14 @@ def check(
             "longest needle prompt in tokens (capped by the server's context)", NEEDLE_CAP_TOKENS
         ),
     ] = defaults.CHECK_NEEDLE_CAP_TOKENS,
+    load_concurrency: Annotated[
+        int | None,
+        ranged(
+            "load_accuracy's c = N (default: the server's slots from /props, else "
+            f"{defaults.CHECK_LOAD_CONCURRENCY_FALLBACK})",
+            LOAD_CONCURRENCY,
+        ),
+    ] = None,
     repeat_every: Annotated[
         float | None,
         ranged(
@@ -109,7 +118,10 @@ def check(
         raise UsageError("--quick and --full contradict each other — pick one")
     names = [name.strip() for name in guard.split(",") if name.strip()] if guard else None
     settings = CheckSettings(
-        quick=quick, kv_block_tokens=kv_block_tokens, needle_cap_tokens=needle_cap
+        quick=quick,
+        kv_block_tokens=kv_block_tokens,
+        needle_cap_tokens=needle_cap,
+        load_concurrency=load_concurrency,
     )
     choose_guards(names, quick)  # a bad guard name fails before any engine starts
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")

@@ -68,6 +68,7 @@ DECODE_TOKENS = Range(low=defaults.BENCH_MIN_DECODE_TOKENS)
 KV_BLOCK_TOKENS = Range(low=defaults.CHECK_MIN_KV_BLOCK_TOKENS)
 NEEDLE_CAP_TOKENS = Range(low=defaults.CHECK_MIN_NEEDLE_CAP_TOKENS)
 CONTEXT_TOKENS = Range(low=defaults.LOCAL_MIN_CONTEXT_TOKENS)
+LOAD_CONCURRENCY = Range(low=2)
 
 
 def ranged(help: str, within: Range, *flags: str) -> Any:

@@ -20,6 +20,7 @@ from sparkrig.guards.drift import drift_guard, drift_opening
 from sparkrig.guards.exact import exact_guard
 from sparkrig.guards.garble import garble_guard
 from sparkrig.guards.kv_integrity import kv_integrity_guard
+from sparkrig.guards.load_accuracy import load_accuracy_guard
 from sparkrig.guards.margin import margin_guard
 from sparkrig.guards.needle import needle_guard
 from sparkrig.guards.receipt import CheckReceipt, save_check_receipt
@@ -42,7 +43,8 @@ class GuardEntry:
 
 
 GUARDS: Final[Registry[GuardEntry]] = Registry("guard")
-# the battery runs in this order, and the numbers are the ones receipts and docs quote
+# the battery runs in this order, and the numbers are the ones receipts and docs quote (drift
+# runs last, after every other guard's load)
 for _entry in (
     GuardEntry(1, "exact", exact_guard, True, "count to N and fixed answers vs the baseline"),
     GuardEntry(
@@ -80,6 +82,13 @@ for _entry in (
     GuardEntry(10, "acceptance", acceptance_guard, False, "spec-decode acceptance vs baseline"),
     GuardEntry(
         11,
+        "load_accuracy",
+        load_accuracy_guard,
+        False,
+        "items with exact answers alone vs at c = N, paired interval on the drop",
+    ),
+    GuardEntry(
+        12,
         "drift",
         drift_guard,
         True,

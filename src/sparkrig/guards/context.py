@@ -30,6 +30,12 @@ class CheckSettings(BaseModel):
         default=defaults.CHECK_NEEDLE_CAP_TOKENS, ge=defaults.CHECK_MIN_NEEDLE_CAP_TOKENS
     )
     concurrency: int = Field(default=defaults.CHECK_CONCURRENCY, ge=4)
+    load_concurrency: int | None = Field(
+        default=None,
+        ge=2,
+        description="load_accuracy's c = N (None: the server's slots from /props, else "
+        f"{defaults.CHECK_LOAD_CONCURRENCY_FALLBACK})",
+    )
 
 
 @dataclass
