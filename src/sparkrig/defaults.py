@@ -275,6 +275,14 @@ CHECK_LOAD_ACCURACY_MIN_DROP: Final = 0.10
 # Every item's answer comes in its first words; 24 tokens held all 16 right answers of the
 # bundled model and keep the guard's 48 requests short.
 CHECK_LOAD_REPLY_TOKENS: Final = 24
+# check --against: a release is gated on temperature-0 replies identical to the previous
+# build's (field notes: release-same-outputs). Replies that differ only at near-ties WARN while
+# the builds stay this close, and FAIL beyond: a deliberate precision change, accepted as such,
+# moved top-token agreement to 94.5% and the teacher-forced KL to 0.023 nats (field notes:
+# determinism-gate). The thresholds leave about twice that change (5.5% of positions
+# disagreeing -> 10%, 0.023 -> 0.05 nats) before a change counts as more than a precision change.
+CHECK_AGAINST_MIN_TOP_TOKEN_AGREEMENT: Final = 0.90
+CHECK_AGAINST_MAX_KL_NATS: Final = 0.05
 # The embedded engine for `check --local`: more context than the bench engine, so that three KV
 # documents and the needle ladder fit a slot (4 slots share it).
 CHECK_LOCAL_CONTEXT_TOKENS: Final = 16_384

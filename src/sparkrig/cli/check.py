@@ -85,6 +85,14 @@ def check(
             POSITIVE,
         ),
     ] = None,
+    against: Annotated[
+        Path | None,
+        typer.Option(
+            help="an earlier build's check receipt: this run's temperature-0 replies must be "
+            "identical to its replies (exact, determinism, load_accuracy keep them), else WARN "
+            "(near-ties only, within the thresholds) or FAIL"
+        ),
+    ] = None,
     model: Annotated[
         str | None, typer.Option(help="model id (default: the server's first)")
     ] = None,
@@ -124,6 +132,11 @@ def check(
         load_concurrency=load_concurrency,
     )
     choose_guards(names, quick)  # a bad guard name fails before any engine starts
+    previous = None
+    if against is not None:
+        from sparkrig.guards.identity import load_previous_receipt
+
+        previous = (against, load_previous_receipt(against))  # a bad file fails before any start
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out_path = out or Path("sparkrig-runs") / f"check-{stamp}.json"
     refuse_to_replace(out_path, force=force)
@@ -139,6 +152,7 @@ def check(
             "model": model,
             "baseline_path": baseline,
             "record_baseline": record_baseline,
+            "against": previous,
             "reraise": debug,
             "show": lambda result: err_console.print(result_line(result), highlight=False),
             "say": lambda line: err_console.print(line, highlight=False),

@@ -19,6 +19,7 @@ import aiohttp
 from sparkrig import defaults
 from sparkrig.client import ChatRequest, RequestRecord
 from sparkrig.guards.context import GuardContext
+from sparkrig.guards.identity import kept
 from sparkrig.guards.load_items import LOAD_ITEMS, LoadItem
 from sparkrig.guards.paired_accuracy import PairedAccuracy, load_costs_accuracy, paired_accuracy
 from sparkrig.guards.verdict import GuardResult, failed, passed
@@ -130,4 +131,8 @@ async def load_accuracy_guard(context: GuardContext) -> GuardResult:
     loaded = await send_at(context, requests, concurrency)
     result = load_accuracy_verdict(LOAD_ITEMS, alone, loaded, concurrency)
     result.details["concurrency_from"] = source
+    result.details["outputs"] = [  # the replies alone, for `check --against`
+        kept(NAME, item.prompt, request, record)
+        for item, request, record in zip(LOAD_ITEMS, requests, alone, strict=True)
+    ]
     return result

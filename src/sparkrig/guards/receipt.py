@@ -33,6 +33,11 @@ class CheckReceipt(BaseModel):
     guards: list[str] = Field(description="the guards chosen, in run order")
     baseline_path: str
     recorded_baseline: bool = False
+    against: str | None = Field(
+        default=None,
+        description="`check --against`: the earlier build's check receipt these replies were "
+        "compared with (its verdict is the result named `against`)",
+    )
     results: list[GuardResult] = Field(default_factory=list)
     complete: bool = False
 

@@ -7,7 +7,7 @@ from html import escape
 from sparkrig.guards.receipt import CheckReceipt
 from sparkrig.report.html_identity import identity_block
 
-_VERDICT_CLASS = {"PASS": "pass", "FAIL": "bad", "SKIP": "warn"}
+_VERDICT_CLASS = {"PASS": "pass", "WARN": "warn", "FAIL": "bad", "SKIP": "warn"}
 CHECK_CSS = """
 .pass { color: #1d6b1d; font-weight: 600; }
 td.evidence { max-width: 720px; overflow-wrap: anywhere; }
