@@ -49,7 +49,10 @@ async def load_concurrency(context: GuardContext) -> tuple[int, str]:
 def item_requests(context: GuardContext, items: tuple[LoadItem, ...]) -> list[ChatRequest]:
     return [
         context.chat(
-            item.prompt, max_tokens=defaults.CHECK_LOAD_REPLY_TOKENS, stream=index % 2 == 0
+            item.prompt,
+            max_tokens=defaults.CHECK_LOAD_REPLY_TOKENS,
+            stream=index % 2 == 0,
+            logprobs=defaults.CHECK_TOP_LOGPROBS,  # for `check --against`: tells a near-tie
         )
         for index, item in enumerate(items)
     ]
