@@ -285,6 +285,26 @@ CHECK_ACCEPTANCE_BAND: Final = 0.10
 # printed from one float: equal on llama.cpp (measured: identical to the last digit). 1e-3 nats
 # leaves room for an engine that rounds one of them; a rewritten value moves far more.
 REPLY_LOGPROB_TOLERANCE_NATS: Final = 1e-3
+# Accuracy under load (guards/load_accuracy.py): the bundled items alone, then at c = N, the
+# server's slots (llama.cpp's /props total_slots) or this when the server does not say (vLLM):
+# the issue's example fell at concurrency 16; 8 keeps a small server's queue short.
+CHECK_LOAD_CONCURRENCY_FALLBACK: Final = 8
+# A drop must be at least this share of the items, as well as beyond the exact 95% paired
+# interval: the example the guard exists for fell 11.1 points (74.7 sequential -> 63.6 at
+# concurrency 16 on one server, issue 27). With 24 items the interval alone already needs 6 more
+# items lost than gained; the minimum keeps a large item set from failing on a 1-point wobble.
+CHECK_LOAD_ACCURACY_MIN_DROP: Final = 0.10
+# Every item's answer comes in its first words; 24 tokens held all 16 right answers of the
+# bundled model and keep the guard's 48 requests short.
+CHECK_LOAD_REPLY_TOKENS: Final = 24
+# check --against: a release is gated on temperature-0 replies identical to the previous
+# build's (field notes: release-same-outputs). Replies that differ only at near-ties WARN while
+# the builds stay this close, and FAIL beyond: a deliberate precision change, accepted as such,
+# moved top-token agreement to 94.5% and the teacher-forced KL to 0.023 nats (field notes:
+# determinism-gate). The thresholds leave about twice that change (5.5% of positions
+# disagreeing -> 10%, 0.023 -> 0.05 nats) before a change counts as more than a precision change.
+CHECK_AGAINST_MIN_TOP_TOKEN_AGREEMENT: Final = 0.90
+CHECK_AGAINST_MAX_KL_NATS: Final = 0.05
 # The embedded engine for `check --local`: more context than the bench engine, so that three KV
 # documents and the needle ladder fit a slot (4 slots share it).
 CHECK_LOCAL_CONTEXT_TOKENS: Final = 16_384

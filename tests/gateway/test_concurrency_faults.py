@@ -199,3 +199,24 @@ async def test_drift_after_moves_every_logprob_once_enough_were_served(stream: b
             assert [t["logprob"] for t in after["top_logprobs"]] == pytest.approx(
                 [t["logprob"] + shift for t in before["top_logprobs"]]
             )
+
+
+async def test_wrong_under_load_alters_every_reply_that_arrived_beside_another() -> None:
+    upstream = FakeUpstream(reply_for=reply_for, token_delay_s=TOKEN_DELAY_S)
+    config = GatewayConfig(faults=[Fault.WRONG_UNDER_LOAD])
+    async with fake_behind_gateway(upstream, config) as url:
+        alone = [await send(url, chat("alpha", stream=stream)) for stream in STREAMED]
+        first, *later = await staggered(
+            url,
+            [
+                chat("alpha", stream=False),  # arrived alone: its neighbours came later
+                chat("bravo", stream=True, logprobs=True),
+                chat("charlie", stream=False, logprobs=True),
+            ],
+        )
+    for reply in alone:
+        assert reply.content == reply_for(chat("alpha", stream=False))
+    assert first.content == reply_for(chat("alpha", stream=False))
+    for word, reply in zip(("bravo", "charlie"), later, strict=True):
+        assert reply.content == reply_for(chat(word, stream=False)).replace("4096", "5107")
+        assert "".join(item["token"] for item in reply.logprobs) == reply.content

@@ -35,6 +35,10 @@ def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]
         (("http://127.0.0.1:9", "--quick", "--full"), "--quick and --full contradict"),
         (("http://127.0.0.1:9", "--guard", "exact,nope"), "unknown guard nope — choose from"),
         (("http://127.0.0.1:9",), "127.0.0.1:9"),  # nothing listens there
+        # an earlier build's receipt that cannot be compared fails before any engine starts
+        (("--local", "--against", "."), "is a directory, not a file"),
+        (("--local", "--against", __file__), "is not JSON"),
+        (("--local", "--load-concurrency", "1"), "load-concurrency"),
     ],
 )
 def test_bad_input_is_one_line_and_a_non_zero_exit(args: tuple[str, ...], message: str) -> None:

@@ -128,8 +128,8 @@ def test_the_stop_word_comes_from_the_reasoning_and_not_the_answer() -> None:
 def test_unknown_guards_and_foreign_baselines_are_refused(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="unknown guard nope — choose from exact"):
         choose_guards(["nope"], quick=False)
-    assert [g.number for g in choose_guards(None, quick=True)] == [1, 2, 6, 8, 9, 11, 12]
-    assert len(choose_guards(None, quick=False)) == 12
+    assert [g.number for g in choose_guards(None, quick=True)] == [1, 2, 6, 8, 9, 12, 13]
+    assert len(choose_guards(None, quick=False)) == 13
     path = tmp_path / "baseline.json"
     save_baseline(Baseline(model="a", scores={"exact": 1}), path)
     assert load_baseline(path, "a").scores == {"exact": 1}

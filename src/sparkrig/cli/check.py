@@ -57,12 +57,21 @@ def check(
     ] = None,
     kv_block_tokens: int | None = setting(CheckSettings, "kv_block_tokens"),
     needle_cap: int = setting(CheckSettings, "needle_cap_tokens", "--needle-cap"),
+    load_concurrency: int | None = setting(CheckSettings, "load_concurrency"),
     repeat_every: Annotated[
         float | None,
         ranged(
             "after the battery, rerun the margin and drift probes every this many seconds until "
             "Ctrl-C (a soak: some faults show only after hours)",
             POSITIVE,
+        ),
+    ] = None,
+    against: Annotated[
+        Path | None,
+        typer.Option(
+            help="an earlier build's check receipt: this run's temperature-0 replies must be "
+            "identical to its replies (exact, determinism, load_accuracy keep them), else WARN "
+            "(near-ties only, within the thresholds) or FAIL"
         ),
     ] = None,
     model: Annotated[
@@ -97,9 +106,17 @@ def check(
         raise UsageError("--quick and --full contradict each other — pick one")
     names = [name.strip() for name in guard.split(",") if name.strip()] if guard else None
     settings = CheckSettings(
-        quick=quick, kv_block_tokens=kv_block_tokens, needle_cap_tokens=needle_cap
+        quick=quick,
+        kv_block_tokens=kv_block_tokens,
+        needle_cap_tokens=needle_cap,
+        load_concurrency=load_concurrency,
     )
     choose_guards(names, quick)  # a bad guard name fails before any engine starts
+    previous = None
+    if against is not None:
+        from sparkrig.guards.identity import load_previous_receipt
+
+        previous = (against, load_previous_receipt(against))  # a bad file fails before any start
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out_path = out or Path("sparkrig-runs") / f"check-{stamp}.json"
     refuse_to_replace(out_path, force=force)
@@ -115,6 +132,7 @@ def check(
             "model": model,
             "baseline_path": baseline,
             "record_baseline": record_baseline,
+            "against": previous,
             "reraise": debug,
             "show": lambda result: err_console.print(result_line(result), highlight=False),
             "say": lambda line: err_console.print(line, highlight=False),

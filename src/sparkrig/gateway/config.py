@@ -33,6 +33,7 @@ class Fault(StrEnum):
     WRONG_ANSWERS = "wrong-answers"
     INFLATED_COUNTS = "inflated-counts"
     BODY_UNDER_LOAD = "body-under-load"
+    WRONG_UNDER_LOAD = "wrong-under-load"
     CUT_REPLIES = "cut-replies"
     SOFT_BODY_ALONE = "soft-body-alone"
     DROP_REQUESTS = "drop-requests"

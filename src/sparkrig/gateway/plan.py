@@ -155,7 +155,9 @@ def _digit_faults(config: GatewayConfig, request: TrackedRequest) -> list[TextTr
     transforms: list[TextTransform] = []
     if request.block_corrupted:
         transforms.append(ShiftFirstDigitRun())
-    if config.has(Fault.WRONG_ANSWERS):
+    if config.has(Fault.WRONG_ANSWERS) or (
+        config.has(Fault.WRONG_UNDER_LOAD) and not request.started_alone
+    ):
         transforms.append(ShiftAllDigits())
     return transforms
 

@@ -12,6 +12,7 @@ from typing import Any, Final
 from sparkrig.client import EndpointClient
 from sparkrig.client.metrics import try_scrape_metrics
 from sparkrig.client.probe import first_model_id
+from sparkrig.errors import UsageError
 from sparkrig.guards.acceptance import acceptance_guard
 from sparkrig.guards.baseline import default_baseline_path, load_baseline, save_baseline
 from sparkrig.guards.consistency import consistency_guard
@@ -20,7 +21,9 @@ from sparkrig.guards.determinism import determinism_guard
 from sparkrig.guards.drift import drift_guard, drift_opening
 from sparkrig.guards.exact import exact_guard
 from sparkrig.guards.garble import garble_guard
+from sparkrig.guards.identity import against_verdict, outputs_of
 from sparkrig.guards.kv_integrity import kv_integrity_guard
+from sparkrig.guards.load_accuracy import load_accuracy_guard
 from sparkrig.guards.margin import margin_guard
 from sparkrig.guards.needle import needle_guard
 from sparkrig.guards.receipt import CheckReceipt, save_check_receipt
@@ -43,7 +46,8 @@ class GuardEntry:
 
 
 GUARDS: Final[Registry[GuardEntry]] = Registry("guard")
-# the battery runs in this order, and the numbers are the ones receipts and docs quote
+# the battery runs in this order, and the numbers are the ones receipts and docs quote (drift
+# runs last, after every other guard's load)
 for _entry in (
     GuardEntry(1, "exact", exact_guard, True, "count to N and fixed answers vs the baseline"),
     GuardEntry(
@@ -81,6 +85,13 @@ for _entry in (
     GuardEntry(10, "acceptance", acceptance_guard, False, "spec-decode acceptance vs baseline"),
     GuardEntry(
         11,
+        "load_accuracy",
+        load_accuracy_guard,
+        False,
+        "items with exact answers alone vs at c = N, paired interval on the drop",
+    ),
+    GuardEntry(
+        12,
         "drift",
         drift_guard,
         True,
@@ -88,7 +99,7 @@ for _entry in (
         opening=drift_opening,
     ),
     GuardEntry(
-        12,
+        13,
         "consistency",
         consistency_guard,
         True,
@@ -120,9 +131,12 @@ async def run_battery(
     on_result: Callable[[GuardResult], None] = lambda _: None,
     reraise: bool = False,
     openings: dict[str, Any] | None = None,
+    against: tuple[Path, CheckReceipt] | None = None,
 ) -> CheckReceipt:
     """Run the chosen guards in order, after the openings of those that have one. `openings`
-    receives what the openings took (the soak compares its repeats with it)."""
+    receives what the openings took (the soak compares its repeats with it). With `against`
+    (an earlier build's receipt and its path), the replies the guards keep are compared with
+    its replies, as one more result."""
     chosen = choose_guards(guards, settings.quick)
     async with EndpointClient(base_url, api_key=api_key) as client:
         model_id = model or await first_model_id(client)
@@ -141,7 +155,10 @@ async def run_battery(
             recorded_baseline=record_baseline,
             engine_build=recorded_engine_build(client.base_url),
             startup=recorded_boot(client.base_url),
+            against=None if against is None else str(against[0]),
         )
+        if against is not None:
+            same_server_kind(against[0], against[1], receipt)
         save_check_receipt(receipt, out_path)
         context = GuardContext(client, model_id, settings, baseline, record_baseline)
         if openings is not None:
@@ -151,6 +168,12 @@ async def run_battery(
                 await run_opening(entry, context, reraise=reraise)
         for entry in chosen:
             result = await run_guard(entry, context, reraise=reraise)
+            receipt.results.append(result)
+            save_check_receipt(receipt, out_path)
+            on_result(result)
+        if against is not None:
+            previous = outputs_of(against[1].results)
+            result = against_verdict(previous, outputs_of(receipt.results), str(against[0]))
             receipt.results.append(result)
             save_check_receipt(receipt, out_path)
             on_result(result)
@@ -193,3 +216,17 @@ async def run_guard(entry: GuardEntry, context: GuardContext, *, reraise: bool) 
         )
     result.seconds = time.perf_counter() - started
     return result
+
+
+def same_server_kind(path: Path, previous: CheckReceipt, receipt: CheckReceipt) -> None:
+    """An earlier build's receipt compares only for the same model on the same engine."""
+    if previous.model != receipt.model:
+        raise UsageError(
+            f"--against {path} checked model {previous.model}, this server serves "
+            f"{receipt.model} — compare receipts of the same model (pass --model)"
+        )
+    if previous.engine and receipt.engine and previous.engine != receipt.engine:
+        raise UsageError(
+            f"--against {path} checked a {previous.engine} server, this one is "
+            f"{receipt.engine} — compare builds of one engine"
+        )

@@ -18,6 +18,7 @@ from sparkrig import defaults
 from sparkrig.client import ChatRequest, RequestRecord
 from sparkrig.guards.context import GuardContext
 from sparkrig.guards.divergence import Divergence, first_divergence, reference_problem
+from sparkrig.guards.identity import kept
 from sparkrig.guards.verdict import GuardResult, failed, passed
 
 NAME: Final = "determinism"
@@ -107,7 +108,12 @@ async def determinism_guard(context: GuardContext) -> GuardResult:
         outcomes[name] = _compared([reference[i // 2] for i in range(len(mixed))], records, labels)
     # alone once more, after the churn
     outcomes["again"] = _compared(reference, await _alone(context, requests), alone)
-    return _verdict(outcomes, prompts)
+    result = _verdict(outcomes, prompts)
+    # the reference replies, for `check --against` with a later build
+    result.details["outputs"] = [
+        kept(NAME, p, q, r) for p, q, r in zip(prompts, requests, reference, strict=True)
+    ]
+    return result
 
 
 def _compared(

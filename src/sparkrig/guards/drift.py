@@ -1,4 +1,4 @@
-"""Guard 11, drift over uptime: the same greedy probes late must answer as they did early.
+"""Guard 12, drift over uptime: the same greedy probes late must answer as they did early.
 
 A fixed set of temperature-0 probes, on both reply paths and with logprobs, is taken when the
 battery opens (before any other guard's load) and again when it closes; under `check

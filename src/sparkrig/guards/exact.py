@@ -9,7 +9,9 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from sparkrig import defaults
 from sparkrig.guards.context import GuardContext
+from sparkrig.guards.identity import kept
 from sparkrig.guards.verdict import GuardResult, failed, passed, skipped
 from sparkrig.outside_numbers import int_or_none
 
@@ -42,13 +44,16 @@ def contains_answer(text: str, answer: str) -> bool:
 
 
 async def exact_guard(context: GuardContext) -> GuardResult:
-    count_request = context.chat(
-        f"Count from 1 to {COUNT_TO}, separated by commas.", max_tokens=COUNT_REPLY_TOKENS
-    )
-    requests = [count_request] + [context.chat(q, max_tokens=24) for q, _ in FIXED_ANSWERS]
+    top = defaults.CHECK_TOP_LOGPROBS  # for `check --against`: where a later build differs
+    prompts = [f"Count from 1 to {COUNT_TO}, separated by commas.", *(q for q, _ in FIXED_ANSWERS)]
+    requests = [
+        context.chat(prompt, max_tokens=COUNT_REPLY_TOKENS if index == 0 else 24, logprobs=top)
+        for index, prompt in enumerate(prompts)
+    ]
     records = [await context.send(request) for request in requests]
     if errors := [r.error for r in records if r.error is not None]:
         return failed(NAME, f"a probe request failed: {errors[0].message}")
+    outputs = [kept(NAME, p, q, r) for p, q, r in zip(prompts, requests, records, strict=True)]
     scores = {f"count to {COUNT_TO}": counts_correctly(records[0].content, COUNT_TO)}
     for (question, answer), record in zip(FIXED_ANSWERS, records[1:], strict=True):
         scores[question] = contains_answer(record.content, answer)
@@ -56,7 +61,12 @@ async def exact_guard(context: GuardContext) -> GuardResult:
     right = sum(scores.values())
     if context.record_baseline:
         context.baseline.scores[NAME] = {"scores": scores, "replies": replies}
-        return passed(NAME, f"baseline recorded: {right}/{len(scores)} right", scores=scores)
+        return passed(
+            NAME,
+            f"baseline recorded: {right}/{len(scores)} right",
+            scores=scores,
+            outputs=outputs,
+        )
     reference = context.baseline.scores.get(NAME)
     if reference is None:
         return skipped(
@@ -65,10 +75,11 @@ async def exact_guard(context: GuardContext) -> GuardResult:
             "on a known-good server with --record-baseline",
             scores=scores,
             replies=replies,
+            outputs=outputs,
         )
     worse = [name for name, ok in reference["scores"].items() if ok and not scores.get(name)]
     changed = [name for name in scores if reference["replies"].get(name) != replies[name]]
-    details = {"scores": scores, "replies": replies, "changed_text": changed}
+    details = {"scores": scores, "replies": replies, "changed_text": changed, "outputs": outputs}
     if worse:
         first = worse[0]
         return failed(

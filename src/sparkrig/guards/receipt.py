@@ -24,6 +24,11 @@ class CheckReceipt(ReceiptHeader):
     guards: list[str] = Field(description="the guards chosen, in run order")
     baseline_path: str
     recorded_baseline: bool = False
+    against: str | None = Field(
+        default=None,
+        description="`check --against`: the earlier build's check receipt these replies were "
+        "compared with (its verdict is the result named `against`)",
+    )
     results: list[GuardResult] = Field(default_factory=list)
     startup: BootRecord | None = Field(
         default=None,

@@ -27,3 +27,9 @@ class CheckSettings(BaseModel):
         description="longest needle prompt in tokens (capped by the server's context)",
     )
     concurrency: int = Field(default=defaults.CHECK_CONCURRENCY, ge=4)
+    load_concurrency: int | None = Field(
+        default=None,
+        ge=2,
+        description="load_accuracy's c = N (None: the server's slots from /props, else "
+        f"{defaults.CHECK_LOAD_CONCURRENCY_FALLBACK})",
+    )

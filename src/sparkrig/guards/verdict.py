@@ -6,7 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-GuardVerdict = Literal["PASS", "FAIL", "SKIP"]
+# WARN: only `check --against` gives it (outputs differ at near-ties only); it fails nothing
+GuardVerdict = Literal["PASS", "WARN", "FAIL", "SKIP"]
 
 
 class GuardResult(BaseModel):
@@ -29,3 +30,7 @@ def failed(guard: str, evidence: str, **details: Any) -> GuardResult:
 
 def skipped(guard: str, reason: str, **details: Any) -> GuardResult:
     return GuardResult(guard=guard, verdict="SKIP", evidence=reason, details=details)
+
+
+def warned(guard: str, evidence: str, **details: Any) -> GuardResult:
+    return GuardResult(guard=guard, verdict="WARN", evidence=evidence, details=details)

@@ -8,7 +8,7 @@ from sparkrig.guards.receipt import CheckReceipt
 from sparkrig.report.html_identity import identity_block
 from sparkrig.report.receipt_kinds import section_for
 
-_VERDICT_CLASS = {"PASS": "pass", "FAIL": "bad", "SKIP": "warn"}
+_VERDICT_CLASS = {"PASS": "pass", "WARN": "warn", "FAIL": "bad", "SKIP": "warn"}
 CHECK_CSS = """
 .pass { color: #1d6b1d; font-weight: 600; }
 td.evidence { max-width: 720px; overflow-wrap: anywhere; }

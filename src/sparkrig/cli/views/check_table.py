@@ -9,7 +9,7 @@ from sparkrig.guards.battery import GUARDS
 from sparkrig.guards.receipt import CheckReceipt
 from sparkrig.guards.verdict import GuardResult
 
-_COLOUR = {"PASS": "green", "FAIL": "bold red", "SKIP": "yellow"}
+_COLOUR = {"PASS": "green", "WARN": "yellow", "FAIL": "bold red", "SKIP": "yellow"}
 _NUMBER = {entry.name: entry.number for entry in GUARDS.entries()}
 
 
@@ -26,9 +26,10 @@ def check_table(receipt: CheckReceipt) -> Table:
     passed = sum(r.verdict == "PASS" for r in receipt.results)
     failed = len(receipt.failed)
     skipped = sum(r.verdict == "SKIP" for r in receipt.results)
+    warned = sum(r.verdict == "WARN" for r in receipt.results)
     table = Table(
         title=f"check {receipt.base_url} ({receipt.model}): {passed} pass, {failed} fail, "
-        f"{skipped} skip",
+        f"{skipped} skip" + (f", {warned} warn" if warned else ""),
         title_justify="left",
         caption=f"baseline: {receipt.baseline_path}"
         + (" (recorded by this run)" if receipt.recorded_baseline else ""),
