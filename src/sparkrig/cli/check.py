@@ -15,6 +15,7 @@ from sparkrig.cli.common import (
     KV_BLOCK_TOKENS,
     NEEDLE_CAP_TOKENS,
     POSITIVE,
+    SLOTS,
     ForceFlag,
     JsonFlag,
     TelemetryClusterOption,
@@ -61,6 +62,14 @@ def check(
     kv_block_tokens: Annotated[
         int | None,
         ranged("KV block size in tokens (default: from /metrics, or 256)", KV_BLOCK_TOKENS),
+    ] = None,
+    slots: Annotated[
+        int | None,
+        ranged(
+            "requests the server decodes at once, for determinism over occupancy (default: "
+            f"llama.cpp's /props total_slots, else {defaults.CHECK_SLOTS_FALLBACK})",
+            SLOTS,
+        ),
     ] = None,
     needle_cap: Annotated[
         int,
@@ -109,7 +118,7 @@ def check(
         raise UsageError("--quick and --full contradict each other — pick one")
     names = [name.strip() for name in guard.split(",") if name.strip()] if guard else None
     settings = CheckSettings(
-        quick=quick, kv_block_tokens=kv_block_tokens, needle_cap_tokens=needle_cap
+        quick=quick, kv_block_tokens=kv_block_tokens, needle_cap_tokens=needle_cap, slots=slots
     )
     choose_guards(names, quick)  # a bad guard name fails before any engine starts
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")

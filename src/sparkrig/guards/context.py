@@ -30,6 +30,12 @@ class CheckSettings(BaseModel):
         default=defaults.CHECK_NEEDLE_CAP_TOKENS, ge=defaults.CHECK_MIN_NEEDLE_CAP_TOKENS
     )
     concurrency: int = Field(default=defaults.CHECK_CONCURRENCY, ge=4)
+    slots: int | None = Field(
+        default=None,
+        ge=1,
+        description="requests the server decodes at once, for determinism over occupancy (None: "
+        f"llama.cpp's /props total_slots, else {defaults.CHECK_SLOTS_FALLBACK})",
+    )
 
 
 @dataclass

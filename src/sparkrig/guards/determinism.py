@@ -18,6 +18,7 @@ from sparkrig import defaults
 from sparkrig.client import ChatRequest, RequestRecord
 from sparkrig.guards.context import GuardContext
 from sparkrig.guards.divergence import Divergence, first_divergence, reference_problem
+from sparkrig.guards.occupancy import occupancy_outcomes, seeded_outcomes, slot_count
 from sparkrig.guards.verdict import GuardResult, failed, passed
 
 NAME: Final = "determinism"
@@ -105,9 +106,17 @@ async def determinism_guard(context: GuardContext) -> GuardResult:
     for name in names:
         records = await SCENARIOS[name](context, mixed)
         outcomes[name] = _compared([reference[i // 2] for i in range(len(mixed))], records, labels)
+    notes = []
+    if not quick:  # half and all of the slots, and seeded sampling alone vs full
+        slots, source = await slot_count(context)
+        doubled = [reference[i // 2] for i in range(len(mixed))]
+        outcomes.update(await occupancy_outcomes(context, mixed, doubled, labels, slots))
+        sampled, note = await seeded_outcomes(context, prompts, slots)
+        outcomes.update(sampled)
+        notes = [f"{slots} slots ({source})", note]
     # alone once more, after the churn
     outcomes["again"] = _compared(reference, await _alone(context, requests), alone)
-    return _verdict(outcomes, prompts)
+    return _verdict(outcomes, prompts, notes)
 
 
 def _compared(
@@ -120,7 +129,9 @@ def _compared(
 
 
 def _verdict(
-    outcomes: dict[str, list[tuple[str, Divergence]]], prompts: tuple[str, ...]
+    outcomes: dict[str, list[tuple[str, Divergence]]],
+    prompts: tuple[str, ...],
+    notes: list[str] | None = None,
 ) -> GuardResult:
     table = {
         name: [{"request": label, **d.model_dump(exclude_defaults=True)} for label, d in rows]
@@ -136,6 +147,8 @@ def _verdict(
         f"load, {compared} replies vs alone: {counts['identical']} identical, "
         f"{counts['near_tie']} near-tie flips, {counts['defect']} defects"
     )
+    if notes:
+        summary += f" ({'; '.join(notes)})"
     for name, rows in outcomes.items():
         for label, divergence in rows:
             if divergence.kind == "defect":
