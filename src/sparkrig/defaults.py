@@ -250,13 +250,15 @@ CHECK_KV_BLOCKS_PER_DOCUMENT: Final = 3
 CHECK_KV_BLOCK_TOKENS_FALLBACK: Final = 256
 CHECK_MIN_KV_BLOCK_TOKENS: Final = 16  # the smallest block any engine uses
 # KV integrity's long documents: the server's context per request less room for the question,
-# the chat template and the reply, at most the cap (3 are in flight together, so 3 x the cap must
-# fit the KV pool). Block-sized documents were 3 x 64 tokens on vLLM, under 1,500 characters, and
-# a corruption of prompts over ~1,500 characters with >=3 in flight passed every guard (issue 27);
-# the report's trigger was three ~44K-token requests plus one short one (field notes:
-# markup-leaks). On the embedded test server (1,024 tokens a slot) they are 896 tokens, 2,497
-# characters of the guard's filler; under `check --local` (4,096 a slot), 3,968 tokens.
-CHECK_KV_LONG_DOCUMENT_TOKENS: Final = 8192
+# the chat template and the reply, at most the cap (3 are in flight together, so 3 x the cap
+# must fit the KV pool; under `check --local` documents of 3,968 tokens took 268 s of the guard
+# on the loaded 2-core test machine, so the cap is 2,048: still about 4 x 1,500 characters).
+# Block-sized documents were 3 x 64 tokens on vLLM, under 1,500 characters, and a corruption
+# of prompts over ~1,500 characters with >=3 in flight passed every guard (issue 27); the
+# report's trigger was three ~44K-token requests plus one short one (field notes: markup-leaks).
+# On the embedded test server (1,024 tokens a slot) they are 896 tokens, 2,497 characters of the
+# guard's filler; under `check --local` (4,096 a slot), the cap.
+CHECK_KV_LONG_DOCUMENT_TOKENS: Final = 2048
 CHECK_KV_LONG_ALLOWANCE_TOKENS: Final = 128
 # A guard's reference reads (each fact alone) may find this many facts fewer than in the
 # baseline before the reference itself counts as degraded: one near-tie flip of a changed cache
