@@ -6,7 +6,8 @@ paths, streamed and whole), and again after the churn must give the same text. A
 the logprobs tell a near-tie flip (the top two swapped where they were close: the arithmetic of
 another batch shape or cache state) from a defect (research notes, quality-guards.md §2). On a
 GPU engine cold and cached runs differ by such flips (the cached prompt's last tokens go through
-other kernels), so the reference is the cached one.
+other kernels), so the reference is the cached one. Outside --quick the same requests also run
+at half and all of the server's slots, and seeded sampling alone vs full (guards/occupancy.py).
 """
 
 from __future__ import annotations
