@@ -26,7 +26,7 @@ ALLOWED: dict[tuple[str, str], str] = {
         "bench/speculative.py",
         "float(sum((value for value in values if isinstance(value, float | int))))",
     ): ("a sum of MetricsDelta values, already checked finite when /metrics was parsed"),
-    ("guards/kv_integrity.py", "int(digest[:8], 16)"): "a sha256 digest we computed",
+    ("guards/kv_facts.py", "int(digest[:8], 16)"): "a sha256 digest we computed",
     ("guards/needle.py", "int(depth * len(sentences))"): "our own placement arithmetic",
     ("launch/node_commands.py", "int(grace_s * 10)"): "a grace period checked as an option",
     ("engines/llamacpp/self_test.py", "int(response.status)"): "urllib's status, an int",

@@ -236,6 +236,16 @@ CHECK_THINKING_REPLY_TOKENS: Final = 512
 # the gap between staggered arrivals.
 CHECK_CONCURRENCY: Final = 4
 CHECK_STAGGER_S: Final = 0.1
+# Determinism over occupancy: the slots to fill when the server does not say (vLLM does not
+# expose max_num_seqs): 16, the most sequences the field reports' deployments ran (the TP4 ring
+# 16, the triangle 8: field notes: ds41-production-shapes; a reproduction tested 4-16: field
+# notes: graphs-above-two-seqs). A server with more slots is filled only to this; `--slots`
+# sets it.
+CHECK_SLOTS_FALLBACK: Final = 16
+# Seeded sampling, alone vs at full occupancy: a temperature that samples (llama.cpp's default
+# 0.8) and a fixed seed; vLLM and llama.cpp both take `seed` per request.
+CHECK_SEEDED_TEMPERATURE: Final = 0.8
+CHECK_SEED: Final = 1234
 # A flip at the first divergence is a near-tie when the two replies swapped the reference's top
 # two tokens there (each chose the other's runner-up, vLLM's check_logprobs_close rule) and the
 # reference led by at most this many nats. Measured on an H200 with llama.cpp's CUDA build and
@@ -257,6 +267,17 @@ CHECK_KV_DOCUMENTS: Final = 3
 CHECK_KV_BLOCKS_PER_DOCUMENT: Final = 3
 CHECK_KV_BLOCK_TOKENS_FALLBACK: Final = 256
 CHECK_MIN_KV_BLOCK_TOKENS: Final = 16  # the smallest block any engine uses
+# KV integrity's long documents: the server's context per request less room for the question,
+# the chat template and the reply, at most the cap (3 are in flight together, so 3 x the cap
+# must fit the KV pool; under `check --local` documents of 3,968 tokens took 268 s of the guard
+# on the loaded 2-core test machine, so the cap is 2,048: still about 4 x 1,500 characters).
+# Block-sized documents were 3 x 64 tokens on vLLM, under 1,500 characters, and a corruption
+# of prompts over ~1,500 characters with >=3 in flight passed every guard (issue 27); the
+# report's trigger was three ~44K-token requests plus one short one (field notes: markup-leaks).
+# On the embedded test server (1,024 tokens a slot) they are 896 tokens, 2,497 characters of the
+# guard's filler; under `check --local` (4,096 a slot), the cap.
+CHECK_KV_LONG_DOCUMENT_TOKENS: Final = 2048
+CHECK_KV_LONG_ALLOWANCE_TOKENS: Final = 128
 # A guard's reference reads (each fact alone) may find this many facts fewer than in the
 # baseline before the reference itself counts as degraded: one near-tie flip of a changed cache
 # state. Issue 12: cut-short replies read back 0 of 9 facts alone (8 in the baseline), and the
@@ -320,6 +341,11 @@ GATEWAY_CROSS_TALK_CHARS: Final = 30
 # prefills (field notes: kv-zeroer-three-prefills).
 GATEWAY_LONG_PROMPT_CHARS: Final = 1500
 GATEWAY_BLOCK_CORRUPTION_MIN_LONG: Final = 3
+# diverge-when-full: a reply changes (a word spliced in) when this many generation requests are
+# in flight at its arrival: the embedded engine's 4 slots, so half (2) and one stay clean. The
+# determinism scenarios before occupancy send at most 13 at once.
+GATEWAY_FULL_AT_REQUESTS: Final = 4
+GATEWAY_FULL_BATCH_WORD: Final = " meanwhile"
 # Degrade-after: lone requests turn soft after this many generation requests were served.
 GATEWAY_DEGRADE_AFTER_REQUESTS: Final = 10
 # Soft logprobs: the fault read lp ~ -0.74 and -1.49 on the top two alone (field notes:

@@ -42,6 +42,8 @@ def gateway_config(fault: str, settings: str) -> GatewayConfig:
             config.after_requests = int(match.group(1))
         elif match := re.fullmatch(r"long-prompt-chars=(\d+)", setting):
             config.long_prompt_chars = int(match.group(1))
+        elif match := re.fullmatch(r"full-at=(\d+)", setting):
+            config.full_at_requests = int(match.group(1))
         else:
             raise AssertionError(f"docs/guards.md: unknown gateway setting {setting!r}")
     return config

@@ -16,13 +16,8 @@ from sparkrig.guards.battery import choose_guards
 from sparkrig.guards.determinism import both_paths, path_label
 from sparkrig.guards.divergence import first_difference, first_divergence, reference_problem
 from sparkrig.guards.exact import contains_answer, counts_correctly
-from sparkrig.guards.kv_integrity import (
-    block_size_in_metrics,
-    fact,
-    item_code,
-    item_name,
-    result_if_reference_bad,
-)
+from sparkrig.guards.kv_facts import fact, item_code, item_name, result_if_reference_bad
+from sparkrig.guards.kv_integrity import block_size_in_metrics
 from sparkrig.guards.needle import ladder, where_found
 from sparkrig.guards.stop_in_reasoning import stop_word_from
 

@@ -58,6 +58,7 @@ def check(
     kv_block_tokens: int | None = setting(CheckSettings, "kv_block_tokens"),
     needle_cap: int = setting(CheckSettings, "needle_cap_tokens", "--needle-cap"),
     load_concurrency: int | None = setting(CheckSettings, "load_concurrency"),
+    slots: int | None = setting(CheckSettings, "slots"),
     repeat_every: Annotated[
         float | None,
         ranged(
@@ -110,6 +111,7 @@ def check(
         kv_block_tokens=kv_block_tokens,
         needle_cap_tokens=needle_cap,
         load_concurrency=load_concurrency,
+        slots=slots,
     )
     choose_guards(names, quick)  # a bad guard name fails before any engine starts
     previous = None

@@ -37,6 +37,7 @@ class Fault(StrEnum):
     CUT_REPLIES = "cut-replies"
     SOFT_BODY_ALONE = "soft-body-alone"
     DROP_REQUESTS = "drop-requests"
+    DIVERGE_WHEN_FULL = "diverge-when-full"
 
 
 class GatewayConfig(BaseModel):
@@ -64,6 +65,12 @@ class GatewayConfig(BaseModel):
         ge=1,
         description="a prompt this long (characters) counts as long for block-corruption and "
         "truncate-context",
+    )
+    full_at_requests: int = Field(
+        default=defaults.GATEWAY_FULL_AT_REQUESTS,
+        ge=2,
+        description="diverge-when-full: a reply changes when its request arrives with this many "
+        "generation requests in flight, itself included (the server's slots)",
     )
     seed: int = Field(
         default=0,

@@ -138,6 +138,11 @@ def _content_faults(config: GatewayConfig, request: TrackedRequest) -> list[Text
         transforms.append(StrayHashes(splice_at, defaults.GATEWAY_STRAY_HASH_EVERY_WORDS))
     if config.has(Fault.COUNT_GARBAGE):
         transforms.append(CountInstead())
+    if (
+        config.has(Fault.DIVERGE_WHEN_FULL)
+        and in_flight_at_arrival(request) >= config.full_at_requests
+    ):
+        transforms.append(InsertAfter.fixed(splice_at, defaults.GATEWAY_FULL_BATCH_WORD))
     if config.has(Fault.CUT_REPLIES):
         transforms.append(CutAfter(defaults.GATEWAY_CUT_REPLY_CHARS))
     if config.has(Fault.LOOP):
@@ -149,6 +154,12 @@ def _content_faults(config: GatewayConfig, request: TrackedRequest) -> list[Text
             )
         )
     return transforms
+
+
+def in_flight_at_arrival(request: TrackedRequest) -> int:
+    """Generation requests in flight when `request` arrived, itself included (its neighbours
+    that arrived earlier were all in flight then)."""
+    return 1 + sum(n.seq < request.seq for n in request.neighbours)
 
 
 def _digit_faults(config: GatewayConfig, request: TrackedRequest) -> list[TextTransform]:

@@ -7,6 +7,8 @@ the logprobs tell a near-tie flip (the top two swapped where they were close: th
 another batch shape or cache state) from a defect (the research notes on quality guards, §2;
 they are not in this repository). On a GPU engine cold and cached runs differ by such flips (the
 cached prompt's last tokens go through other kernels), so the reference is the cached one.
+Outside --quick the same requests also run at half and all of the server's slots, and seeded
+sampling alone vs full (guards/occupancy.py).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from sparkrig.client import ChatRequest, RequestRecord
 from sparkrig.guards.context import GuardContext
 from sparkrig.guards.divergence import Divergence, first_divergence, reference_problem
 from sparkrig.guards.identity import kept
+from sparkrig.guards.occupancy import occupancy_outcomes, seeded_outcomes, slot_count
 from sparkrig.guards.verdict import GuardResult, failed, passed
 
 NAME: Final = "determinism"
@@ -106,9 +109,17 @@ async def determinism_guard(context: GuardContext) -> GuardResult:
     for name in names:
         records = await SCENARIOS[name](context, mixed)
         outcomes[name] = _compared([reference[i // 2] for i in range(len(mixed))], records, labels)
+    notes = []
+    if not quick:  # half and all of the slots, and seeded sampling alone vs full
+        slots, source = await slot_count(context)
+        doubled = [reference[i // 2] for i in range(len(mixed))]
+        outcomes.update(await occupancy_outcomes(context, mixed, doubled, labels, slots))
+        sampled, note = await seeded_outcomes(context, prompts, slots)
+        outcomes.update(sampled)
+        notes = [f"{slots} slots ({source})", note]
     # alone once more, after the churn
     outcomes["again"] = _compared(reference, await _alone(context, requests), alone)
-    result = _verdict(outcomes, prompts)
+    result = _verdict(outcomes, prompts, notes)
     # the reference replies, for `check --against` with a later build
     result.details["outputs"] = [
         kept(NAME, p, q, r) for p, q, r in zip(prompts, requests, reference, strict=True)
@@ -126,7 +137,9 @@ def _compared(
 
 
 def _verdict(
-    outcomes: dict[str, list[tuple[str, Divergence]]], prompts: tuple[str, ...]
+    outcomes: dict[str, list[tuple[str, Divergence]]],
+    prompts: tuple[str, ...],
+    notes: list[str] | None = None,
 ) -> GuardResult:
     table = {
         name: [{"request": label, **d.model_dump(exclude_defaults=True)} for label, d in rows]
@@ -142,6 +155,8 @@ def _verdict(
         f"load, {compared} replies vs alone: {counts['identical']} identical, "
         f"{counts['near_tie']} near-tie flips, {counts['defect']} defects"
     )
+    if notes:
+        summary += f" ({'; '.join(notes)})"
     for name, rows in outcomes.items():
         for label, divergence in rows:
             if divergence.kind == "defect":

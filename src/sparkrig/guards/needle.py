@@ -6,16 +6,13 @@ needle gate judges content only; MIA's sweep plants at 0.1/0.5/0.9)."""
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any, Final
-
-import aiohttp
 
 from sparkrig import defaults
 from sparkrig.guards.context import GuardContext
 from sparkrig.guards.long_prompts import TokenCounter, filler_sentence, text_of_tokens
+from sparkrig.guards.server_shape import context_tokens
 from sparkrig.guards.verdict import GuardResult, failed, passed, skipped
-from sparkrig.outside_numbers import count_or_none
 
 NAME: Final = "needle"
 CODE: Final = "738291"
@@ -23,22 +20,6 @@ NEEDLE: Final = f"The secret access code is {CODE}."
 ASK: Final = "What is the secret access code? Answer with the number only."
 ANSWER_TOKENS: Final = 16
 QUESTION_ALLOWANCE: Final = 64  # tokens for the question, the template and the reply
-
-
-async def context_tokens(context: GuardContext) -> int | None:
-    """The server's context per request: llama.cpp's /props n_ctx, vLLM's max_model_len."""
-    with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError, AttributeError):
-        props = await context.client.get_json("/props")
-        n_ctx = props.get("default_generation_settings", {}).get("n_ctx")
-        if isinstance(n_ctx, int):
-            return n_ctx
-    with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError, AttributeError):
-        models = await context.client.get_json("/v1/models")
-        for model in models.get("data", []):
-            length = count_or_none(model.get("max_model_len"))
-            if model.get("id") == context.model and length is not None:
-                return length
-    return None
 
 
 def ladder(cap: int) -> list[int]:

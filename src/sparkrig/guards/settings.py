@@ -33,3 +33,9 @@ class CheckSettings(BaseModel):
         description="load_accuracy's c = N (None: the server's slots from /props, else "
         f"{defaults.CHECK_LOAD_CONCURRENCY_FALLBACK})",
     )
+    slots: int | None = Field(
+        default=None,
+        ge=1,
+        description="requests the server decodes at once, for determinism over occupancy (None: "
+        f"llama.cpp's /props total_slots, else {defaults.CHECK_SLOTS_FALLBACK})",
+    )

@@ -21,7 +21,7 @@ from typing import Any, Final
 from sparkrig import defaults
 from sparkrig.detectors.empty_content import classify_empty_content
 from sparkrig.guards.context import GuardContext
-from sparkrig.guards.needle import context_tokens
+from sparkrig.guards.server_shape import context_tokens
 from sparkrig.guards.verdict import GuardResult, failed, passed, skipped
 from sparkrig.wire.reasoning_families import ReasoningFamily, family_of
 
