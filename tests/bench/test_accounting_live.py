@@ -106,3 +106,22 @@ async def test_counts_hold_up_a_concurrency_ladder(
         assert count_findings(point) == []
         _witnessed_honestly(point)
         assert len(point.samples[0].requests) == int(point.name[2:].split()[0])
+
+
+async def test_a_witness_reply_that_disagrees_with_itself_makes_the_point_invalid(
+    llama_server: LocalInstance, tmp_path: Path
+) -> None:
+    """The gateway's top-mismatch fault moves the sampled token's own top_logprobs entry 0.5
+    nats from its logprob; the text and the counts stay right, so only the witness sees it."""
+    from sparkrig.bench.point import INVALID_INCONSISTENT
+
+    settings = SETTINGS.model_copy(update={"cached_replays": False})
+    config = GatewayConfig(faults=[Fault.TOP_MISMATCH])
+    async with running_gateway(llama_server.base_url, config) as url:
+        receipt = await run_bench(
+            url, suites=["concurrency"], settings=settings, out_path=tmp_path / "top.json"
+        )
+    (point,) = receipt.points
+    assert point.invalid_reasons == [INVALID_INCONSISTENT]
+    assert point.witness is not None
+    assert "in its own top_logprobs" in point.witness.inconsistent[0]

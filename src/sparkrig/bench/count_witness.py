@@ -27,6 +27,7 @@ from sparkrig.bench.accounting import (
     withheld_entries,
 )
 from sparkrig.client import ChatRequest, CompletionRequest, EndpointClient, RequestRecord
+from sparkrig.client.reply_consistency import logprob_problems
 
 Request = ChatRequest | CompletionRequest
 
@@ -59,6 +60,11 @@ class CountWitness(BaseModel):
         "counts (the engine left entries out): the entries judged nothing",
     )
     error: str | None = Field(default=None, description="why the witness request failed")
+    inconsistent: list[str] = Field(
+        default_factory=list,
+        description="what the witness reply says twice and does not agree on: its sampled "
+        "logprob against its own top entry, its greedy choice (client/reply_consistency.py)",
+    )
 
     @property
     def read(self) -> bool:
@@ -83,6 +89,7 @@ def judge_witness(request: Request, record: RequestRecord) -> CountWitness:
     )
     if witness.error is not None:
         return witness
+    witness.inconsistent = logprob_problems(request, record.logprobs)
     checks = [max_tokens_finding(witness.claimed, witness.max_tokens, witness.finish_reason)]
     short = witness.claimed is not None and witness.logprob_entries < witness.claimed
     if short and witness.logprob_entries:

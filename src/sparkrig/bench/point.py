@@ -191,6 +191,7 @@ class PointResult(BaseModel):
 INVALID_DEGENERATE = "degenerate output"
 INVALID_COUNTS = "token counts do not hold"
 INVALID_NONSENSE = "wrong answers at this load (correctness spot check)"
+INVALID_INCONSISTENT = "a reply disagrees with itself (its logprobs)"
 
 
 def invalid_reasons(point: PointResult) -> list[str]:
@@ -486,6 +487,9 @@ async def _witness_counts(
 ) -> None:
     """The point's logprobs witness, once; a witness that cannot be read is a warning."""
     point.witness = await take_witness(client, request)
+    if point.witness.inconsistent:
+        mark_invalid(point, INVALID_INCONSISTENT)
+        _warn_once(point, f"witness reply: {point.witness.inconsistent[0]}")
     if point.witness.findings:
         mark_invalid(point, INVALID_COUNTS)
     elif not point.witness.read:

@@ -19,7 +19,7 @@ def reply_consistency(request: ChatRequest | CompletionRequest, record: RequestR
     """What the reply says twice and does not agree on, each as `what — what to check`."""
     if record.error is not None:
         return []
-    problems = [*_logprob_problems(request, record.logprobs)]
+    problems = logprob_problems(request, record.logprobs)
     claimed = record.completion_tokens
     if claimed is not None and request.max_tokens is not None and claimed > request.max_tokens:
         problems.append(
@@ -36,9 +36,10 @@ def reply_consistency(request: ChatRequest | CompletionRequest, record: RequestR
     return problems
 
 
-def _logprob_problems(
+def logprob_problems(
     request: ChatRequest | CompletionRequest, logprobs: list[TokenLogprob]
 ) -> list[str]:
+    """The logprob facts a reply states twice and does not agree on (the first of each kind)."""
     tolerance = defaults.REPLY_LOGPROB_TOLERANCE_NATS
     own_entry, greedy = None, None
     for position, token in enumerate(logprobs):
