@@ -234,3 +234,17 @@ def test_empty_or_failed_replies_cannot_be_a_reference() -> None:
     assert "empty replies cannot show agreement" in empty
     failed = reference_problem([_reply(error="HTTP 500 — check the server log")])
     assert failed == "reference request 1 failed: HTTP 500 — check the server log"
+
+
+def test_the_three_needles_sit_at_their_depths_in_door_order() -> None:
+    from sparkrig.guards.needle import THREE_NEEDLES, three_needle_prompt
+
+    sentences = [f"Filler sentence {i}" for i in range(100)]
+    prompt = three_needle_prompt(sentences)
+    parts = prompt.split(". ")
+    assert len(parts) == 103
+    where = {
+        door: parts.index(f"The access code of the {door} door is {code}")
+        for door, code in THREE_NEEDLES
+    }
+    assert where == {"red": 10, "blue": 51, "green": 92}  # 0.1, 0.5, 0.9 of the filler, in order

@@ -2,7 +2,10 @@
 (lengths from /tokenize), up to a cap (32K, or the server's context per request). Only the
 answer counts: a code found only in the reasoning is a miss, and the report says where it was.
 Scored against the baseline: a cell found there and missed now fails (research notes §3: ARLE's
-needle gate judges content only; MIA's sweep plants at 0.1/0.5/0.9)."""
+needle gate judges content only; MIA's sweep plants at 0.1/0.5/0.9). At the longest length, three
+different codes in one prompt, asked for together: the port's battery ended its needle ladder in
+a three-needle probe (docs/field-notes.md#needle-ladder), since keeping several facts apart at
+once is harder than finding one."""
 
 from __future__ import annotations
 
@@ -20,6 +23,24 @@ NEEDLE: Final = f"The secret access code is {CODE}."
 ASK: Final = "What is the secret access code? Answer with the number only."
 ANSWER_TOKENS: Final = 16
 QUESTION_ALLOWANCE: Final = 64  # tokens for the question, the template and the reply
+# three doors, each with its own code, planted at the ladder's depths in one prompt
+THREE_NEEDLES: Final = (("red", "415263"), ("blue", "902718"), ("green", "337104"))
+ASK_THREE: Final = (
+    "What are the access codes of the red, blue and green doors? Answer with the three numbers."
+)
+THREE_ANSWER_TOKENS: Final = 40
+# the three planted sentences (about 12 tokens each), the longer question and the longer reply,
+# beyond what QUESTION_ALLOWANCE keeps for one needle: the haystack is this much shorter
+THREE_EXTRA_TOKENS: Final = 96
+
+
+def three_needle_prompt(sentences: list[str]) -> str:
+    """The haystack with each door's code at its depth (0.1, 0.5, 0.9), in door order."""
+    placed = list(sentences)
+    spots = [int(depth * len(sentences)) for depth in defaults.CHECK_NEEDLE_DEPTHS]
+    for (door, code), at in sorted(zip(THREE_NEEDLES, spots, strict=True), key=lambda x: -x[1]):
+        placed.insert(at, f"The access code of the {door} door is {code}")
+    return ". ".join(placed)
 
 
 def ladder(cap: int) -> list[int]:
@@ -60,6 +81,9 @@ async def needle_guard(context: GuardContext) -> GuardResult:
                 "prompt_tokens": record.usage.prompt_tokens if record.usage else None,
                 "reply": record.content[:80],
             }
+    three_length = cap - THREE_EXTRA_TOKENS
+    if (problem := await _three_needles(context, counter, three_length, cells)) is not None:
+        return failed(NAME, problem)
     found = sum(cell["found"] for cell in cells.values())
     lengths = "estimated" if counter.estimated else "from /tokenize"
     summary = f"{found}/{len(cells)} found up to {cap} tokens ({lengths})"
@@ -84,3 +108,32 @@ async def needle_guard(context: GuardContext) -> GuardResult:
             cells=cells,
         )
     return passed(NAME, f"{summary}; baseline {sum(reference.values())}", cells=cells)
+
+
+async def _three_needles(
+    context: GuardContext, counter: TokenCounter, length: int, cells: dict[str, dict[str, Any]]
+) -> str | None:
+    """One prompt of `length` tokens holding all three codes: a cell per code found or not."""
+    haystack, _ = await text_of_tokens(counter, length, lambda i: filler_sentence(7, i))
+    prompt = three_needle_prompt(haystack.split(". "))
+    record = await context.send(
+        context.chat(f"{prompt}\n\n{ASK_THREE}", max_tokens=THREE_ANSWER_TOKENS)
+    )
+    if record.error is not None:
+        return f"three needles at {length} tokens: {record.error.message}"
+    for (door, code), depth in zip(THREE_NEEDLES, defaults.CHECK_NEEDLE_DEPTHS, strict=True):
+        where = (
+            "content"
+            if code in record.content
+            else "reasoning only"
+            if code in record.reasoning
+            else "nowhere"
+        )
+        cells[f"three@{length}@{depth}"] = {
+            "found": where == "content",
+            "where": where,
+            "door": door,
+            "prompt_tokens": record.usage.prompt_tokens if record.usage else None,
+            "reply": record.content[:80],
+        }
+    return None
