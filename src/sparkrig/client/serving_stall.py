@@ -10,12 +10,9 @@ from pydantic import BaseModel
 
 from sparkrig.client.metrics import MetricsSnapshot
 from sparkrig.engines.metric_map import Quantity
+from sparkrig.launch.quiet_ranks import stack_sampling_step
 
-STACK_STEP = (
-    "sample each rank's worker stack a few times, seconds apart (`py-spy dump --pid PID`, or "
-    "gdb's `thread apply all bt` for a C++ engine): frames that change are a slow path "
-    "(docs/field-notes.md#slow-path-looks-hung), frames that stay put are a deadlock"
-)
+STACK_STEP = stack_sampling_step()  # on each rank
 
 
 class StallVerdict(BaseModel):

@@ -20,10 +20,17 @@ from sparkrig.fabric.runner import CommandResult, ExecutorSpec
 from sparkrig.launch.executors import executor_for
 from sparkrig.outside_numbers import int_or_none
 
-STACK_STEP = (
-    "sample the worker's stack a few times, seconds apart (`py-spy dump --pid {pid}` on node "
-    "{node}): frames that change are a slow path, frames that stay put are a deadlock"
-)
+
+def stack_sampling_step(pid: str = "PID", where: str = "") -> str:
+    """How to tell a slow path from a deadlock (field notes: slow-path-looks-hung); the quiet
+    rank here and the /metrics stall of client/serving_stall.py both name it."""
+    return (
+        f"sample the worker's stack a few times, seconds apart (`py-spy dump --pid {pid}`{where}, "
+        "or gdb's `thread apply all bt` for a C++ engine): frames that change are a slow path "
+        "(docs/field-notes.md#slow-path-looks-hung), frames that stay put are a deadlock"
+    )
+
+
 _ABSENT = "no nvidia-smi"
 # `command -v` first, so a node without the tool says so instead of failing like a broken one
 GPU_SCRIPT = [
@@ -84,7 +91,7 @@ def quiet_verdict(
         verdict, message = "unknown", f"{said} — idle or stalled cannot be told apart here"
     elif gpu.busy_percent >= busy_percent:
         verdict = "suspect"
-        step = STACK_STEP.format(pid=pid if pid is not None else "PID", node=node)
+        step = stack_sampling_step(str(pid) if pid is not None else "PID", f" on node {node}")
         message = f"{said}: a stall or a very slow path — {step}"
     else:
         verdict, message = "idle", f"{said}: idle"
