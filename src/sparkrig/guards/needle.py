@@ -51,10 +51,10 @@ def ladder(cap: int) -> list[int]:
     return [*lengths, cap]
 
 
-def where_found(content: str, reasoning: str) -> str:
-    if CODE in content:
+def where_found(content: str, reasoning: str, code: str = CODE) -> str:
+    if code in content:
         return "content"
-    return "reasoning only" if CODE in reasoning else "nowhere"
+    return "reasoning only" if code in reasoning else "nowhere"
 
 
 async def needle_guard(context: GuardContext) -> GuardResult:
@@ -122,13 +122,7 @@ async def _three_needles(
     if record.error is not None:
         return f"three needles at {length} tokens: {record.error.message}"
     for (door, code), depth in zip(THREE_NEEDLES, defaults.CHECK_NEEDLE_DEPTHS, strict=True):
-        where = (
-            "content"
-            if code in record.content
-            else "reasoning only"
-            if code in record.reasoning
-            else "nowhere"
-        )
+        where = where_found(record.content, record.reasoning, code)
         cells[f"three@{length}@{depth}"] = {
             "found": where == "content",
             "where": where,
