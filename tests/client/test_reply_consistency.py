@@ -63,8 +63,10 @@ def test_a_chosen_logprob_that_its_own_top_entry_contradicts_fails() -> None:
     assert "token 0 (',') has logprob -0.0150 but -0.5150 in its own top_logprobs" in problems[0]
 
 
-def test_a_greedy_token_that_is_not_the_most_likely_fails_at_temperature_0_only() -> None:
-    flipped = {
+def test_a_greedy_token_other_than_the_top_is_not_held_against_the_server() -> None:
+    """vLLM reports the raw distribution while its sampler applies the model's generation_config
+    (a repetition penalty): an honest greedy reply may sample another token than the top."""
+    penalised = {
         "content": [
             {
                 "token": ",",
@@ -73,9 +75,7 @@ def test_a_greedy_token_that_is_not_the_most_likely_fails_at_temperature_0_only(
             }
         ]
     }
-    assert "not the most likely at temperature 0" in reply_consistency(REQUEST, record(flipped))[0]
-    sampled = REQUEST.model_copy(update={"temperature": 0.8})
-    assert reply_consistency(sampled, record(flipped)) == []
+    assert reply_consistency(REQUEST, record(penalised)) == []
 
 
 def test_counts_beyond_max_tokens_or_below_the_events_fail() -> None:

@@ -63,7 +63,7 @@ class CountWitness(BaseModel):
     inconsistent: list[str] = Field(
         default_factory=list,
         description="what the witness reply says twice and does not agree on: its sampled "
-        "logprob against its own top entry, its greedy choice (client/reply_consistency.py)",
+        "logprob against its own top entry (client/reply_consistency.py)",
     )
 
     @property
@@ -89,7 +89,7 @@ def judge_witness(request: Request, record: RequestRecord) -> CountWitness:
     )
     if witness.error is not None:
         return witness
-    witness.inconsistent = logprob_problems(request, record.logprobs)
+    witness.inconsistent = logprob_problems(record.logprobs)
     checks = [max_tokens_finding(witness.claimed, witness.max_tokens, witness.finish_reason)]
     short = witness.claimed is not None and witness.logprob_entries < witness.claimed
     if short and witness.logprob_entries:

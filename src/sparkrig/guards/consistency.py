@@ -1,10 +1,10 @@
-"""Guard 12, reply consistency: every reply of the battery agrees with itself.
+"""Guard 13, reply consistency: every reply of the battery agrees with itself.
 
 A reply states some facts twice: the sampled token's logprob and its entry among its own top
-alternatives; at temperature 0, which token was most likely and which was sampled; its claimed
-tokens against its max_tokens and its content events (client/reply_consistency.py). A healthy
-server never breaks one, so every reply any guard sent is judged, and this guard adds probes
-with logprobs on both endpoints and both reply paths so there is always something to judge.
+alternatives; its claimed tokens against its max_tokens and its content events
+(client/reply_consistency.py). A healthy server never breaks one, so every reply any guard sent
+is judged, and this guard adds probes with logprobs on both endpoints and both reply paths so
+there is always something to judge.
 """
 
 from __future__ import annotations
