@@ -12,6 +12,7 @@ from sparkrig.engines.llamacpp.build import EngineInstall
 from sparkrig.gateway import GatewayConfig, parse_faults, running_gateway
 from sparkrig.guards.battery import GUARD_NAMES, run_battery
 from sparkrig.guards.context import CheckSettings
+from sparkrig.guards.verdict import GuardResult
 from sparkrig.launch.local import LocalInstance
 from tests.conftest import _serve
 
@@ -104,47 +105,49 @@ async def test_guard_against_fault(
         assert skipped == {"stop_in_reasoning", "acceptance"}, evidence
 
 
+async def _acceptance(url: str, baseline: Path, out: Path, record: bool = False) -> GuardResult:
+    receipt = await run_battery(
+        url,
+        settings=SETTINGS,
+        guards=["acceptance"],
+        out_path=out,
+        baseline_path=baseline,
+        record_baseline=record,
+    )
+    return receipt.results[0]
+
+
+async def _acceptance_at_rates(
+    engine: EngineInstall, bundled_model: Path, rates: list[float], baseline: Path, out: Path
+) -> GuardResult:
+    """The canary against a second speculative engine with these synthetic rates."""
+    from sparkrig.engines.llamacpp.server import SpeculativeOptions
+    from sparkrig.launch.local import stop_local
+
+    options = SpeculativeOptions(spec_type="draft-simple", synth_rates=rates)
+    server = await _serve(engine, bundled_model, options)
+    try:
+        return await _acceptance(server.base_url, baseline, out)
+    finally:
+        await stop_local(server)
+
+
 async def test_acceptance_canary_fails_when_the_draft_gets_worse(
     spec_server: LocalInstance, engine: EngineInstall, bundled_model: Path, tmp_path: Path
 ) -> None:
     """The fault is in the engine: a second speculative engine accepts half as often, as a
     broken draft load did (field notes: draft-loader-12-tensors); the text stays right."""
-    from sparkrig.engines.llamacpp.server import SpeculativeOptions
-    from sparkrig.launch.local import stop_local
     from tests.conftest import SYNTH_RATES
 
     path = tmp_path / "baseline.json"
-    recorded = await run_battery(
-        spec_server.base_url,
-        settings=SETTINGS,
-        guards=["acceptance"],
-        out_path=tmp_path / "record.json",
-        baseline_path=path,
-        record_baseline=True,
-    )
-    assert recorded.results[0].verdict == "PASS", recorded.results[0].evidence
-    same = await run_battery(
-        spec_server.base_url,
-        settings=SETTINGS,
-        guards=["acceptance"],
-        out_path=tmp_path / "same.json",
-        baseline_path=path,
-    )
-    assert same.results[0].verdict == "PASS", same.results[0].evidence
-    halved = SpeculativeOptions(spec_type="draft-simple", synth_rates=[r / 2 for r in SYNTH_RATES])
-    worse_server = await _serve(engine, bundled_model, halved)
-    try:
-        worse = await run_battery(
-            worse_server.base_url,
-            settings=SETTINGS,
-            guards=["acceptance"],
-            out_path=tmp_path / "worse.json",
-            baseline_path=path,
-        )
-    finally:
-        await stop_local(worse_server)
-    assert worse.results[0].verdict == "FAIL", worse.results[0].evidence
-    assert "baseline" in worse.results[0].evidence
+    recorded = await _acceptance(spec_server.base_url, path, tmp_path / "record.json", True)
+    assert recorded.verdict == "PASS", recorded.evidence
+    same = await _acceptance(spec_server.base_url, path, tmp_path / "same.json")
+    assert same.verdict == "PASS", same.evidence
+    halved = [r / 2 for r in SYNTH_RATES]
+    worse = await _acceptance_at_rates(engine, bundled_model, halved, path, tmp_path / "w.json")
+    assert worse.verdict == "FAIL", worse.evidence
+    assert "baseline" in worse.evidence
 
 
 # the mean of these stays within the band of SYNTH_RATES' while position 3 collapses to 0
@@ -156,33 +159,12 @@ async def test_acceptance_canary_fails_when_one_draft_position_collapses(
 ) -> None:
     """Positions 2–5 at 0.000 while the draft still agrees at position 1 (field notes:
     hash-bursts-acceptance-collapse): the mean over positions holds, a position does not."""
-    from sparkrig.engines.llamacpp.server import SpeculativeOptions
-    from sparkrig.launch.local import stop_local
-
     path = tmp_path / "baseline.json"
-    recorded = await run_battery(
-        spec_server.base_url,
-        settings=SETTINGS,
-        guards=["acceptance"],
-        out_path=tmp_path / "record.json",
-        baseline_path=path,
-        record_baseline=True,
+    recorded = await _acceptance(spec_server.base_url, path, tmp_path / "record.json", True)
+    assert recorded.verdict == "PASS", recorded.evidence
+    result = await _acceptance_at_rates(
+        engine, bundled_model, list(POSITION_FAULT_RATES), path, tmp_path / "collapsed.json"
     )
-    assert recorded.results[0].verdict == "PASS", recorded.results[0].evidence
-    options = SpeculativeOptions(spec_type="draft-simple", synth_rates=list(POSITION_FAULT_RATES))
-    collapsed_server = await _serve(engine, bundled_model, options)
-    try:
-        collapsed = await run_battery(
-            collapsed_server.base_url,
-            settings=SETTINGS,
-            guards=["acceptance"],
-            out_path=tmp_path / "collapsed.json",
-            baseline_path=path,
-        )
-    finally:
-        await stop_local(collapsed_server)
-    result = collapsed.results[0]
-    print(recorded.results[0].evidence, "|", result.evidence)
     assert result.verdict == "FAIL", result.evidence
     assert "draft position 3" in result.evidence
     assert "mean holds" in result.evidence
