@@ -453,6 +453,13 @@ LAUNCH_RAY_PORT: Final = 6379  # `ray start --head` default
 LAUNCH_RPC_PORT: Final = 50052  # ggml-rpc-server's default port
 # Every JIT cache lives on node-local disk (field notes: jit-cache-node-local).
 LAUNCH_JIT_CACHE_DIR: Final = "/var/cache/sparkrig/jit"
+# The limits NVIDIA's container guides give for GPU and RDMA work: pinned memory unlimited (NCCL
+# and RDMA register buffers) and a 64 MiB stack.
+CONTAINER_ULIMITS: Final = (("memlock", "-1"), ("stack", "67108864"))
+# Labels on every container sparkrig starts: `down` removes only containers carrying them.
+CONTAINER_LABEL_CLUSTER: Final = "sparkrig.cluster"
+CONTAINER_LABEL_NODE: Final = "sparkrig.node"
+CONTAINER_LABEL_PROCESS: Final = "sparkrig.process"
 # A node whose log does not grow for this long before ready has stalled. What the reports say
 # about quiet logs: vLLM's first boot of GLM-5.3-Flash took 717 s, 342 s of it loading the
 # checkpoint, and the report does not say whether that phase logs progress (field notes:

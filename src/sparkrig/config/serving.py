@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from sparkrig import defaults
+from sparkrig.config.container import ContainerSettings
 from sparkrig.frozen_model import FrozenModel
 
 EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
@@ -138,6 +139,10 @@ class EngineSettings(FrozenModel):
         default=None,
         description="vLLM --reasoning-parser (e.g. deepseek_v4, glm45): fills the reply's "
         "`reasoning` field; lint warns when a reasoning model has none",
+    )
+    container: ContainerSettings = Field(
+        default_factory=ContainerSettings,
+        description="[engine.container]: run the engine from an image (docker or podman)",
     )
 
     @property

@@ -18,6 +18,29 @@ from sparkrig.fabric.plan_model import EnvVar
 ReadySignal = Literal["alive", "port", "health"]
 
 
+class ContainerRun(BaseModel):
+    """How a process runs in a container: the runtime and image, the name and labels it gets,
+    and the host paths whose content must match on every node before it starts."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    runtime: Literal["docker", "podman"]
+    runtime_args: list[str] = Field(default_factory=list)
+    image: str
+    name: str = Field(description="container name: sparkrig-CLUSTER-NODE-PROCESS")
+    labels: dict[str, str]
+    verified_paths: list[str] = Field(
+        default_factory=list, description="bind sources hashed on every node before start"
+    )
+    created_paths: list[str] = Field(
+        default_factory=list, description="bind sources made on the node when missing (caches)"
+    )
+
+    def command(self, *args: str) -> list[str]:
+        """`RUNTIME [runtime args] ARGS…` on the node."""
+        return [self.runtime, *self.runtime_args, *args]
+
+
 class ProcessSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -30,6 +53,9 @@ class ProcessSpec(BaseModel):
     ready_when: ReadySignal = Field(
         description="alive: running is all it does before the head needs it (a vLLM headless "
         "worker waits for the head); port: its port is open; health: the API answers /health"
+    )
+    container: ContainerRun | None = Field(
+        default=None, description="set when argv runs the engine in a container (its `run`)"
     )
 
     @property

@@ -9,6 +9,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from sparkrig.config.cluster import Cluster, Node
+from sparkrig.config.container import BindMount
 from sparkrig.config.serving import ServingProfile
 from sparkrig.engines.adapter import EngineAdapter, LocalEngine
 from sparkrig.engines.launch_spec import LaunchContext, LaunchNode, ProcessSpec
@@ -18,6 +19,7 @@ from sparkrig.errors import ConfigError
 from sparkrig.fabric.plan import plan_fabric
 from sparkrig.fabric.plan_model import EnvVar, FabricPlan
 from sparkrig.fabric.runner import ExecutorSpec
+from sparkrig.launch.containers import containerize, pin_warning
 from sparkrig.launch.node_executors import executor_spec
 
 BUNDLED_MODEL = "bundled"
@@ -108,6 +110,16 @@ def plan_launch(
         engine_args=list(default_server_args) if engine.binary is None else [],
     )
     processes = adapter.render(context)
+    container = engine.container
+    if container.contained:
+        auto = _plan_mounts(model_path, engine.jit_cache_dir if adapter.jit_caches else None)
+        nccl = [var.name for node in nodes for var in node.fabric_env]
+        rdma = engine.kind == "vllm" and "NCCL_IB_HCA" in nccl  # llama.cpp RPC is plain TCP
+        processes = [
+            containerize(p, container, cluster=context.cluster, auto_mounts=auto, rdma=rdma)
+            for p in processes
+        ]
+    image_warning = pin_warning(container)
     access = [
         NodeAccess(
             node=node.name,
@@ -135,8 +147,26 @@ def plan_launch(
         access=access,
         stall_window_s=engine.stall_window_s,
         ready_timeout_s=engine.ready_timeout_s,
-        warnings=[*fabric.warnings, *_ignored_settings(adapter, profile)],
+        warnings=[
+            *fabric.warnings,
+            *_ignored_settings(adapter, profile),
+            *([image_warning] if image_warning else []),
+        ],
     )
+
+
+def _plan_mounts(model_path: str, jit_root: str | None) -> list[BindMount]:
+    """What a contained engine needs bound at the same path: the model (its folder, or the
+    folder of a single-file model), read-only and not hashed (weights are `sync`'s to prove),
+    and the node-local JIT cache root, read-write (field notes: jit-cache-node-local)."""
+    mounts = []
+    if model_path.startswith("/"):
+        is_file = model_path.rsplit("/", 1)[-1].endswith((".gguf", ".safetensors", ".bin"))
+        folder = model_path.rsplit("/", 1)[0] or "/" if is_file else model_path.rstrip("/")
+        mounts.append(BindMount(source=folder, verify=False))
+    if jit_root is not None:
+        mounts.append(BindMount(source=jit_root.rstrip("/"), read_only=False, verify=False))
+    return mounts
 
 
 def _ignored_settings(adapter: EngineAdapter, profile: ServingProfile) -> list[str]:

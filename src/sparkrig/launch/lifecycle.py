@@ -29,6 +29,12 @@ from sparkrig.fabric.runner import CommandResult, CommandRunner
 from sparkrig.launch.boot_phases import BootPhase
 from sparkrig.launch.cache_parity import empty_caches, parity_warnings, survey_caches
 from sparkrig.launch.cluster_plan import LaunchPlan
+from sparkrig.launch.container_checks import (
+    check_containers,
+    container_logs,
+    inspect_container,
+    remove_container,
+)
 from sparkrig.launch.executors import executor_for
 from sparkrig.launch.forensics import hits_sentence, read_forensics, record_boot
 from sparkrig.launch.log_signatures import SignatureHit
@@ -138,6 +144,7 @@ async def bring_up(
     process only has to stay alive until the end); then the head's health, one completion, and
     every process still alive. On any failure, stop what was started and forget it."""
     await preflight(plan, runners)
+    await check_containers(plan.processes, runners, plan.cluster, say)
     if cold:  # every node's JIT caches emptied together, so the ranks compile in step
         for line in await empty_caches(plan.processes, runners):
             say(f"cold: {line}")
@@ -261,6 +268,7 @@ async def _wait(
             message = _died_message(
                 readiness.process, readiness.reason, seen, record, one_node=one_node
             )
+            message += await _container_sentence(record, runners[record.process.node])
             raise LaunchError(message + hits_sentence(await read_forensics(state)))
         if now > deadline:
             raise LaunchError(
@@ -271,6 +279,22 @@ async def _wait(
         await asyncio.sleep(defaults.LAUNCH_POLL_INTERVAL_S)
 
 
+async def _container_sentence(record: StartedRecord, runner: CommandRunner) -> str:
+    """What the runtime says about a contained process that died: an OOM kill is named."""
+    run = record.process.container
+    if run is None:
+        return ""
+    found = await inspect_container(run, runner)
+    if found is None:
+        return f"; container {run.name}: not found"
+    if found.oom_killed:
+        return (
+            f"; container {run.name}: {found.describe()} — the kernel's OOM killer ended it: "
+            "lower gpu_memory_utilization or max_model_len, or free memory on that node"
+        )
+    return f"; container {run.name}: {found.describe()}"
+
+
 class ProcessRow(BaseModel):
     node: str
     role: str = "?"
@@ -279,6 +303,9 @@ class ProcessRow(BaseModel):
     pid: int | None = None
     uptime_s: float | None = None
     last_line: str = ""
+    container: str | None = Field(
+        default=None, description="the runtime's inspect: state, exit code, OOMKilled, restarts"
+    )
 
 
 class LaunchStatus(BaseModel):
@@ -321,7 +348,8 @@ async def launch_status(state: LaunchState, probe: CompletionProbe) -> LaunchSta
         )
     rows = []
     phases: dict[str, Phase] = {}
-    for record, sighting in zip(state.started, sightings, strict=True):
+    containers = await asyncio.gather(*(_inspect_or_none(r) for r in state.started))
+    for record, sighting, contained in zip(state.started, sightings, containers, strict=True):
         phase = Phase.UNREACHABLE if sighting is None else phase_of(record.process, sighting)
         last = "(node unreachable)" if sighting is None else sighting.observation.last_line
         phases[record.process.key] = phase
@@ -334,6 +362,7 @@ async def launch_status(state: LaunchState, probe: CompletionProbe) -> LaunchSta
                 pid=record.pid,
                 uptime_s=record.uptime_s(),
                 last_line=last,
+                container=contained,
             )
         )
     started = {r.process.key for r in state.started}
@@ -365,6 +394,17 @@ async def launch_status(state: LaunchState, probe: CompletionProbe) -> LaunchSta
     )
 
 
+async def _inspect_or_none(record: StartedRecord) -> str | None:
+    run = record.process.container
+    if run is None:
+        return None
+    try:
+        found = await inspect_container(run, executor_for(record.executor))
+    except ExecutorError:
+        return "(node unreachable)"
+    return found.describe() if found is not None else "no such container"
+
+
 async def _observe_or_none(
     record: StartedRecord, session: aiohttp.ClientSession, api_url: str
 ) -> Sighting | None:
@@ -389,7 +429,11 @@ async def bring_down(
             )
         except ExecutorError as exc:
             return record, f"not reached: {exc}"
-        return record, (result.stdout.strip().splitlines() or ["stopped"])[-1]
+        outcome = (result.stdout.strip().splitlines() or ["stopped"])[-1]
+        if record.process.container is not None:
+            removed = await remove_container(record.process.container, runner, state.cluster)
+            outcome = f"{outcome}; {removed}"
+        return record, outcome
 
     outcomes = []
     for record in reversed(state.started):  # one at a time: the head goes before its workers
@@ -404,8 +448,15 @@ async def bring_down(
 
 
 def read_log(record: StartedRecord, lines: int) -> str:
-    """The last `lines` of a started process's log, read on its node through its executor."""
-    result = executor_for(record.executor).run(["tail", "-n", str(lines), record.log_path])
+    """The last `lines` of a started process's log, read on its node through its executor; a
+    contained process's from its runtime (`logs`), the log file when the container is gone."""
+    runner = executor_for(record.executor)
+    run = record.process.container
+    if run is not None:
+        from_runtime = runner.run(container_logs(run, lines))
+        if from_runtime.ok:
+            return from_runtime.stdout + from_runtime.stderr
+    result = runner.run(["tail", "-n", str(lines), record.log_path])
     if not result.ok:
         raise SparkrigError(
             f"cannot read the log {record.log_path} of {record.process.key}: {result.error_line}"

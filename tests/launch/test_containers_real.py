@@ -1,0 +1,215 @@
+"""The engine in real containers (podman, runc): a two-node llama.cpp RPC cluster on loopback
+whose head and worker run from an image built here, refused while a foreign container holds one
+of its names, then ready, named and labelled, reported by inspect, killed, and brought down with
+only its own containers removed; an image that is another build on one node is refused before
+anything starts. Skips, saying why, where podman cannot run a container."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sparkrig import defaults
+from sparkrig.engines.launch_spec import ContainerRun, ProcessSpec
+from sparkrig.errors import LaunchError
+from sparkrig.fabric.runner import CommandResult
+from sparkrig.launch.container_checks import check_containers
+from sparkrig.launch.executors import LocalExecutor
+from sparkrig.launch.local import free_port
+from sparkrig.launch.state import load_state
+from tests.launch.container_image import (
+    PODMAN,
+    engine_rootfs_tar,
+    host_ulimits,
+    import_image,
+    podman,
+    working_runtime_args,
+)
+from tests.launch.test_cluster_bad_input import assert_one_line_error, run
+
+pytestmark = pytest.mark.skipif(PODMAN is None, reason="podman is not installed here")
+
+NAME = "loopback-ctr"
+IMAGE = "localhost/sparkrig-test-engine:1"
+
+
+@pytest.fixture(scope="module")
+def image(engine: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[str]]]:
+    folder = tmp_path_factory.mktemp("image")
+    binaries = [engine.server_binary, engine.rpc_binary, Path("/bin/true")]
+    import_image(engine_rootfs_tar(binaries, folder / "rootfs.tar"), IMAGE)
+    runtime_args, why = working_runtime_args(IMAGE)
+    if runtime_args is None:
+        pytest.skip(f"podman cannot run a container on this machine: {why}")
+    yield IMAGE, runtime_args
+    podman("rmi", "--force", IMAGE)
+
+
+def container_cluster(path: Path, image: str, runtime_args: list[str], extra: str = "") -> None:
+    path.write_text(f"""name = "{NAME}"
+cables = ["a.p0 <-> b.p1"]
+[[nodes]]
+name = "a"
+management = "127.0.0.1/8"
+[[nodes]]
+name = "b"
+management = "127.0.0.2/8"
+[executor]
+kind = "local"
+[engine]
+kind = "llamacpp"
+api_host = "127.0.0.1"
+port = {free_port("127.0.0.1")}
+rpc_port = {free_port("127.0.0.2")}
+rpc_network = "control"
+threads = 1
+stall_window_s = 60
+[engine.container]
+runtime = "podman"
+image = "{image}"
+gpus = "none"
+runtime_args = {json.dumps(runtime_args)}
+ulimits = {{ {", ".join(f'{k} = "{v}"' for k, v in host_ulimits().items())} }}
+{extra}
+[model]
+path = "bundled"
+served_name = "{defaults.BUNDLED_MODEL_ALIAS}"
+""")
+
+
+def ours() -> list[dict[str, Any]]:
+    listed = podman("ps", "--all", "--format", "json", "--filter", f"label=sparkrig.cluster={NAME}")
+    return json.loads(listed.stdout or "[]")
+
+
+def test_a_cluster_in_containers_is_named_inspected_killed_and_removed(
+    tmp_path: Path, image: tuple[str, list[str]]
+) -> None:
+    reference, runtime_args = image
+    cluster_file = tmp_path / "containers.toml"
+    container_cluster(cluster_file, reference, runtime_args)
+    foreign = f"sparkrig-{NAME}-b-rpc"
+    made = podman(*runtime_args, "create", "--name", foreign, reference, "/bin/true")
+    assert made.returncode == 0, made.stderr
+    try:
+        refused = run("up", str(cluster_file), "--apply")
+        assert_one_line_error(refused, foreign, "not started by sparkrig", "never touches it")
+        assert podman("container", "exists", foreign).returncode == 0  # left alone
+        podman("rm", "--force", foreign)
+
+        up = run("up", str(cluster_file), "--apply", timeout=240)
+        assert up.returncode == 0, up.stderr
+        names = {c["Names"][0] for c in ours()}
+        assert names == {f"sparkrig-{NAME}-a-llama-server", f"sparkrig-{NAME}-b-rpc"}
+
+        status = run("status", str(cluster_file), "--json")
+        rows = json.loads(status.stdout)["rows"]
+        assert all(row["container"].startswith("running since") for row in rows), rows
+
+        logs = run("logs", str(cluster_file), "b", "-n", "20")
+        assert logs.returncode == 0
+        assert "Accepted client connection" in logs.stdout, logs.stdout
+
+        podman("kill", f"sparkrig-{NAME}-b-rpc")
+        after_kill = json.loads(run("status", str(cluster_file), "--json").stdout)
+        worker = next(row for row in after_kill["rows"] if row["node"] == "b")
+        assert worker["container"].startswith("exited"), worker
+        assert not after_kill["ready"]
+    finally:
+        down = run("down", str(cluster_file), "--apply")
+        podman("rm", "--force", foreign)
+    assert down.returncode == 0, down.stderr
+    assert ours() == []
+    assert load_state(NAME) is None
+
+
+def test_a_missing_bind_source_is_refused_before_start(
+    tmp_path: Path, image: tuple[str, list[str]]
+) -> None:
+    reference, runtime_args = image
+    cluster_file = tmp_path / "patched.toml"
+    patch = tmp_path / "absent-patch.py"
+    mount = f'[[engine.container.mounts]]\nsource = "{patch}"\ntarget = "/patches/fix.py"\n'
+    container_cluster(cluster_file, reference, runtime_args, extra=mount)
+    refused = run("up", str(cluster_file), "--apply")
+    assert_one_line_error(refused, str(patch), "missing on a, b", "patch-on-every-node")
+    assert ours() == []
+
+
+class OtherStore:
+    """Node b as another machine: the same podman, its own image store."""
+
+    description = "local, second image store"
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.local = LocalExecutor()
+
+    def run(self, argv: Sequence[str], *, timeout: float | None = None) -> CommandResult:
+        argv = list(argv)
+        if argv and argv[0] == "podman":
+            argv = [
+                "podman",
+                "--root",
+                f"{self.root}/storage",
+                "--runroot",
+                f"{self.root}/run",
+                *argv[1:],
+            ]
+        return self.local.run(argv, timeout=timeout)
+
+
+def _processes(reference: str, runtime_args: list[str]) -> list[ProcessSpec]:
+    return [
+        ProcessSpec(
+            node=node,
+            role="head" if node == "a" else "worker",
+            name="rpc",
+            argv=["podman", "run", reference],
+            ready_when="alive",
+            container=ContainerRun(
+                runtime="podman",
+                runtime_args=runtime_args,
+                image=reference,
+                name=f"sparkrig-identity-{node}-rpc",
+                labels={"sparkrig.cluster": "identity"},
+            ),
+        )
+        for node in ("a", "b")
+    ]
+
+
+async def test_another_build_of_the_image_on_one_node_is_refused_before_start(
+    tmp_path: Path, engine: Any, image: tuple[str, list[str]]
+) -> None:
+    reference, runtime_args = image
+    store = Path(tempfile.mkdtemp(prefix="sr-"))  # podman refuses a runroot over 50 characters
+    try:
+        runners = {"a": LocalExecutor(), "b": OtherStore(store)}
+        processes = _processes(reference, runtime_args)
+        said: list[str] = []
+        with pytest.raises(LaunchError, match=r"node b: image .* is not there"):
+            await check_containers(processes, runners, "identity", said.append)
+
+        binaries = [engine.server_binary, engine.rpc_binary, Path("/bin/true")]
+        same = engine_rootfs_tar(binaries, tmp_path / "same.tar")
+        import_image(same, reference, root=store)
+        await check_containers(processes, runners, "identity", said.append)  # same layers: passes
+
+        other = engine_rootfs_tar(binaries, tmp_path / "other.tar", {"etc/patched": b"1"})
+        import_image(other, reference, root=store)
+        with pytest.raises(LaunchError) as refused:
+            await check_containers(processes, runners, "identity", said.append)
+        message = str(refused.value)
+        assert "not the same build on every node" in message
+        assert "node b: " in message
+        assert "first different at layer 1" in message
+        podman("rmi", "--force", reference, root=store)
+    finally:
+        shutil.rmtree(store, ignore_errors=True)
