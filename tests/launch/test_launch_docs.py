@@ -15,7 +15,10 @@ ROOT = Path(__file__).parent.parent.parent
 DOC = (ROOT / "docs" / "launch.md").read_text()
 
 
-@pytest.mark.parametrize("example", ["examples/pair-vllm.toml", "examples/ring4-vllm.toml"])
+@pytest.mark.parametrize(
+    "example",
+    ["examples/pair-vllm.toml", "examples/ring4-vllm.toml", "examples/pair-vllm-container.toml"],
+)
 def test_doc_shows_the_exact_commands_of_the_example(example: str) -> None:
     plan = plan_launch(load_cluster(ROOT / example), local_state_dir=Path("/state"))
     for process in plan.processes:

@@ -23,6 +23,7 @@ from sparkrig.client.metrics import accepted_per_position, metrics_delta, try_sc
 from sparkrig.engines.metric_map import Quantity
 from sparkrig.guards.context import GuardContext
 from sparkrig.guards.verdict import GuardResult, failed, passed, skipped
+from sparkrig.outside_numbers import number_or_none
 
 NAME: Final = "acceptance"
 PROMPT: Final = "Count from 1 to 60, separated by commas."
@@ -49,8 +50,7 @@ async def acceptance_guard(context: GuardContext) -> GuardResult:
     if not isinstance(drafted, float | int) or not isinstance(accepted, float | int) or not drafted:
         return skipped(NAME, "no drafts were made on the canary prompt: speculation is off")
     rate = accepted / drafted
-    drafts = delta.values.get(Quantity.SPEC_DRAFTS)
-    draft_count = float(drafts) if isinstance(drafts, float | int) and drafts > 0 else 0.0
+    draft_count = _count(delta.values.get(Quantity.SPEC_DRAFTS))
     positions = (
         [count / draft_count for count in accepted_per_position([delta]).values()]
         if draft_count
@@ -148,10 +148,10 @@ def _binomial(rate: float) -> float:
 
 
 def _count(value: object) -> float:
-    """A count we wrote into the baseline, or 0 when absent or not a number."""
-    if isinstance(value, float | int) and not isinstance(value, bool) and value > 0:
-        return float(value)
-    return 0.0
+    """A positive count (of drafts, from /metrics or the baseline), or 0 when absent or not a
+    number."""
+    number = number_or_none(value)
+    return number if number is not None and number > 0 else 0.0
 
 
 def _reference_positions(value: object) -> list[float]:
