@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -33,14 +34,14 @@ from tests.launch.container_image import (
 )
 from tests.launch.test_cluster_bad_input import assert_one_line_error, run
 
-pytestmark = pytest.mark.skipif(PODMAN is None, reason="podman is not installed here")
-
 NAME = "loopback-ctr"
 IMAGE = "localhost/sparkrig-test-engine:1"
 
 
 @pytest.fixture(scope="module")
 def image(engine: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[str]]]:
+    if PODMAN is None:
+        pytest.skip("podman is not installed here (scripts/ensure-test-tools installs it as root)")
     folder = tmp_path_factory.mktemp("image")
     binaries = [engine.server_binary, engine.rpc_binary, Path("/bin/true")]
     import_image(engine_rootfs_tar(binaries, folder / "rootfs.tar"), IMAGE)
@@ -213,3 +214,18 @@ async def test_another_build_of_the_image_on_one_node_is_refused_before_start(
         podman("rmi", "--force", reference, root=store)
     finally:
         shutil.rmtree(store, ignore_errors=True)
+
+
+@pytest.mark.skipif(shutil.which("docker") is None, reason="no docker client here")
+def test_a_docker_without_its_daemon_is_one_line_before_start(tmp_path: Path) -> None:
+    """The docker client here has no daemon (a real refusal, not a fake)."""
+    if subprocess.run(["docker", "info"], capture_output=True, check=False).returncode == 0:
+        pytest.skip("a docker daemon answers here")
+    cluster_file = tmp_path / "docker.toml"
+    container_cluster(cluster_file, IMAGE, [])
+    cluster_file.write_text(
+        cluster_file.read_text().replace('runtime = "podman"', 'runtime = "docker"')
+    )
+    refused = run("up", str(cluster_file), "--apply")
+    assert_one_line_error(refused, "node ", "daemon does not answer", "systemctl start docker")
+    assert load_state(NAME) is None

@@ -22,6 +22,18 @@ LLAMA_LOG = (FIXTURES / "llamacpp" / "serve.log").read_text().splitlines()
 
 # signature -> (log kind, line, provenance)
 EXAMPLES: dict[str, tuple[str, str, str]] = {
+    "container-ulimit-refused": (
+        "llamacpp",
+        "Error: runc: runc create failed: unable to start container process: error during "
+        "container init: error setting rlimits for ready process: error setting rlimit type 7: "
+        "operation not permitted: OCI permission denied",
+        "REAL: podman 4.3.1 with runc on the CI machine, default nofile over the hard limit",
+    ),
+    "container-image-missing": (
+        "vllm",
+        "Error: inspecting object: localhost/nope: image not known",
+        "REAL: podman 4.3.1 on the CI machine, an image that is not there",
+    ),
     "ib-qp-connect-timeout": (
         "vllm",
         "Call to ibv_modify_qp failed with 110 Connection timed out, on dev rocep1s0f1:1, "

@@ -165,6 +165,39 @@ _add(
     )
 )
 
+_add(
+    LogSignature(
+        name="container-ulimit-refused",
+        pattern=re.compile(
+            r"(?:setrlimit [`']?RLIMIT_\w+[`']?|error setting rlimit type \d+): "
+            r"operation not permitted",
+            re.IGNORECASE,
+        ),
+        logs=frozenset({"vllm", "llamacpp"}),
+        meaning="the container runtime could not set a --ulimit: raising a limit above the "
+        "host's hard limit needs CAP_SYS_RESOURCE, which a nested or locked-down host does not "
+        "grant (podman's own default nofile and nproc can be refused too)",
+        fix="set engine.container.ulimits to values at or below the node's `ulimit -H -a` "
+        "(memlock, stack, nofile, nproc), or raise the node's hard limits where the host allows",
+        sources=("issue 25: seen with podman 4.3.1 on the CI machine (crun and runc)",),
+    )
+)
+_add(
+    LogSignature(
+        name="container-image-missing",
+        pattern=re.compile(
+            r"Unable to find image '[^']+' locally|image not known|manifest unknown|"
+            r"pull access denied"
+        ),
+        logs=frozenset({"vllm", "llamacpp"}),
+        meaning="the node has no copy of the image and could not pull it (no registry, or "
+        "a tag that names nothing there)",
+        fix="load the same build on every node (`docker save IMAGE | ssh NODE docker load`) "
+        "and pin it as name@sha256:…; `up` compares its layers on every node before start",
+        sources=("issue 25: podman 4.3.1's `image inspect` of an absent image, CI machine",),
+    )
+)
+
 
 class SignatureHit(BaseModel):
     """One signature found in one log: the first line that shows it, and how many do."""
