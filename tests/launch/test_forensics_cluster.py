@@ -43,7 +43,7 @@ port = {free_port("127.0.0.1")}
 jit_cache_dir = "{path.parent / "jit"}"
 stall_window_s = 60
 [model]
-path = "/models/smollm2-bf16"
+path = "{FAKE.parent}"  # the fake reads no weights; a folder every node has
 served_name = "smollm2"
 [profile]
 tensor_parallel_size = 2

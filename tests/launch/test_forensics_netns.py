@@ -73,7 +73,7 @@ api_address = "{api_address}"
 stall_window_s = {window_s:g}
 
 [model]
-path = "/models/smollm2-bf16"
+path = "{FAKE.parent}"  # the fake reads no weights; a folder every node has
 served_name = "smollm2"
 
 [profile]

@@ -92,6 +92,11 @@ class EngineAdapter(Protocol):
         silently."""
 
     @property
+    def every_rank_loads_weights(self) -> bool:
+        """Whether every node reads the model from its own disk (vLLM), or the head alone and
+        ships tensors to its workers (llama.cpp RPC): `up` compares the copies only then."""
+
+    @property
     def jit_caches(self) -> tuple[tuple[str, str], ...]:
         """JIT cache variables and their folder under `engine.jit_cache_dir` (none: nothing
         compiles at start-up)."""

@@ -54,6 +54,10 @@ class LaunchPlan(BaseModel):
         default=None, description="a one-node local launch: the llama-server it runs"
     )
     engine_build: str | None = Field(default=None, description="the embedded build, when known")
+    model_path: str | None = Field(default=None, description="the weights' path on the nodes")
+    weight_nodes: list[str] = Field(
+        default_factory=list, description="nodes that read the weights from their own disk"
+    )
 
     def access_of(self, node: str) -> NodeAccess:
         return next(a for a in self.access if a.node == node)
@@ -143,6 +147,8 @@ def plan_launch(
         head=nodes[0].name,
         api_url=f"http://{api_address}:{engine.port}",
         model_name=cluster.model.api_name,
+        model_path=model_path,
+        weight_nodes=[n.name for n in nodes] if adapter.every_rank_loads_weights else [],
         processes=processes,
         access=access,
         stall_window_s=engine.stall_window_s,

@@ -38,6 +38,7 @@ from sparkrig.launch.container_checks import (
 from sparkrig.launch.executors import executor_for
 from sparkrig.launch.forensics import hits_sentence, read_forensics, record_boot
 from sparkrig.launch.log_signatures import SignatureHit
+from sparkrig.launch.model_identity import check_model_copies
 from sparkrig.launch.node_commands import (
     ProcessObservation,
     observe_script,
@@ -144,6 +145,8 @@ async def bring_up(
     process only has to stay alive until the end); then the head's health, one completion, and
     every process still alive. On any failure, stop what was started and forget it."""
     await preflight(plan, runners)
+    if plan.model_path is not None:
+        await check_model_copies(plan.model_path, plan.weight_nodes, runners)
     await check_containers(plan.processes, runners, plan.cluster, say)
     if cold:  # every node's JIT caches emptied together, so the ranks compile in step
         for line in await empty_caches(plan.processes, runners):

@@ -43,19 +43,23 @@ def plan_view(plan: LaunchPlan) -> RenderableType:
 
 def status_table(status: LaunchStatus) -> RenderableType:
     table = Table(title=f"{status.cluster} — {status.api_url}/v1")
-    for header in ("node", "role", "process", "phase", "pid", "uptime", "last log line"):
+    contained = any(row.container is not None for row in status.rows)
+    headers = ["node", "role", "process", "phase", "pid", "uptime"]
+    for header in [*headers, *(["container"] if contained else []), "last log line"]:
         table.add_column(header, overflow="fold")
     for row in status.rows:
         style = "red" if row.phase in {"exited", "stalled", "not started", "unreachable"} else None
-        table.add_row(
+        cells: list[RenderableType] = [
             row.node,
             row.role,
             row.name,
             Text(str(row.phase), style=style or ""),
             "—" if row.pid is None else str(row.pid),
             "—" if row.uptime_s is None else f"{row.uptime_s:.0f}s",
-            row.last_line[-100:],
-        )
+        ]
+        if contained:
+            cells.append(row.container or "—")
+        table.add_row(*cells, row.last_line[-100:])
     verdict = Text(status.summary, style="green" if status.ready else "red")
     parts: list[RenderableType] = [table, verdict]
     parts += signature_lines(status.signatures, status.kernel_notes)
