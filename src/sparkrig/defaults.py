@@ -456,6 +456,9 @@ LAUNCH_JIT_CACHE_DIR: Final = "/var/cache/sparkrig/jit"
 # The limits NVIDIA's container guides give for GPU and RDMA work: pinned memory unlimited (NCCL
 # and RDMA register buffers) and a 64 MiB stack.
 CONTAINER_ULIMITS: Final = (("memlock", "-1"), ("stack", "67108864"))
+# `sync`: nodes copied to at once. Two keeps the source's disk and link shared by few streams
+# (a project choice, not a measurement); raise it with --fan-out on a fast source.
+SYNC_FAN_OUT: Final = 2
 # Labels on every container sparkrig starts: `down` removes only containers carrying them.
 CONTAINER_LABEL_CLUSTER: Final = "sparkrig.cluster"
 CONTAINER_LABEL_NODE: Final = "sparkrig.node"

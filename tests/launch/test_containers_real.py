@@ -232,3 +232,18 @@ def test_a_docker_without_its_daemon_is_one_line_before_start(tmp_path: Path) ->
     refused = run("up", str(cluster_file), "--apply")
     assert_one_line_error(refused, "node ", "daemon does not answer", "systemctl start docker")
     assert load_state(NAME) is None
+
+
+def test_sync_plans_against_the_head_and_names_a_bad_source(
+    tmp_path: Path, image: tuple[str, list[str]]
+) -> None:
+    reference, runtime_args = image
+    cluster_file = tmp_path / "sync.toml"
+    container_cluster(cluster_file, reference, runtime_args)
+    same = run("sync", str(cluster_file), "--json")
+    assert same.returncode == 0, same.stderr
+    [node_b] = json.loads(same.stdout)["nodes"]
+    assert node_b["image"] == "same"
+    assert not node_b["model_needed"]  # llama.cpp RPC workers read no weights
+    assert_one_line_error(run("sync", str(cluster_file), "--from", "z"), "--from z", "name one of")
+    assert_one_line_error(run("sync", str(cluster_file), "--fan-out", "0"), "fan-out")

@@ -176,3 +176,42 @@ def down_cluster(path: Path, *, apply: bool) -> None:
             f"could not reach {', '.join(unreached)}; their records are kept — fix the "
             f"connection and run `sparkrig down {path} --apply` again"
         )
+
+
+def sync_cluster(
+    path: Path, *, source: str | None, fan_out: int, apply: bool, as_json: bool
+) -> None:
+    from sparkrig.launch.executors import executors_for
+    from sparkrig.launch.sync import apply_sync, plan_sync
+
+    _, plan = load_plan(path, None)
+    executors = executors_for({access.node: access.executor for access in plan.access})
+    sync = asyncio.run(plan_sync(plan, executors, source))
+    if apply and not sync.in_step:
+        sync = asyncio.run(
+            apply_sync(
+                sync,
+                plan,
+                executors,
+                fan_out=fan_out,
+                say=lambda line: err_console.print(line, highlight=False),
+            )
+        )
+    if as_json:
+        print_json(sync.model_dump(mode="json"))
+    else:
+        _print_sync(sync, applied=apply)
+    if not apply and not sync.in_step:
+        raise typer.Exit(code=1)  # something differs and nothing was copied
+
+
+def _print_sync(sync: Any, *, applied: bool) -> None:
+    from sparkrig.cli.views.cluster_table import sync_table
+
+    console.print(sync_table(sync))
+    for line in sync.verified:
+        console.print(f"[green]verified[/]: {line}", highlight=False)
+    if sync.in_step:
+        console.print(f"every node holds what {sync.source} holds", highlight=False)
+    elif not applied:
+        console.print("nothing copied — add --apply to copy what differs", highlight=False)

@@ -257,6 +257,34 @@ def logs(
 
 
 @app.command()
+def sync(
+    cluster_file: Annotated[Path, typer.Argument(help="cluster TOML with engine and model tables")],
+    source: Annotated[
+        str | None,
+        typer.Option(
+            "--from", help="the node whose image and model are copied (default: the head)"
+        ),
+    ] = None,
+    fan_out: Annotated[
+        int, ranged("nodes copied to at once", COUNT, "--fan-out")
+    ] = defaults.SYNC_FAN_OUT,
+    apply: ApplyFlag = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Make the engine image and the model the same on every node, then prove it.
+
+    Compares each node with the source (the head unless --from): the image by its layer digests
+    and config (not its ID), the model by its files and sizes. With --apply copies only what
+    differs — the image as `RUNTIME save | RUNTIME load`, each missing or resized model file
+    through a partial file renamed when whole (an interrupted sync resumes) — --fan-out nodes at
+    a time, then checks again with a sha256 of every copied file on both sides. Without
+    --apply it prints the plan and exits 1 when a node differs."""
+    from sparkrig.cli.cluster import sync_cluster
+
+    sync_cluster(cluster_file, source=source, fan_out=fan_out, apply=apply, as_json=as_json)
+
+
+@app.command()
 def down(
     cluster_file: ClusterFileArg = None,
     name: Annotated[str | None, typer.Option(help="stop only this instance")] = None,

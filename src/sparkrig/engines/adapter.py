@@ -92,6 +92,11 @@ class EngineAdapter(Protocol):
         silently."""
 
     @property
+    def collectives_over_nccl(self) -> bool:
+        """Whether the ranks talk through NCCL (and so over RDMA where the fabric plan has it):
+        a contained engine then gets the RDMA devices."""
+
+    @property
     def every_rank_loads_weights(self) -> bool:
         """Whether every node reads the model from its own disk (vLLM), or the head alone and
         ships tensors to its workers (llama.cpp RPC): `up` compares the copies only then."""

@@ -118,7 +118,7 @@ def plan_launch(
     if container.contained:
         auto = _plan_mounts(model_path, engine.jit_cache_dir if adapter.jit_caches else None)
         nccl = [var.name for node in nodes for var in node.fabric_env]
-        rdma = engine.kind == "vllm" and "NCCL_IB_HCA" in nccl  # llama.cpp RPC is plain TCP
+        rdma = adapter.collectives_over_nccl and "NCCL_IB_HCA" in nccl
         processes = [
             containerize(p, container, cluster=context.cluster, auto_mounts=auto, rdma=rdma)
             for p in processes

@@ -15,7 +15,7 @@ from sparkrig.fabric.runner import CommandRunner
 from sparkrig.outside_numbers import int_or_none
 
 # `SIZE PATH` per file under the model folder (sorted), the file itself, or `missing`
-_LISTING = (
+LISTING_SCRIPT = (
     'p="$1"; if [ -f "$p" ]; then echo "$(wc -c < "$p") ."; '
     'elif [ -d "$p" ]; then cd "$p" && find -L . -type f ! -path "./.cache/*" -printf "%s %P\\n" '
     "| LC_ALL=C sort -k2; else echo missing; fi"
@@ -60,7 +60,9 @@ async def check_model_copies(
         return  # a Hugging Face id is fetched by the engine; one node has nothing to compare
     results = await asyncio.gather(
         *(
-            asyncio.to_thread(runners[n].run, ["sh", "-c", _LISTING, "sh", model_path], timeout=120)
+            asyncio.to_thread(
+                runners[n].run, ["sh", "-c", LISTING_SCRIPT, "sh", model_path], timeout=120
+            )
             for n in nodes
         )
     )

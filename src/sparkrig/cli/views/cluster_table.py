@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     # The status model lives in the module that starts and stops launches; only its type is
     # needed here, so drawing a status table loads no executor or HTTP session.
     from sparkrig.launch.lifecycle import LaunchStatus
+    from sparkrig.launch.sync import SyncPlan
 
 
 def plan_view(plan: LaunchPlan) -> RenderableType:
@@ -70,3 +71,22 @@ def status_table(status: LaunchStatus) -> RenderableType:
     if status.kv_pool_tokens is not None:
         parts.append(Text(f"KV pool this boot: {status.kv_pool_tokens:,} tokens"))
     return Group(*parts)
+
+
+def sync_table(sync: SyncPlan) -> RenderableType:
+    """One row per node against the source: the image's state and the model files to copy."""
+    table = Table(title=f"{sync.cluster}: sync from {sync.source}")
+    for header in ("node", "image", "model", "detail"):
+        table.add_column(header, overflow="fold")
+    for node in sync.nodes:
+        if not node.model_needed:
+            model = "not needed"
+        elif node.model_files:
+            model = f"{len(node.model_files)} file(s), {node.model_bytes / 1e9:.2f} GB to copy"
+        else:
+            model = "same"
+        style = "" if node.in_step else "yellow"
+        table.add_row(
+            node.node, Text(node.image, style=style), Text(model, style=style), node.image_detail
+        )
+    return table

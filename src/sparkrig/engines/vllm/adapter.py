@@ -26,6 +26,7 @@ class VllmAdapter:
     # llama-server's flags; vLLM sizes its slots and context with max_num_seqs / max_model_len
     unsupported_settings = frozenset({"context_tokens", "parallel_slots"})
     jit_caches = JIT_CACHES
+    collectives_over_nccl = True
     every_rank_loads_weights = True
 
     def backend(self, engine: EngineSettings) -> str:
