@@ -574,6 +574,9 @@ DOCTOR_CHRONY_OFFSET_MAX_S: Final = 0.1
 # Free space under the JIT caches: a floor, not a measurement; eight JIT compilers write there
 # on a cold boot (field notes: "JIT caches").
 DOCTOR_JIT_MIN_FREE_BYTES: Final = 10 * 1024**3
+# Free space where the container runtime keeps images: a floor, not a measurement; one vLLM
+# image is tens of GB and pulling a new build keeps the old one until it is pruned.
+DOCTOR_CONTAINER_STORE_MIN_FREE_BYTES: Final = 100 * 1000**3
 # SM clock ceilings further apart than this between boards: one board paces every step.
 DOCTOR_SM_CLOCK_SPREAD: Final = 0.05
 # systemd units whose name holds one of these run an engine.

@@ -53,6 +53,11 @@ CASES = {
     "clock-offset": ("ring4-clock-skew", "ring4-clean"),
     "logind-remove-ipc": ("logind-remove-ipc", "logind-root"),
     "rdma-user-limits": ("rdma-limits-missing", "rdma-limits-ok"),
+    "container-runtime": ("container-docker-no-daemon", "container-podman"),
+    "container-gpu-support": ("container-podman", "container-docker-nvidia"),
+    "container-rdma-devices": ("container-podman", "container-docker-nvidia"),
+    "container-store-space": ("container-podman", "container-docker-nvidia"),
+    "container-runtime-version-same": ("container-podman-mixed", "container-podman"),
 }
 
 

@@ -13,9 +13,12 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 
 from sparkrig import defaults
+from sparkrig.doctor.container_info import runtime_info
 from sparkrig.doctor.model import NodeCapture, ToolOutput
 from sparkrig.doctor.probes import (
     Probe,
+    container_probes,
+    container_store_probe,
     engine_python_probe,
     ethtool_probe,
     node_probes,
@@ -93,6 +96,14 @@ def _engine_units(listing: str | None) -> list[str]:
     return units
 
 
+def _container_store(runner: CommandRunner, outputs: dict[str, ToolOutput]) -> None:
+    """findmnt of the image store the runtime's `info` names (none when it did not answer)."""
+    root = runtime_info(outputs["container_info"].stdout).store_root
+    if root.startswith("/"):
+        probe = container_store_probe(root)
+        outputs[probe.name] = run_probe(runner, probe)
+
+
 def collect_node(
     node: str,
     runner: CommandRunner,
@@ -102,12 +113,16 @@ def collect_node(
     engine_version: list[str] | None = None,
     interfaces: list[str] | None = None,
     engine_python: str | None = None,
+    container_runtime: str | None = None,
 ) -> NodeCapture:
-    """`interfaces`: netdevs to run ethtool on (default: every Ethernet device the node has)."""
+    """`interfaces`: netdevs to run ethtool on (default: every Ethernet device the node has);
+    `container_runtime`: docker or podman when the engine runs from an image."""
     outputs: dict[str, ToolOutput] = {}
     probes = node_probes(model_dir, jit_dir, engine_version)
     if engine_python is not None:
         probes.append(engine_python_probe(engine_python))
+    if container_runtime is not None:
+        probes += container_probes(container_runtime)
     try:
         for probe in probes:
             outputs[probe.name] = run_probe(runner, probe)
@@ -125,6 +140,8 @@ def collect_node(
         units = _engine_units(outputs["systemd_units"].stdout)
         if units and outputs["systemd_units"].skipped is None:
             outputs["systemd_show"] = run_probe(runner, unit_show_probe(units))
+        if container_runtime is not None:
+            _container_store(runner, outputs)
     except ExecutorError as exc:
         if not outputs:
             return NodeCapture(node=node, reached_by=runner.description, unreachable=str(exc))
@@ -147,6 +164,7 @@ def collect_all(
     engine_version: list[str] | None = None,
     interfaces: Mapping[str, list[str]] | None = None,
     engine_python: str | None = None,
+    container_runtime: str | None = None,
 ) -> dict[str, NodeCapture]:
     with ThreadPoolExecutor(max_workers=max(1, len(runners))) as pool:
         futures = {
@@ -159,6 +177,7 @@ def collect_all(
                 engine_version=engine_version,
                 interfaces=(interfaces or {}).get(node),
                 engine_python=engine_python,
+                container_runtime=container_runtime,
             )
             for node, runner in runners.items()
         }

@@ -64,6 +64,35 @@ _ENGINE_PYTHON = (
 )
 
 
+# the runtime's own answer and exit status on stdout, so a daemon that does not answer (or a
+# runtime not installed: the shell's exit 127) is a finding, not a skipped probe
+_CONTAINER_INFO = '"$1" info --format json; rc=$?; echo; echo "sparkrig-exit $rc"'
+# what GPUs in a container need: nvidia-ctk (docker's toolkit) and CDI specs naming nvidia.com/gpu
+_CONTAINER_GPU = (
+    'echo "nvidia-ctk $(command -v nvidia-ctk)"; '
+    "grep -l -s nvidia.com/gpu /etc/cdi/*.yaml /etc/cdi/*.json /var/run/cdi/*.yaml "
+    "/var/run/cdi/*.json | sed 's/^/cdi /'; true"
+)
+
+
+def container_probes(runtime: str) -> list[Probe]:
+    """Only for a cluster file whose engine.container.runtime is docker or podman."""
+    return [
+        Probe("container_info", ["sh", "-c", _CONTAINER_INFO, "sh", runtime], "sh", "dash"),
+        Probe("container_gpu", ["sh", "-c", _CONTAINER_GPU], "sh", "dash"),
+    ]
+
+
+def container_store_probe(store_root: str) -> Probe:
+    """The filesystem under the runtime's image store (from its `info`)."""
+    return Probe(
+        "findmnt_container_store",
+        ["sh", "-c", _FINDMNT, "sh", store_root],
+        "findmnt",
+        "apt install util-linux",
+    )
+
+
 def engine_python_probe(binary: str) -> Probe:
     return Probe(
         "engine_python",

@@ -31,6 +31,13 @@ class NodeContext:
     jit_dir: str = ""
     vllm_version: str | None = None
     """the vLLM release the cluster file names (engine.version or its default); None: not vLLM"""
+    container_runtime: str | None = None
+    """docker or podman when engine.container runs the engine from an image; None: the host"""
+    container_gpus: bool = False
+    """engine.container.gpus is all"""
+    container_binds_rdma: bool = False
+    """the engine container is started with `--device /dev/infiniband` (engine.container.
+    rdma_devices, by default when vLLM's plan runs NCCL over RDMA: NCCL_IB_HCA)"""
 
     @property
     def node_plan(self) -> NodePlan | None:
@@ -49,6 +56,7 @@ class Hit:
 
 
 NodeCheck = Callable[[NodeCapture, NodeContext], list[Hit]]
+Applies = Callable[[NodeContext], bool]
 ClusterCheck = Callable[[Mapping[str, NodeCapture], Mapping[str, NodeContext]], list[Hit]]
 
 
@@ -62,6 +70,11 @@ class Check:
     needs_plan: bool
     node_function: NodeCheck | None = None
     cluster_function: ClusterCheck | None = None
+    applies: Applies | None = None
+    """where it runs at all (the container checks: a contained engine); None: everywhere"""
+
+    def runs_for(self, context: NodeContext) -> bool:
+        return self.applies is None or self.applies(context)
 
 
 CHECKS: Registry[Check] = Registry("doctor check")
@@ -77,21 +90,32 @@ def node_check(
     source: str,
     needs: tuple[str, ...],
     needs_plan: bool = False,
+    applies: Applies | None = None,
 ) -> Callable[[NodeCheck], NodeCheck]:
     def register(function: NodeCheck) -> NodeCheck:
-        CHECKS.add(
-            name, Check(name, summary, why, source, needs, needs_plan, node_function=function)
+        check = Check(
+            name, summary, why, source, needs, needs_plan, node_function=function, applies=applies
         )
+        CHECKS.add(name, check)
         return function
 
     return register
 
 
 def cluster_check(
-    name: str, *, summary: str, why: str, source: str, needs: tuple[str, ...]
+    name: str,
+    *,
+    summary: str,
+    why: str,
+    source: str,
+    needs: tuple[str, ...],
+    applies: Applies | None = None,
 ) -> Callable[[ClusterCheck], ClusterCheck]:
     def register(function: ClusterCheck) -> ClusterCheck:
-        CHECKS.add(name, Check(name, summary, why, source, needs, False, cluster_function=function))
+        check = Check(
+            name, summary, why, source, needs, False, cluster_function=function, applies=applies
+        )
+        CHECKS.add(name, check)
         return function
 
     return register
@@ -147,7 +171,7 @@ class _Run:
 
     def node(self, check: Check, name: str, capture: NodeCapture, context: NodeContext) -> None:
         assert check.node_function is not None
-        if check.needs_plan and context.node_plan is None:
+        if (check.needs_plan and context.node_plan is None) or not check.runs_for(context):
             return
         if any(probe not in capture.outputs for probe in check.needs):
             return  # not collected here (a fixture that holds other tools only)
@@ -174,6 +198,7 @@ class _Run:
             n: c
             for n, c in reachable.items()
             if all(p in c.outputs and c.outputs[p].skipped is None for p in check.needs)
+            and check.runs_for(contexts[n])
         }
         if len(usable) < 2:
             return

@@ -48,6 +48,27 @@ def engine_python_of(cluster: Cluster | None) -> str | None:
     return adapter_for(cluster.engine.kind).python_command(cluster.engine)
 
 
+def container_runtime_of(cluster: Cluster | None) -> str | None:
+    """docker or podman when the engine runs from an image; None on the host."""
+    if cluster is None or cluster.engine is None or not cluster.engine.container.contained:
+        return None
+    return cluster.engine.container.runtime
+
+
+def binds_rdma(cluster: Cluster | None, plan: FabricPlan | None) -> bool:
+    """Whether the engine container gets `--device /dev/infiniband`: the launcher's rule
+    (launch/cluster_plan.py): rdma_devices when set, else vLLM under a plan with NCCL_IB_HCA
+    (llama.cpp's RPC is plain TCP)."""
+    if cluster is None or cluster.engine is None:
+        return False
+    if cluster.engine.container.rdma_devices is not None:
+        return cluster.engine.container.rdma_devices
+    planned = plan is not None and any(
+        var.name == "NCCL_IB_HCA" for node in plan.nodes for var in node.env
+    )
+    return cluster.engine.kind == "vllm" and planned
+
+
 def plan_of(cluster: Cluster) -> tuple[FabricPlan | None, str | None]:
     """The fabric plan, or None with the reason when the cables cannot form one."""
     if not cluster.cables:
@@ -70,6 +91,8 @@ def contexts_for(
         utilization = default if isinstance(default, float) else utilization
     if cluster is not None and cluster.profile.gpu_memory_utilization is not None:
         utilization = cluster.profile.gpu_memory_utilization
+    runtime = container_runtime_of(cluster)
+    container = cluster.engine.container if cluster is not None and cluster.engine else None
     contexts = {}
     for name in names:
         env: dict[str, str] = {}
@@ -84,6 +107,9 @@ def contexts_for(
             vllm_version=version,
             model_dir=model_dir,
             jit_dir=jit_dir_of(cluster),
+            container_runtime=runtime,
+            container_gpus=container is not None and container.gpus == "all",
+            container_binds_rdma=runtime is not None and binds_rdma(cluster, plan),
         )
     return contexts
 
@@ -106,6 +132,7 @@ def collect_for(
         engine_version=engine_version_argv(cluster),
         interfaces=interfaces,
         engine_python=engine_python_of(cluster),
+        container_runtime=container_runtime_of(cluster),
     )
 
 

@@ -2,6 +2,7 @@
 
 from sparkrig.doctor.checks import (
     cluster,
+    container,
     engine_version,
     gpu,
     host,
@@ -13,6 +14,7 @@ from sparkrig.doctor.checks import (
 
 __all__ = [
     "cluster",
+    "container",
     "engine_version",
     "gpu",
     "host",
