@@ -160,9 +160,15 @@ def down_cluster(path: Path, *, apply: bool) -> None:
         return
     if not apply:
         for record in reversed(state.started):
+            container = record.process.container
+            removal = (
+                f", then remove container {container.name} if it carries {state.cluster}'s label"
+                if container is not None
+                else ""
+            )
             console.print(
                 f"[bold]plan[/]: stop {record.process.key} pid {record.pid} "
-                f"({record.executor.kind} {record.executor.target or ''})",
+                f"({record.executor.kind} {record.executor.target or ''}){removal}",
                 highlight=False,
             )
         console.print("nothing stopped — add --apply to stop (only these recorded processes)")
