@@ -64,7 +64,8 @@ def containerize(
     for limit, value in settings.ulimits.items():
         args += ["--ulimit", f"{limit}={value}"]
     if settings.rdma_devices if settings.rdma_devices is not None else rdma:
-        args += ["--device", RDMA_DEVICES]
+        # registering RDMA memory pins pages: CAP_IPC_LOCK, outside docker's default set
+        args += ["--device", RDMA_DEVICES, "--cap-add", "IPC_LOCK"]
     for mount in mounts:
         suffix = ":ro" if mount.read_only else ""
         args += ["--volume", f"{mount.source}:{mount.inside}{suffix}"]
