@@ -116,6 +116,13 @@ def test_a_cluster_in_containers_is_named_inspected_killed_and_removed(
         assert "container" in table.stdout
         assert "running" in table.stdout  # the cell folds inside the table
 
+        started = {c["Names"][0]: c["Id"] for c in ours()}
+        again = run("up", str(cluster_file), "--apply", "--replace", timeout=240)
+        assert again.returncode == 0, again.stderr
+        replaced = {c["Names"][0]: c["Id"] for c in ours()}
+        assert replaced.keys() == started.keys()
+        assert set(replaced.values()).isdisjoint(started.values())  # new containers, same names
+
         logs = run("logs", str(cluster_file), "b", "-n", "20")
         assert logs.returncode == 0
         assert "Accepted client connection" in logs.stdout, logs.stdout
