@@ -164,6 +164,10 @@ BENCH_MAX_PREFILL_DEPTH: Final = 1_048_576
 BENCH_MAX_CONCURRENCY: Final = 1024
 # Unique tokens put in front of a cold prefill prompt so no cached prefix can match it.
 BENCH_SALT_TOKENS: Final = 8
+# A cold point is confirmed while the server's cache served at most this many prompt tokens per
+# request: with the salt first nothing longer can match, but an engine may reuse a BOS token,
+# and vLLM caches whole 16-token blocks (a project bound, not a measurement).
+BENCH_COLD_CACHE_ALLOWANCE_TOKENS: Final = 16
 # Without /tokenize, prompt lengths are estimated at this many characters per token.
 BENCH_CHARS_PER_TOKEN_ESTIMATE: Final = 4
 # A freshly started engine decodes ~30% slower for its first requests (field notes:

@@ -10,9 +10,9 @@ import pytest
 from sparkrig.bench.point import BenchSettings, PointResult, measure_point
 from sparkrig.bench.receipt import load_receipt
 from sparkrig.bench.run import run_bench
-from sparkrig.bench.suites import single_decode_rate
+from sparkrig.bench.suites import prefill_rate, single_decode_rate
 from sparkrig.bench.workloads import chat
-from sparkrig.client import ChatRequest, EndpointClient
+from sparkrig.client import ChatRequest, CompletionRequest, EndpointClient
 from sparkrig.launch.local import LocalInstance
 
 pytestmark = [pytest.mark.engine, pytest.mark.asyncio(loop_scope="session")]
@@ -122,11 +122,37 @@ async def test_prefill_prompts_have_exact_depths_and_replays_hit_the_cache(
         assert len({r.prompt_sha256 for s in cold.samples for r in s.requests}) == len(
             cold.samples
         )  # a fresh salt every time
+        assert cold.cold_cache is not None
+        assert cold.cold_cache.verdict == "confirmed", cold.cold_cache.note  # llama.cpp's counters
+        assert cached.cold_cache is None  # a cached point claims nothing
         cold_ttft = min(r.ttft_s or 1e9 for s in cold.samples for r in s.requests)
         cached_ttft = max(r.ttft_s or 0 for s in cached.samples for r in s.requests)
         assert not cached.cold_start
         if depth == 192:
             assert cached_ttft < cold_ttft  # the replay skips the prefill
+
+
+async def test_a_cold_point_the_cache_served_is_called_not_cold(
+    llama_server: LocalInstance,
+) -> None:
+    """The fault: a "cold" point whose prompt is the same every time (the salt lost), so the
+    server's own prompt-cache counter shows the prefill came from its cache."""
+    prompt = "Describe the water cycle in simple words. " * 12
+    async with EndpointClient(llama_server.base_url) as client:
+        point = await measure_point(
+            client,
+            PointResult(suite="prefill", name="lost salt", metric="tok/s", expects_cold=True),
+            make_requests=lambda: [
+                CompletionRequest(model=llama_server.alias, prompt=prompt, max_tokens=1)
+            ],
+            value_of=prefill_rate,
+            settings=BenchSettings(max_samples=2, min_samples=2, warmup_requests=1, rounds=1),
+            check_text=lambda text: [],
+            on_sample=lambda point: None,
+        )
+    assert point.cold_cache is not None
+    assert point.cold_cache.verdict == "not cold", point.cold_cache.note
+    assert any("NOT cold" in warning for warning in point.warnings)
 
 
 async def test_a_point_takes_its_minimum_before_it_looks(llama_server: LocalInstance) -> None:

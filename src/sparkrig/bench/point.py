@@ -25,6 +25,7 @@ from sparkrig.bench.accounting import (
 )
 from sparkrig.bench.arrivals import ArrivalSummary, arrival_summary
 from sparkrig.bench.client_shards import ClientLoad, SendAll, send_in_process
+from sparkrig.bench.cold_cache import ColdCache, judge_cold
 from sparkrig.bench.count_witness import CountWitness, take_witness, unread_warning
 from sparkrig.bench.goodput import PointGoodput, point_goodput
 from sparkrig.bench.modes import TWO_SPEEDS_PREFIX, TwoSpeeds, two_speeds
@@ -153,6 +154,13 @@ class PointResult(BaseModel):
     )
     warmup_primes_cache: bool = Field(
         default=False, description="the warm-up fills the prefix cache on purpose: no cold flag"
+    )
+    expects_cold: bool = Field(
+        default=False, description="the point claims cold prefill (salted prompts)"
+    )
+    cold_cache: ColdCache | None = Field(
+        default=None,
+        description="for a cold point: whether the server's cache counters confirm it missed",
     )
     requests_sent: int = Field(
         default=0, description="requests sent, warm-up included, the logprobs witness not"
@@ -349,6 +357,7 @@ async def measure_point(
         _flag_imprecise(point, values, settings.precision, f"{settings.rounds} rounds")
     _flag_cold_start(point)
     _flag_two_speeds(point)
+    _confirm_cold(point)
     median = point.summary.median if point.summary else None
     point.spec = spec_accounting((sample.metrics for sample in point.samples), median)
     account(point, settings)
@@ -559,6 +568,15 @@ def _flag_client_limited(point: PointResult, load: ClientLoad) -> None:
 def _warn_once(point: PointResult, warning: str) -> None:
     if warning not in point.warnings:
         point.warnings.append(warning)
+
+
+def _confirm_cold(point: PointResult) -> None:
+    if not point.expects_cold or not point.samples:
+        return
+    requests = sum(len(sample.requests) for sample in point.samples)
+    point.cold_cache = judge_cold((sample.metrics for sample in point.samples), requests)
+    if point.cold_cache.verdict != "confirmed":
+        _warn_once(point, point.cold_cache.note)
 
 
 def _flag_cold_start(point: PointResult) -> None:

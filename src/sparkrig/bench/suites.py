@@ -161,6 +161,7 @@ def cold_concurrency_plan(
             metric=f"{_concurrency_metric(streams)}; a fresh {length}-token prompt per stream "
             "and sample",
             load=load,
+            expects_cold=True,
         ),
         make_requests=_concurrent_requests(context, streams, replay=None),
         value_of=aggregate_decode_rate,
@@ -246,6 +247,7 @@ def prefill_suite(context: SuiteContext) -> Iterator[PointPlan]:
                 suite="prefill",
                 name=f"{depth} cold",
                 metric="prefill tok/s = prompt tokens ÷ TTFT, unique prefix every request",
+                expects_cold=True,
             ),
             make_requests=_prefill_requests(context, depth, salted=True),
             value_of=prefill_rate,
