@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -159,3 +160,40 @@ def test_hostile_container_fields_are_not_trusted() -> None:
 
 def test_the_default_settings_run_on_the_host() -> None:
     assert not ContainerSettings().contained
+
+
+def _result(stderr: str, code: int = 1) -> Any:
+    from sparkrig.fabric.runner import CommandResult
+
+    return CommandResult(argv=["docker", "info"], returncode=code, stdout="", stderr=stderr)
+
+
+@pytest.mark.parametrize(
+    ("stderr", "code", "needle"),
+    [
+        (  # real: docker 28.2.2 here, no daemon
+            "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker "
+            "daemon running?",
+            1,
+            "systemctl start docker",
+        ),
+        (  # real: the same client as `nobody` against a root-owned socket (doctor's capture)
+            "permission denied while trying to connect to the Docker daemon socket at "
+            "unix:///tmp/cap/docker.sock",
+            1,
+            "docker` group",
+        ),
+        ("sh: 1: docker: not found", 127, "not installed"),
+    ],
+)
+def test_a_runtime_that_does_not_answer_is_one_line_naming_the_fix(
+    stderr: str, code: int, needle: str
+) -> None:
+    from sparkrig.engines.launch_spec import ContainerRun
+    from sparkrig.launch.container_checks import runtime_failure
+
+    run = ContainerRun(runtime="docker", image="x", name="n", labels={})
+    line = runtime_failure("spark2", run, _result(stderr, code))
+    assert line.startswith("node spark2: ")
+    assert needle in line
+    assert " — " in line
