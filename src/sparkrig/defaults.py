@@ -147,6 +147,14 @@ BENCH_COMPARE_TOLERANCE_PCT: Final = 5.0
 # size would add minutes to every run on every engine, so the penalty is caught instead: a first
 # request BENCH_COLD_PENALTY slower than the steady median is flagged, with the fix.
 BENCH_WARMUP_REQUESTS: Final = 1
+# `bench --warmup-steady`: before the first point, single-stream generations of this length (the
+# field's penalty went only after 500–700-token ones: field notes: warmup-penalty) until two in a
+# row decode within BENCH_STEADY_BAND of each other, at most BENCH_STEADY_MAX_REQUESTS of them or
+# BENCH_STEADY_MAX_S (the field needed about five; the bounds are this project's margin).
+BENCH_STEADY_WARMUP_TOKENS: Final = 512
+BENCH_STEADY_BAND: Final = 0.05
+BENCH_STEADY_MAX_REQUESTS: Final = 10
+BENCH_STEADY_MAX_S: Final = 300.0
 BENCH_DECODE_TOKENS: Final = 128
 # Fewer generated tokens leave too few decode steps for a rate.
 BENCH_MIN_DECODE_TOKENS: Final = 8

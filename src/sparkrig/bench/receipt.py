@@ -9,6 +9,7 @@ from pydantic import Field
 
 from sparkrig.bench.max_load import MaxLoadResult, max_load_result
 from sparkrig.bench.point import BenchSettings, PointResult
+from sparkrig.bench.steady_warmup import SteadyWarmup
 from sparkrig.bench.validity import INVALID_ERRORS
 from sparkrig.launch.state import BootRecord
 from sparkrig.receipts import ReceiptHeader, load_receipt_file, save_receipt_file
@@ -25,6 +26,9 @@ class BenchReceipt(ReceiptHeader):
     model: str
     suites: list[str]
     settings: BenchSettings
+    steady_warmup: SteadyWarmup | None = Field(
+        default=None, description="with --warmup-steady: each warm-up generation's decode rate"
+    )
     startup: BootRecord | None = Field(
         default=None,
         description="how the measured server booted (phases per rank, the slowest, the KV "

@@ -12,6 +12,7 @@ from sparkrig.bench.arrivals import ScheduledSender
 from sparkrig.bench.client_shards import SendAll, ShardedSender, send_in_process
 from sparkrig.bench.point import BenchSettings, PointResult, measure_point
 from sparkrig.bench.receipt import BenchReceipt, save_receipt
+from sparkrig.bench.steady_warmup import steady_warmup
 from sparkrig.bench.suites import SUITES, SuiteContext, planned_points
 from sparkrig.client import EndpointClient
 from sparkrig.client.metrics import try_scrape_metrics
@@ -144,6 +145,11 @@ async def open_side(
         suite: await _suite_context(client, model_id, settings, suite, receipt) for suite in suites
     }
     count_text = await text_counter(client, model_id, receipt)
+    if settings.warmup_steady and receipt.steady_warmup is None:
+        receipt.steady_warmup = await steady_warmup(client, model_id, settings)
+        if not receipt.steady_warmup.steady:
+            receipt.warnings.append(receipt.steady_warmup.note)
+        save_receipt(receipt, out_path)
     return BenchSide(client, receipt, out_path, contexts, count_text, send_all)
 
 

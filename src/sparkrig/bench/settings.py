@@ -34,6 +34,18 @@ class BenchSettings(BaseModel):
         "precision, declared in advance; the cap is the last look",
     )
     warmup_requests: int = Field(default=defaults.BENCH_WARMUP_REQUESTS, ge=0)
+    warmup_steady: bool = Field(
+        default=False,
+        description="before the first point, warm the engine with "
+        f"{defaults.BENCH_STEADY_WARMUP_TOKENS}-token generations until two in a row decode "
+        f"within {defaults.BENCH_STEADY_BAND:.0%} of each other (a fresh engine ran ~30% slower "
+        "until 500–700-token generations: docs/field-notes.md#warmup-penalty); recorded",
+    )
+    steady_warmup_tokens: int = Field(
+        default=defaults.BENCH_STEADY_WARMUP_TOKENS,
+        ge=defaults.BENCH_MIN_DECODE_TOKENS,
+        description="tokens per --warmup-steady generation",
+    )
     decode_tokens: int = Field(
         default=defaults.BENCH_DECODE_TOKENS,
         ge=defaults.BENCH_MIN_DECODE_TOKENS,

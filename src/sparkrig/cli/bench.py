@@ -122,6 +122,8 @@ def bench(
     client_processes: int | None = setting(BenchSettings, "client_processes"),
     slo: str | None = setting(BenchSettings, "slo"),
     max_error_rate: float = setting(BenchSettings, "max_error_rate"),
+    warmup_steady: bool = setting(BenchSettings, "warmup_steady", "--warmup-steady"),
+    steady_warmup_tokens: int = setting(BenchSettings, "steady_warmup_tokens"),
     arrivals: str | None = setting(BenchSettings, "arrivals"),
     find_max_load: bool = setting(
         BenchSettings, "find_max_load", "--find-max-load", note="one round per probe"
@@ -191,6 +193,8 @@ def bench(
         prefill_depths=depths,
         slo=parse_slo(slo) if slo is not None else None,
         max_error_rate=max_error_rate,
+        warmup_steady=warmup_steady,
+        steady_warmup_tokens=steady_warmup_tokens,
         find_max_load=find_max_load,
         arrivals=open_loop(arrivals, suites),
     )

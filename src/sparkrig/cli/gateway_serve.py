@@ -75,6 +75,7 @@ def serve(
     workload_log: Path | None = _flag("workload_log", "--workload-log", note="soak --replay"),
     record_prompts: bool | None = _flag("record_prompts", "--record-prompts/--no-record-prompts"),
     stretch: float | None = _flag("stretch", "--stretch"),
+    stretch_first: int | None = _flag("stretch_first", "--stretch-first"),
     drain_s: float | None = _flag("drain_s", "--drain-s"),
 ) -> None:
     """Serve UPSTREAM: stops on content only, one reasoning field, live guards, workload log.
@@ -103,6 +104,7 @@ def serve(
             "workload_log": workload_log,
             "record_prompts": record_prompts,
             "stretch": stretch,
+            "stretch_first": stretch_first,
             "drain_s": drain_s,
         },
     )

@@ -60,6 +60,7 @@ class ServingGateway(Gateway):
     def __init__(self, upstream_url: str, serve: ServeConfig) -> None:
         super().__init__(upstream_url, GatewayConfig())
         self.serve = serve
+        self._generations = 0  # generation requests seen, for --stretch-first
         self.metrics = ServeMetrics()
         self.draining = False
         self.guard_log = JsonlLog(serve.guard_log)
@@ -120,6 +121,10 @@ class ServingGateway(Gateway):
             wall=time.time(),
             start_ns=time.perf_counter_ns(),
         )
+        self._generations += 1
+        first = self.serve.stretch_first
+        if not first or self._generations <= first:
+            trace.stretch = self.serve.stretch
         plan = self._plan(request, api, parsed)
         shaper = ReplyShaper(plan)
         data = json.dumps(without_stop(parsed)).encode() if plan.stops else raw
@@ -169,8 +174,8 @@ class ServingGateway(Gateway):
         trace: Trace,
     ) -> web.Response:
         raw = await up.read()
-        if self.serve.stretch:
-            await wait_until_stretched(trace.start_ns, time.perf_counter_ns(), self.serve.stretch)
+        if trace.stretch:
+            await wait_until_stretched(trace.start_ns, time.perf_counter_ns(), trace.stretch)
         parsed = json_object(raw)
         trace.output_sent()
         if parsed is None:
@@ -189,8 +194,8 @@ class ServingGateway(Gateway):
         response = web.StreamResponse(status=up.status, headers=headers)
         await response.prepare(request)
         blocks = (
-            stretched_blocks(up.content, trace.start_ns, self.serve.stretch)
-            if self.serve.stretch
+            stretched_blocks(up.content, trace.start_ns, trace.stretch)
+            if trace.stretch
             else up.content.iter_any()
         )
         try:

@@ -70,6 +70,13 @@ class ServeConfig(BaseModel):
         description="deliver every reply this share slower than the upstream made it (0.1: "
         "first token and every token gap 10% later); for benchmarks, off (0) in service",
     )
+    stretch_first: int = Field(
+        default=0,
+        ge=0,
+        description="stretch only the first N generation requests (0: every one): a freshly "
+        "started engine that runs slow for its first requests (docs/field-notes.md#"
+        "warmup-penalty), to prove a bench's cold flag and warm-up",
+    )
     drain_s: float = Field(
         default=defaults.GATEWAY_DRAIN_S, ge=0, description="SIGTERM: time in-flight replies get"
     )

@@ -24,6 +24,7 @@ class Trace:
     error: str | None = None
     first_output_ns: int | None = None
     last_output_ns: int | None = None
+    stretch: float = 0.0  # the share this reply is delivered slower (serve --stretch)
 
     def output_sent(self) -> None:
         now = time.perf_counter_ns()
