@@ -175,13 +175,13 @@ def _result(stderr: str, code: int = 1) -> Any:
             "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker "
             "daemon running?",
             1,
-            "systemctl start docker",
+            "systemctl enable --now docker",
         ),
         (  # real: the same client as `nobody` against a root-owned socket (doctor's capture)
             "permission denied while trying to connect to the Docker daemon socket at "
             "unix:///tmp/cap/docker.sock",
             1,
-            "docker` group",
+            "docker group",
         ),
         ("sh: 1: docker: not found", 127, "not installed"),
     ],

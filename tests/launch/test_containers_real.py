@@ -237,7 +237,7 @@ def test_a_docker_without_its_daemon_is_one_line_before_start(tmp_path: Path) ->
         cluster_file.read_text().replace('runtime = "podman"', 'runtime = "docker"')
     )
     refused = run("up", str(cluster_file), "--apply")
-    assert_one_line_error(refused, "node ", "daemon does not answer", "systemctl start docker")
+    assert_one_line_error(refused, "node ", "no daemon answering", "systemctl enable --now docker")
     assert load_state(NAME) is None
 
 

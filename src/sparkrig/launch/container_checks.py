@@ -19,6 +19,7 @@ from sparkrig.launch.containers import (
     ImageIdentity,
     parse_container_state,
     parse_image_identity,
+    runtime_refusal,
 )
 
 Say = Callable[[str], None]
@@ -47,22 +48,8 @@ def _runs_by_node(processes: list[ProcessSpec]) -> dict[str, list[ContainerRun]]
 def runtime_failure(node: str, run: ContainerRun, result: CommandResult) -> str:
     """One line naming the node, the cause and the fix for a runtime that does not answer."""
     said = result.error_line
-    lowered = said.lower()
-    if "permission denied" in lowered:
-        fix = (
-            "add the user to the `docker` group (then log in again) or run through sudo"
-            if run.runtime == "docker"
-            else "run as a user podman may use, or as root"
-        )
-        return f"node {node}: {run.runtime} refused its socket ({said}) — {fix}"
-    if "cannot connect" in lowered or "is the docker daemon running" in lowered:
-        return (
-            f"node {node}: the {run.runtime} daemon does not answer ({said}) — start it "
-            f"(`sudo systemctl start {run.runtime}`) and run `sparkrig doctor`"
-        )
-    if result.returncode == 127 or "not found" in lowered:
-        return f"node {node}: {run.runtime} is not installed ({said}) — install it there"
-    return f"node {node}: `{run.runtime} info` failed ({said}) — fix the runtime there"
+    cause, fix = runtime_refusal(run.runtime, said, result.returncode)
+    return f"node {node}: {run.runtime} {cause} ({said}) — {fix}"
 
 
 async def check_containers(

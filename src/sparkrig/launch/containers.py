@@ -110,6 +110,26 @@ def _gpu_args(runtime: str, gpus: str) -> list[str]:
     return ["--gpus", "all"] if runtime == "docker" else ["--device", "nvidia.com/gpu=all"]
 
 
+def runtime_refusal(runtime: str, said: str, exit_code: int | None) -> tuple[str, str]:
+    """(cause, fix) for a runtime whose `info` failed, from what it said: one reading for `up`'s
+    preflight and doctor's container-runtime check."""
+    lowered = said.lower()
+    if "permission denied" in lowered:
+        if runtime == "docker":
+            return "refused its socket", (
+                "add the serving user to the docker group (`sudo usermod -aG docker $USER`, "
+                "then log in again) or run through sudo"
+            )
+        return "was refused", "run as a user podman may use (`podman system migrate`), or as root"
+    if exit_code == 127 or "not found" in lowered:
+        return "is not installed", f"install {runtime} on the node (`sudo apt install {runtime}`)"
+    if "cannot connect" in lowered or "daemon running" in lowered:
+        return "has no daemon answering", (
+            f"start it (`sudo systemctl enable --now {runtime}`) and run `sparkrig doctor`"
+        )
+    return "failed", f"run `{runtime} info` by hand on the node and fix what it says"
+
+
 def pin_warning(settings: ContainerSettings) -> str | None:
     if not settings.contained or settings.pinned:
         return None

@@ -12,7 +12,7 @@ from sparkrig.doctor.container_info import RuntimeInfo, gpu_support, runtime_inf
 from sparkrig.doctor.model import NodeCapture
 from sparkrig.doctor.parse import first_filesystem
 from sparkrig.doctor.registry import Hit, NodeContext, cluster_check, node_check
-from sparkrig.launch.containers import RDMA_DEVICES
+from sparkrig.launch.containers import RDMA_DEVICES, runtime_refusal
 from sparkrig.outside_numbers import count_or_none
 
 SOURCE = "docs/launch.md (containers)"
@@ -34,25 +34,6 @@ def _said(capture: NodeCapture) -> str:
     return said[:300] or "nothing on stderr"
 
 
-def _runtime_fix(runtime: str, said: str, code: int | None) -> tuple[str, str]:
-    """(cause, fix) for a runtime whose `info` failed."""
-    lowered = said.lower()
-    if "permission denied" in lowered:
-        if runtime == "docker":
-            return "refused its socket", (
-                "add the serving user to the docker group (`sudo usermod -aG docker $USER`, "
-                "then log in again) or run through sudo"
-            )
-        return "was refused", "run as a user podman may use (`podman system migrate`), or as root"
-    if code == 127 or "not found" in lowered:
-        return "is not installed", f"install {runtime} on the node (`sudo apt install {runtime}`)"
-    if "cannot connect" in lowered or "daemon running" in lowered:
-        return "has no daemon answering", (
-            f"start it (`sudo systemctl enable --now {runtime}`) and run `sparkrig doctor` again"
-        )
-    return "failed", f"run `{runtime} info` by hand on the node and fix what it says"
-
-
 @node_check(
     "container-runtime",
     summary="the container runtime is installed and `RUNTIME info` answers",
@@ -68,7 +49,7 @@ def container_runtime(capture: NodeCapture, context: NodeContext) -> list[Hit]:
     if runtime is None or info.answered:
         return []
     said = _said(capture)
-    cause, fix = _runtime_fix(runtime, said, info.exit_code)
+    cause, fix = runtime_refusal(runtime, said, info.exit_code)
     code = "cut short" if info.exit_code is None else f"exit {info.exit_code}"
     return [Hit("error", f"{runtime} {cause}: `{runtime} info` {code}: {said}", fix)]
 
