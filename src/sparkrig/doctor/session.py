@@ -18,6 +18,7 @@ from sparkrig.errors import CablingError
 from sparkrig.fabric.plan import plan_fabric
 from sparkrig.fabric.plan_model import FabricPlan
 from sparkrig.fabric.runner import CommandRunner
+from sparkrig.launch.containers import binds_rdma
 
 
 def model_dir_of(cluster: Cluster | None) -> str:
@@ -55,18 +56,15 @@ def container_runtime_of(cluster: Cluster | None) -> str | None:
     return cluster.engine.container.runtime
 
 
-def binds_rdma(cluster: Cluster | None, plan: FabricPlan | None) -> bool:
-    """Whether the engine container gets `--device /dev/infiniband`: the launcher's rule
-    (launch/cluster_plan.py): rdma_devices when set, else vLLM under a plan with NCCL_IB_HCA
-    (llama.cpp's RPC is plain TCP)."""
+def rdma_bound(cluster: Cluster | None, plan: FabricPlan | None) -> bool:
+    """Whether the engine container gets `--device /dev/infiniband`, by the launcher's rule."""
     if cluster is None or cluster.engine is None:
         return False
-    if cluster.engine.container.rdma_devices is not None:
-        return cluster.engine.container.rdma_devices
-    planned = plan is not None and any(
-        var.name == "NCCL_IB_HCA" for node in plan.nodes for var in node.env
+    return binds_rdma(
+        cluster.engine.container,
+        over_nccl=adapter_for(cluster.engine.kind).collectives_over_nccl,
+        fabric_env=(var.name for node in plan.nodes for var in node.env) if plan else (),
     )
-    return cluster.engine.kind == "vllm" and planned
 
 
 def plan_of(cluster: Cluster) -> tuple[FabricPlan | None, str | None]:
@@ -109,7 +107,7 @@ def contexts_for(
             jit_dir=jit_dir_of(cluster),
             container_runtime=runtime,
             container_gpus=container is not None and container.gpus == "all",
-            container_binds_rdma=runtime is not None and binds_rdma(cluster, plan),
+            container_binds_rdma=runtime is not None and rdma_bound(cluster, plan),
         )
     return contexts
 

@@ -19,7 +19,7 @@ from sparkrig.errors import ConfigError
 from sparkrig.fabric.plan import plan_fabric
 from sparkrig.fabric.plan_model import EnvVar, FabricPlan
 from sparkrig.fabric.runner import ExecutorSpec
-from sparkrig.launch.containers import containerize, pin_warning
+from sparkrig.launch.containers import binds_rdma, containerize, pin_warning
 from sparkrig.launch.node_executors import executor_spec
 
 BUNDLED_MODEL = "bundled"
@@ -117,8 +117,11 @@ def plan_launch(
     container = engine.container
     if container.contained:
         auto = _plan_mounts(model_path, engine.jit_cache_dir if adapter.jit_caches else None)
-        nccl = [var.name for node in nodes for var in node.fabric_env]
-        rdma = adapter.collectives_over_nccl and "NCCL_IB_HCA" in nccl
+        rdma = binds_rdma(
+            container,
+            over_nccl=adapter.collectives_over_nccl,
+            fabric_env=(var.name for node in nodes for var in node.fabric_env),
+        )
         processes = [
             containerize(p, container, cluster=context.cluster, auto_mounts=auto, rdma=rdma)
             for p in processes

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict
@@ -41,7 +42,7 @@ def containerize(
     rdma: bool,
 ) -> ProcessSpec:
     """The process as a `run` of the image. `auto_mounts`: what the plan itself needs bound
-    (the model's folder, the JIT cache root); `rdma`: whether the fabric plan uses RDMA."""
+    (the model's folder, the JIT cache root); `rdma`: bind the RDMA devices (`binds_rdma`)."""
     runtime = settings.runtime
     if runtime == "host" or settings.image is None:
         return process
@@ -63,7 +64,7 @@ def containerize(
     args += _gpu_args(runtime, settings.gpus)
     for limit, value in settings.ulimits.items():
         args += ["--ulimit", f"{limit}={value}"]
-    if settings.rdma_devices if settings.rdma_devices is not None else rdma:
+    if rdma:
         # registering RDMA memory pins pages: CAP_IPC_LOCK, outside docker's default set
         args += ["--device", RDMA_DEVICES, "--cap-add", "IPC_LOCK"]
     for mount in mounts:
@@ -84,6 +85,16 @@ def containerize(
         created_paths=[m.source for m in mounts if not m.read_only],
     )
     return process.model_copy(update={"argv": run.command(*args), "container": run})
+
+
+def binds_rdma(settings: ContainerSettings, *, over_nccl: bool, fabric_env: Iterable[str]) -> bool:
+    """Whether a contained engine gets the RDMA devices: `rdma_devices` when set, else an
+    engine whose ranks talk through NCCL (`collectives_over_nccl`) under a fabric plan that
+    gives NCCL RDMA devices (NCCL_IB_HCA among `fabric_env`'s names). One rule for `up` and
+    doctor's container-rdma-devices."""
+    if settings.rdma_devices is not None:
+        return settings.rdma_devices
+    return over_nccl and "NCCL_IB_HCA" in set(fabric_env)
 
 
 def _all_mounts(settings: ContainerSettings, auto_mounts: list[BindMount]) -> list[BindMount]:
