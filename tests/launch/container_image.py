@@ -10,11 +10,16 @@ hard limit, so the tests' ulimits are the host's own.
 
 from __future__ import annotations
 
+import io
 import resource
 import shutil
 import subprocess
 import tarfile
+from collections.abc import Sequence
 from pathlib import Path
+
+from sparkrig.fabric.runner import CommandResult
+from sparkrig.launch.executors import LocalExecutor
 
 PODMAN = shutil.which("podman")
 TRIVIAL_ARGV = ["/bin/true"]
@@ -66,8 +71,6 @@ def engine_rootfs_tar(
         for name, content in (extra or {}).items():
             info = tarfile.TarInfo(name)
             info.size = len(content)
-            import io
-
             tar.addfile(info, io.BytesIO(content))
     return out
 
@@ -101,3 +104,26 @@ def working_runtime_args(reference: str) -> tuple[list[str] | None, str]:
             f"{' '.join(runtime_args) or 'default runtime'}: {result.stderr.strip()[-200:]}"
         )
     return None, "; ".join(tried)
+
+
+class OtherNode:
+    """This machine as another node: podman on its own image store and, when given, the model
+    path on a folder of its own (the same podman and sh, other state)."""
+
+    description = "local, other store and disk"
+
+    def __init__(self, store: Path, model_path: Path | None = None, own_model: Path | None = None):
+        self.store = store
+        self.paths = (str(model_path), str(own_model)) if model_path and own_model else None
+
+    def argv_for(self, argv: Sequence[str]) -> list[str]:
+        argv = list(argv)
+        if self.paths is not None:
+            argv = [arg.replace(*self.paths) for arg in argv]
+        if argv and argv[0] == "podman":
+            store = ["--root", f"{self.store}/storage", "--runroot", f"{self.store}/run"]
+            argv = ["podman", *store, *argv[1:]]
+        return argv
+
+    def run(self, argv: Sequence[str], *, timeout: float | None = None) -> CommandResult:
+        return LocalExecutor().run(self.argv_for(argv), timeout=timeout)

@@ -15,8 +15,9 @@ from tests.launch.test_cluster_bad_input import assert_one_line_error, run
 NAME = "loopback-rpc"
 
 
-def loopback_cluster(path: Path) -> None:
-    path.write_text(f"""name = "{NAME}"
+def loopback_cluster(path: Path, name: str = NAME, tables: str = "") -> None:
+    """`tables`: more TOML between [engine] and [model] (an [engine.container])."""
+    path.write_text(f"""name = "{name}"
 cables = ["a.p0 <-> b.p1"]
 [[nodes]]
 name = "a"
@@ -34,6 +35,7 @@ rpc_port = {free_port("127.0.0.2")}
 rpc_network = "control"  # one machine: the cable's addresses are not configured here
 threads = 1
 stall_window_s = 60
+{tables}
 [model]
 path = "bundled"
 served_name = "{defaults.BUNDLED_MODEL_ALIAS}"

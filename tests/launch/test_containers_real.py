@@ -10,22 +10,20 @@ import json
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from sparkrig import defaults
 from sparkrig.engines.launch_spec import ContainerRun, ProcessSpec
 from sparkrig.errors import LaunchError
-from sparkrig.fabric.runner import CommandResult
 from sparkrig.launch.container_checks import check_containers
 from sparkrig.launch.executors import LocalExecutor
-from sparkrig.launch.local import free_port
 from sparkrig.launch.state import load_state
 from tests.launch.container_image import (
     PODMAN,
+    OtherNode,
     engine_rootfs_tar,
     host_ulimits,
     import_image,
@@ -33,6 +31,7 @@ from tests.launch.container_image import (
     working_runtime_args,
 )
 from tests.launch.test_cluster_bad_input import assert_one_line_error, run
+from tests.launch.test_cluster_loopback import loopback_cluster
 
 NAME = "loopback-ctr"
 IMAGE = "localhost/sparkrig-test-engine:1"
@@ -52,36 +51,22 @@ def image(engine: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tup
     podman("rmi", "--force", IMAGE)
 
 
-def container_cluster(path: Path, image: str, runtime_args: list[str], extra: str = "") -> None:
-    path.write_text(f"""name = "{NAME}"
-cables = ["a.p0 <-> b.p1"]
-[[nodes]]
-name = "a"
-management = "127.0.0.1/8"
-[[nodes]]
-name = "b"
-management = "127.0.0.2/8"
-[executor]
-kind = "local"
-[engine]
-kind = "llamacpp"
-api_host = "127.0.0.1"
-port = {free_port("127.0.0.1")}
-rpc_port = {free_port("127.0.0.2")}
-rpc_network = "control"
-threads = 1
-stall_window_s = 60
-[engine.container]
-runtime = "podman"
+def container_cluster(
+    path: Path, image: str, runtime_args: list[str], extra: str = "", runtime: str = "podman"
+) -> None:
+    """The loopback RPC cluster, its head and worker in containers of `image`."""
+    ulimits = ", ".join(f'{k} = "{v}"' for k, v in host_ulimits().items())
+    loopback_cluster(
+        path,
+        NAME,
+        f"""[engine.container]
+runtime = "{runtime}"
 image = "{image}"
 gpus = "none"
 runtime_args = {json.dumps(runtime_args)}
-ulimits = {{ {", ".join(f'{k} = "{v}"' for k, v in host_ulimits().items())} }}
-{extra}
-[model]
-path = "bundled"
-served_name = "{defaults.BUNDLED_MODEL_ALIAS}"
-""")
+ulimits = {{ {ulimits} }}
+{extra}""",
+    )
 
 
 def ours() -> list[dict[str, Any]]:
@@ -153,29 +138,6 @@ def test_a_missing_bind_source_is_refused_before_start(
     assert ours() == []
 
 
-class OtherStore:
-    """Node b as another machine: the same podman, its own image store."""
-
-    description = "local, second image store"
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.local = LocalExecutor()
-
-    def run(self, argv: Sequence[str], *, timeout: float | None = None) -> CommandResult:
-        argv = list(argv)
-        if argv and argv[0] == "podman":
-            argv = [
-                "podman",
-                "--root",
-                f"{self.root}/storage",
-                "--runroot",
-                f"{self.root}/run",
-                *argv[1:],
-            ]
-        return self.local.run(argv, timeout=timeout)
-
-
 def _processes(reference: str, runtime_args: list[str]) -> list[ProcessSpec]:
     return [
         ProcessSpec(
@@ -202,7 +164,7 @@ async def test_another_build_of_the_image_on_one_node_is_refused_before_start(
     reference, runtime_args = image
     store = Path(tempfile.mkdtemp(prefix="sr-"))  # podman refuses a runroot over 50 characters
     try:
-        runners = {"a": LocalExecutor(), "b": OtherStore(store)}
+        runners = {"a": LocalExecutor(), "b": OtherNode(store)}
         processes = _processes(reference, runtime_args)
         said: list[str] = []
         with pytest.raises(LaunchError, match=r"node b: image .* is not there"):
@@ -232,10 +194,7 @@ def test_a_docker_without_its_daemon_is_one_line_before_start(tmp_path: Path) ->
     if subprocess.run(["docker", "info"], capture_output=True, check=False).returncode == 0:
         pytest.skip("a docker daemon answers here")
     cluster_file = tmp_path / "docker.toml"
-    container_cluster(cluster_file, IMAGE, [])
-    cluster_file.write_text(
-        cluster_file.read_text().replace('runtime = "podman"', 'runtime = "docker"')
-    )
+    container_cluster(cluster_file, IMAGE, [], runtime="docker")
     refused = run("up", str(cluster_file), "--apply")
     assert_one_line_error(refused, "node ", "no daemon answering", "systemctl enable --now docker")
     assert load_state(NAME) is None

@@ -6,40 +6,25 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sparkrig.engines.launch_spec import ContainerRun, ProcessSpec
-from sparkrig.fabric.runner import CommandResult, ExecutorSpec
+from sparkrig.fabric.runner import ExecutorSpec
 from sparkrig.launch.cluster_plan import LaunchPlan, NodeAccess
 from sparkrig.launch.executors import LocalExecutor
 from sparkrig.launch.sync import apply_sync, plan_sync
-from tests.launch.container_image import PODMAN, engine_rootfs_tar, import_image, podman
+from tests.launch.container_image import (
+    PODMAN,
+    OtherNode,
+    engine_rootfs_tar,
+    import_image,
+    podman,
+)
 
 IMAGE = "localhost/sparkrig-sync-test:1"
-
-
-class OtherNode:
-    """This machine as another node: podman on its own store, the model path on its own folder."""
-
-    description = "local, other store and disk"
-
-    def __init__(self, store: Path, model_path: Path, own_model: Path) -> None:
-        self.store = store
-        self.model_path, self.own_model = str(model_path), str(own_model)
-
-    def argv_for(self, argv: Sequence[str]) -> list[str]:
-        argv = [a.replace(self.model_path, self.own_model) for a in argv]
-        if argv and argv[0] == "podman":
-            store = ["--root", f"{self.store}/storage", "--runroot", f"{self.store}/run"]
-            argv = ["podman", *store, *argv[1:]]
-        return argv
-
-    def run(self, argv: Sequence[str], *, timeout: float | None = None) -> CommandResult:
-        return LocalExecutor().run(self.argv_for(argv), timeout=timeout)
 
 
 def _plan(model: Path) -> LaunchPlan:
