@@ -63,13 +63,6 @@ class SyncPlan(BaseModel):
         return all(node.in_step for node in self.nodes)
 
 
-def _run(
-    executor: Executor, argv: list[str], timeout: float = 600
-) -> subprocess.CompletedProcess[str]:
-    result = executor.run(argv, timeout=timeout)
-    return subprocess.CompletedProcess(argv, result.returncode, result.stdout, result.stderr)
-
-
 def _container(plan: LaunchPlan) -> tuple[ContainerRun | None, list[str]]:
     contained = [p for p in plan.processes if p.container is not None]
     nodes = list(dict.fromkeys(p.node for p in contained))
@@ -77,13 +70,15 @@ def _container(plan: LaunchPlan) -> tuple[ContainerRun | None, list[str]]:
 
 
 async def _identity(executor: Executor, run: ContainerRun) -> ImageIdentity | None:
-    result = await asyncio.to_thread(_run, executor, run.command("image", "inspect", run.image), 60)
-    return parse_image_identity(result.stdout) if result.returncode == 0 else None
+    argv = run.command("image", "inspect", run.image)
+    result = await asyncio.to_thread(executor.run, argv, timeout=60)
+    return parse_image_identity(result.stdout) if result.ok else None
 
 
 async def _listing(executor: Executor, path: str) -> dict[str, int] | None:
-    result = await asyncio.to_thread(_run, executor, ["sh", "-c", LISTING_SCRIPT, "sh", path], 300)
-    return parse_listing(result.stdout) if result.returncode == 0 else None
+    argv = ["sh", "-c", LISTING_SCRIPT, "sh", path]
+    result = await asyncio.to_thread(executor.run, argv, timeout=300)
+    return parse_listing(result.stdout) if result.ok else None
 
 
 async def plan_sync(
@@ -198,7 +193,8 @@ def _copy_node(
 async def _digests(executor: Executor, paths: list[str]) -> dict[str, str]:
     if not paths:
         return {}
-    result = await asyncio.to_thread(_run, executor, ["sh", "-c", _SHA256, "sh", *paths], 7200)
+    argv = ["sh", "-c", _SHA256, "sh", *paths]
+    result = await asyncio.to_thread(executor.run, argv, timeout=7200)
     digests = result.stdout.split()
     if len(digests) != len(paths):
         return {}  # an answer cut short proves nothing
