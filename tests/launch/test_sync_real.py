@@ -94,3 +94,16 @@ async def test_sync_copies_only_what_differs_and_proves_it(tmp_path: Path, engin
         podman("rmi", "--force", IMAGE)
         podman("rmi", "--force", IMAGE, root=store)
         shutil.rmtree(store, ignore_errors=True)
+
+
+def test_a_failed_save_is_not_a_good_load_and_a_machine_without_bash_still_pipes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from sparkrig.launch import sync
+
+    if shutil.which("bash") is not None:  # pipefail: the source's failure is the pipe's
+        assert sync._pipe(["sh", "-c", "exit 3"], ["cat"], timeout=10).returncode != 0
+    monkeypatch.setattr(sync.shutil, "which", lambda name: None)  # a machine with no bash
+    done = sync._pipe(["echo", "layer"], ["cat"], timeout=10)
+    assert done.returncode == 0
+    assert done.stdout == "layer\n"
