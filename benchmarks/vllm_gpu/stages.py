@@ -5,6 +5,11 @@
 GROUP: serve (up, fixtures, check ×3, bench, the peer at plain), matrix (guard × fault matrix
 through the gateway, gateway serve with the openai client, soak, doctor --live, report), spec
 (restart with ngram speculation, spec suite, spec counters side by side, the peer), down.
+Across calls (a process started with its own session outlives the call while the machine stays
+warm): live (starts group soak detached, then up, check ×3 and the fault matrix), soak (a second
+vLLM on port 8001, the gateway in front of it, the openai client, a --soak SECONDS soak, down),
+finish (waits for soak, bench, the peer, doctor --live, report, then the ngram restart and the
+peer again).
 Run from the repository root after assemble.py. Each stage's output goes to
 /tmp/vllm-results/GROUP/NAME.log and one line per stage to GROUP/summary.jsonl as it ends; a
 stage that would start past the group's budget is recorded as skipped. At the end the group's
@@ -26,7 +31,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER = "benchmarks/vllm_gpu/vllm-h200.toml"
+SOAK_CLUSTER = "benchmarks/vllm_gpu/vllm-h200-soak.toml"  # port 8001
 URL = "http://127.0.0.1:8000"
+SOAK_URL = "http://127.0.0.1:8001"
 GATEWAY = "http://127.0.0.1:9000"
 MODEL = "smollm2-135m-instruct"
 TMP = Path(tempfile.gettempdir())  # /tmp there: where assemble.py put vLLM and the model
@@ -73,7 +80,87 @@ def groups(soak_s: int) -> dict[str, list[tuple[str, list[str], int]]]:
         ladder = ["--concurrency", "1,4,16,64", "--rounds", "1", "--force", "--out", out]
         return [*SR, "bench", URL, "--suite", suites, *ladder]
 
+    matrix = (
+        "fault-matrix",
+        [
+            *PY,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-v",  # one line per row as it ends: a row cut off by the budget loses only itself
+            "tests/guards/test_fault_matrix.py",
+            "-k",
+            "not acceptance",
+            "-o",
+            "addopts=",
+        ],
+        540,
+    )
+    baseline = (
+        "baseline",
+        [
+            *SR,
+            "check",
+            URL,
+            "--record-baseline",
+            "--guard",
+            "exact,needle,kv_integrity",
+            "--force",
+            "--out",
+            "{dir}/check-baseline.json",
+        ],
+        300,
+    )
+    spec_restart = [
+        ("down-plain", [*SR, "down", CLUSTER, "--apply"], 120),
+        ("up-ngram", [*SR, "up", CLUSTER, "--profile", "ngram", "--apply"], 420),
+        ("capture-spec", capture("ngram"), 120),
+    ]
     return {
+        "live": [
+            ("soak-detached", ["@detach", "soak", "--soak", str(soak_s), "--budget", "1500"], 10),
+            ("up", [*SR, "up", CLUSTER, "--apply"], 420),
+            ("status", [*SR, "status", CLUSTER], 60),
+            ("capture-plain", capture("plain"), 120),
+            baseline,
+            ("check-1", [*check, "{dir}/check-1.json"], 300),
+            ("check-2", [*check, "{dir}/check-2.json"], 300),
+            ("check-3", [*check, "{dir}/check-3.json"], 300),
+            matrix,
+        ],
+        "soak": [
+            ("up-soak", [*SR, "up", SOAK_CLUSTER, "--apply"], 420),
+            ("gateway-openai", ["@gateway", f"{soak_s}", SOAK_URL], soak_s + 240),
+            ("logs-soak", [*SR, "logs", SOAK_CLUSTER, "gpu", "-n", "400"], 60),
+            ("down-soak", [*SR, "down", SOAK_CLUSTER, "--apply"], 120),
+        ],
+        "finish": [
+            ("wait-soak", ["@wait", "soak", "down-soak"], 900),
+            ("bench-plain", bench("decode,concurrency,prefill", "{dir}/bench-plain.json"), 420),
+            ("peer-plain", peer("plain"), 420),
+            ("doctor-live", [*SR, "doctor", CLUSTER, "--live", URL, "--node", "gpu"], 180),
+            (
+                "report",
+                [
+                    *SR,
+                    "report",
+                    "{dir}/bench-plain.json",
+                    "{dir}/../live/check-1.json",
+                    "{dir}/../soak/soak.json",
+                    "--out",
+                    "{dir}/report.html",
+                ],
+                120,
+            ),
+            ("metrics-after", capture("after"), 120),
+            ("logs", [*SR, "logs", CLUSTER, "gpu", "-n", "400"], 60),
+            *spec_restart,
+            ("peer-spec", peer("ngram"), 420),
+            ("metrics-spec-after", capture("ngram-after"), 120),
+            ("logs-spec", [*SR, "logs", CLUSTER, "gpu", "-n", "400"], 60),
+            ("down", [*SR, "down", CLUSTER, "--apply"], 120),
+        ],
         "serve": [
             ("up", [*SR, "up", CLUSTER, "--apply"], 420),
             ("status", [*SR, "status", CLUSTER], 60),
@@ -82,21 +169,7 @@ def groups(soak_s: int) -> dict[str, list[tuple[str, list[str], int]]]:
                 capture("plain"),
                 120,
             ),
-            (
-                "baseline",
-                [
-                    *SR,
-                    "check",
-                    URL,
-                    "--record-baseline",
-                    "--guard",
-                    "exact,needle,kv_integrity",
-                    "--force",
-                    "--out",
-                    "{dir}/check-baseline.json",
-                ],
-                300,
-            ),
+            baseline,
             ("check-1", [*check, "{dir}/check-1.json"], 300),
             ("check-2", [*check, "{dir}/check-2.json"], 300),
             ("check-3", [*check, "{dir}/check-3.json"], 300),
@@ -114,23 +187,7 @@ def groups(soak_s: int) -> dict[str, list[tuple[str, list[str], int]]]:
             ("logs", [*SR, "logs", CLUSTER, "gpu", "-n", "400"], 60),
         ],
         "matrix": [
-            (
-                "fault-matrix",
-                [
-                    *PY,
-                    "-m",
-                    "pytest",
-                    "-p",
-                    "no:cacheprovider",
-                    "-q",
-                    "tests/guards/test_fault_matrix.py",
-                    "-k",
-                    "not acceptance",
-                    "-o",
-                    "addopts=",
-                ],
-                540,
-            ),
+            matrix,
             ("gateway-openai", ["@gateway", f"{soak_s}"], soak_s + 240),
             ("doctor-live", [*SR, "doctor", CLUSTER, "--live", URL, "--node", "gpu"], 180),
             (
@@ -148,13 +205,7 @@ def groups(soak_s: int) -> dict[str, list[tuple[str, list[str], int]]]:
             ),
         ],
         "spec": [
-            ("down-plain", [*SR, "down", CLUSTER, "--apply"], 120),
-            ("up-ngram", [*SR, "up", CLUSTER, "--profile", "ngram", "--apply"], 420),
-            (
-                "capture-spec",
-                capture("ngram"),
-                120,
-            ),
+            *spec_restart,
             (
                 "spec-window",
                 [*PY, "benchmarks/vllm_gpu/spec_window.py", URL, MODEL, "{dir}/spec-window.json"],
@@ -188,14 +239,14 @@ def wait_for(url: str, seconds: float) -> bool:
     return False
 
 
-def gateway_stage(folder: Path, soak_s: int, log, env: dict[str, str]) -> int:  # type: ignore[no-untyped-def]
+def gateway_stage(folder: Path, soak_s: int, log, env: dict[str, str], target: str = URL) -> int:  # type: ignore[no-untyped-def]
     """gateway serve in front of vLLM; the openai client through it; a soak through it."""
     gateway = subprocess.Popen(
         [
             *SR,
             "gateway",
             "serve",
-            URL,
+            target,
             "--port",
             "9000",
             "--workload-log",
@@ -233,7 +284,7 @@ def gateway_stage(folder: Path, soak_s: int, log, env: dict[str, str]) -> int:  
                 "--window",
                 str(max(30, soak_s // 4)),
                 "--metrics-url",
-                f"{URL}/metrics",
+                f"{target}/metrics",
                 "--receipt",
                 str(folder / "soak.json"),
             ],
@@ -259,6 +310,49 @@ def gateway_stage(folder: Path, soak_s: int, log, env: dict[str, str]) -> int:  
             gateway.wait(30)
         except subprocess.TimeoutExpired:
             gateway.kill()
+
+
+def detach(argv: list[str], folder: Path, log, env: dict[str, str]) -> int:  # type: ignore[no-untyped-def]
+    """Start another group in its own session, its output in its own folder: it outlives this
+    call (the machine stays warm while calls follow back to back); @wait in a later call
+    joins it."""
+    group = argv[0]
+    (RESULTS / group).mkdir(parents=True, exist_ok=True)
+    child_env = {k: v for k, v in env.items() if k != "OUT"}  # this call's $OUT goes with it
+    with (RESULTS / group / "detached.log").open("wb") as out:
+        child = subprocess.Popen(
+            [*PY, __file__, *argv],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=child_env,
+            cwd=REPO,
+            start_new_session=True,
+        )
+    (RESULTS / group / "detached.pid").write_text(f"{child.pid}\n")
+    log.write(f"group {group} detached as pid {child.pid}\n".encode())
+    return 0
+
+
+def wait_group(group: str, last_stage: str, seconds: float, log) -> int:  # type: ignore[no-untyped-def]
+    """Until the detached group's summary records last_stage, its process ends, or seconds pass."""
+    summary = RESULTS / group / "summary.jsonl"
+    pid_file = RESULTS / group / "detached.pid"
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        done = summary.exists() and any(
+            json.loads(line).get("stage") == last_stage for line in summary.read_text().splitlines()
+        )
+        if done:
+            log.write(f"group {group} recorded {last_stage}\n".encode())
+            return 0
+        pid = int(pid_file.read_text()) if pid_file.exists() else 0
+        if not pid or not Path(f"/proc/{pid}").exists():
+            log.write(f"group {group} is not running and never recorded {last_stage}\n".encode())
+            return 1
+        time.sleep(2)
+    log.write(f"group {group}: no {last_stage} within {seconds:.0f} s\n".encode())
+    return 124
 
 
 def main() -> int:
@@ -288,7 +382,12 @@ def main() -> int:
                 log.flush()
                 try:
                     if argv[0] == "@gateway":
-                        code = gateway_stage(folder, soak_s, log, env)
+                        target = argv[2] if len(argv) > 2 else URL
+                        code = gateway_stage(folder, soak_s, log, env, target)
+                    elif argv[0] == "@detach":
+                        code = detach(argv[1:], folder, log, env)
+                    elif argv[0] == "@wait":
+                        code = wait_group(argv[1], argv[2], min(timeout, left), log)
                     else:
                         code = subprocess.run(
                             argv,
@@ -307,7 +406,8 @@ def main() -> int:
         print(json.dumps(record), flush=True)
     if out_dir := os.environ.get("OUT"):
         with tarfile.open(Path(out_dir) / f"results-{group}.tgz", "w:gz") as tar:
-            tar.add(folder, arcname=group)
+            for each in sorted(RESULTS.iterdir()):  # a detached group's folder comes back too
+                tar.add(each, arcname=each.name)
     return 0
 
 
