@@ -8,7 +8,7 @@ through the gateway, gateway serve with the openai client, soak, doctor --live, 
 Across calls (a process started with its own session outlives the call while the machine stays
 warm): live (starts group soak detached, then up, check ×3 and the fault matrix), soak (a second
 vLLM on port 8001, the gateway in front of it, the openai client, a --soak SECONDS soak, down),
-finish (waits for soak, bench, the peer, doctor --live, report, then the ngram restart and the
+peers (up, the peer, the ngram restart, the peer again), finish (waits for soak, bench, the peer, doctor --live, report, then the ngram restart and the
 peer again).
 Run from the repository root after assemble.py. Each stage's output goes to
 /tmp/vllm-results/GROUP/NAME.log and one line per stage to GROUP/summary.jsonl as it ends; a
@@ -158,6 +158,14 @@ def groups(soak_s: int) -> dict[str, list[tuple[str, list[str], int]]]:
             *spec_restart,
             ("peer-spec", peer("ngram"), 420),
             ("metrics-spec-after", capture("ngram-after"), 120),
+            ("logs-spec", [*SR, "logs", CLUSTER, "gpu", "-n", "400"], 60),
+            ("down", [*SR, "down", CLUSTER, "--apply"], 120),
+        ],
+        "peers": [  # the peer alone, plain then ngram, for a call with little device time
+            ("up", [*SR, "up", CLUSTER, "--apply"], 420),
+            ("peer-plain", peer("plain"), 420),
+            *spec_restart,
+            ("peer-spec", peer("ngram"), 420),
             ("logs-spec", [*SR, "logs", CLUSTER, "gpu", "-n", "400"], 60),
             ("down", [*SR, "down", CLUSTER, "--apply"], 120),
         ],
