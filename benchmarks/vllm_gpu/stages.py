@@ -8,8 +8,8 @@ through the gateway, gateway serve with the openai client, soak, doctor --live, 
 Across calls (a process started with its own session outlives the call while the machine stays
 warm): live (starts group soak detached, then up, check ×3 and the fault matrix), soak (a second
 vLLM on port 8001, the gateway in front of it, the openai client, a --soak SECONDS soak, down),
-peers (up, the peer, the ngram restart, the peer again), finish (waits for soak, bench, the peer, doctor --live, report, then the ngram restart and the
-peer again).
+finish (waits for soak, bench, the peer, doctor --live, report, then the ngram restart and the
+peer again), peers (up, the peer, the ngram restart, the peer again).
 Run from the repository root after assemble.py. Each stage's output goes to
 /tmp/vllm-results/GROUP/NAME.log and one line per stage to GROUP/summary.jsonl as it ends; a
 stage that would start past the group's budget is recorded as skipped. At the end the group's
