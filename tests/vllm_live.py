@@ -18,6 +18,8 @@ LIVE = Path(__file__).parent / "fixtures" / "vllm" / "live"
 # plain: right after start; after: after check ×3, bench and peer run; ngram: the speculative
 # server right after start; ngram-after: after its spec bench
 LABELS = ("plain", "after", "ngram", "ngram-after")
+# enforcer: a later plain server whose vLLM had lm-format-enforcer (README: only the json-schema
+# reply is kept)
 # replies that came back byte-identical under all four labels: kept once, as plain-*
 SAME_IN_EVERY_LABEL = frozenset(
     {"chat-json-schema-stream", "error-400-max-tokens", "error-404-model", "tokenize"}
@@ -26,7 +28,7 @@ SAME_IN_EVERY_LABEL = frozenset(
 
 def capture(label: str, name: str) -> bytes:
     """The body vLLM sent for request `name` under `label`, byte for byte."""
-    kept = "plain" if name in SAME_IN_EVERY_LABEL else label
+    kept = "plain" if name in SAME_IN_EVERY_LABEL and label in LABELS else label
     return (LIVE / f"{kept}-{name}.txt").read_bytes()
 
 

@@ -52,8 +52,11 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 CACHE = Path(os.environ.get("SPARKRIG_VLLM_GPU_CACHE", "~/.cache/sparkrig/vllm-gpu")).expanduser()
 MIB = 1 << 20
-PIECE_MIB = 60
+PIECE_MIB = 60  # the largest piece ever, whatever room the tree leaves
 CALL_LIMIT_MIB = 64  # what one device call carries: the tree plus the named ignored paths
+# sparkrig's own wheels (sparkrig_deps.sh, 2.3 MiB) travel beside one of the pieces
+DEPS_RESERVE_MIB = 3.0
+SLACK_MIB = 1.0  # for files the tree gains between prepare and the calls
 MANIFEST_RESERVE = 256 * 1024  # room kept in each piece for its copy of the manifest
 
 # What a dense model on Hopper does not load; vLLM 0.26.0 served without them (README.md).
@@ -149,12 +152,13 @@ def model_gguf(folder: Path) -> Path:
 
 
 def write_pieces(files: list[tuple[str, str, Path]], out: Path, capacity: int) -> Manifest:
-    """Cut `files` into piece folders under `out` (emptied first), each with the manifest."""
+    """Cut `files` into piece folders under `out` (its old pieces removed first, other folders
+    such as sparkrig-deps kept), each with the manifest."""
     names, artifacts, sources = cut_into_pieces(files, capacity, MANIFEST_RESERVE)
     notes = {"made by": "benchmarks/vllm_gpu/prepare.py", "pruned": ", ".join(sorted(PRUNED))}
     manifest = Manifest(VLLM_VERSION, tuple(names), tuple(artifacts), notes)
-    if out.exists():
-        shutil.rmtree(out)
+    for old in out.glob("piece-*") if out.exists() else ():
+        shutil.rmtree(old)
     for name in names:
         (out / name).mkdir(parents=True)
         (out / name / MANIFEST_NAME).write_text(manifest.to_json())
@@ -166,6 +170,11 @@ def write_pieces(files: list[tuple[str, str, Path]], out: Path, capacity: int) -
         if problems:
             raise SystemExit("a piece came out wrong: " + "; ".join(problems))
     return manifest
+
+
+def piece_room_mib(tree_bytes: int) -> float:
+    """The largest piece that travels with the tree and sparkrig's wheels in one call."""
+    return min(PIECE_MIB, CALL_LIMIT_MIB - tree_bytes / MIB - DEPS_RESERVE_MIB - SLACK_MIB)
 
 
 def traveling_tree_bytes() -> int:
@@ -209,7 +218,13 @@ def print_gaps(wheels: list[Path], carried: dict[str, str], host: dict[str, str]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--piece-mib", type=int, default=PIECE_MIB, help="largest piece")
+    parser.add_argument(
+        "--piece-mib",
+        type=float,
+        default=None,
+        help=f"largest piece (default: what the tree leaves of {CALL_LIMIT_MIB} MiB, at most"
+        f" {PIECE_MIB})",
+    )
     parser.add_argument("--out", type=Path, default=REPO / ".vllm-stage", help="pieces go here")
     parser.add_argument("--relock", action="store_true", help="resolve wheels.lock anew first")
     args = parser.parse_args()
@@ -225,8 +240,15 @@ def main() -> None:
     print_gaps([*wheels.values(), vllm_wheel], carried, host)
     files = [(path.name, "wheel", path) for _, path in sorted(wheels.items())]
     files += [(tarball.name, "vllm", tarball), (gguf.name, "gguf", gguf)]
-    manifest = write_pieces(files, args.out, args.piece_mib * MIB)
     tree = traveling_tree_bytes()
+    piece_mib = args.piece_mib or piece_room_mib(tree)
+    if piece_mib < 1:
+        raise SystemExit(
+            f"pieces of {piece_mib:.1f} MiB: the tree that travels with each is"
+            f" {tree / MIB:.1f} MiB of the {CALL_LIMIT_MIB} a call carries — remove large"
+            " untracked files from the checkout, or give --piece-mib 1 or more"
+        )
+    manifest = write_pieces(files, args.out, int(piece_mib * MIB))
     took = time.monotonic() - started
     print(f"\n{len(manifest.piece_names)} pieces in {args.out} ({took:.0f} s):")
     for name in manifest.piece_names:
@@ -236,11 +258,12 @@ def main() -> None:
         sum(path.stat().st_size for path in (args.out / name).iterdir())
         for name in manifest.piece_names
     )
-    per_call = (tree + largest) / MIB
+    per_call = (tree + largest) / MIB + DEPS_RESERVE_MIB
     verdict = "fits" if per_call <= CALL_LIMIT_MIB else "DOES NOT FIT — lower --piece-mib"
     print(
-        f"one call carries the tree ({tree / MIB:.2f} MiB) + a piece: at most"
-        f" {per_call:.2f} MiB of {CALL_LIMIT_MIB}: {verdict}"
+        f"one call carries the tree ({tree / MIB:.2f} MiB) + a piece + sparkrig's wheels"
+        f" ({DEPS_RESERVE_MIB:.0f} MiB kept): at most {per_call:.2f} MiB of {CALL_LIMIT_MIB}:"
+        f" {verdict}"
     )
     total = sum(art.size for art in manifest.artifacts) / MIB
     print(f"artifacts: {total:.1f} MiB; {_kinds(manifest.artifacts)}")

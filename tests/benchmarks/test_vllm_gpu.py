@@ -72,6 +72,31 @@ def pieces(tmp_path: Path) -> Path:
     return tmp_path / "out"
 
 
+def test_new_pieces_replace_the_old_and_keep_sparkrigs_wheels(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    (out / "sparkrig-deps").mkdir(parents=True)
+    (out / "sparkrig-deps" / "typer.whl").write_bytes(b"wheel")
+    (out / "piece-9").mkdir()  # from an earlier cut into more pieces
+    source = tmp_path / "source"
+    source.mkdir()
+    files = _files(source, {"x.whl": 40 * KIB})
+
+    prepare.write_pieces(files, out, prepare.MANIFEST_RESERVE + 60 * KIB)
+
+    assert sorted(path.name for path in out.iterdir()) == [
+        "manifest.json",
+        "piece-1",
+        "sparkrig-deps",
+    ]
+    assert (out / "sparkrig-deps" / "typer.whl").read_bytes() == b"wheel"
+
+
+def test_pieces_are_sized_by_the_room_the_tree_leaves() -> None:
+    """A 9 MiB tree left 51 MiB for a piece beside sparkrig's wheels; a small tree the cap."""
+    assert prepare.piece_room_mib(9 * prepare.MIB) == 51
+    assert prepare.piece_room_mib(0) == prepare.PIECE_MIB
+
+
 def test_stage_copies_each_piece_and_says_what_is_left(pieces: Path, tmp_path: Path) -> None:
     stage = tmp_path / "stage"
     first = _stage(pieces / "piece-1", stage)

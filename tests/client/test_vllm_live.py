@@ -129,6 +129,16 @@ async def test_a_chat_body_with_logprobs_carries_one_entry_per_token(label: str)
     assert all(len(entry.top) == 2 for entry in record.logprobs)  # top_logprobs 2
 
 
+async def test_the_json_schema_stream_with_lm_format_enforcer_is_the_schemas_json() -> None:
+    """The same request on a vLLM that has lm-format-enforcer: a plain stream, read whole."""
+    record = await sent("enforcer", "chat-json-schema-stream")
+
+    assert record.error is None
+    assert record.finish_reason == "stop"
+    assert json.loads(record.content) == {"name": "Ava", "age": 25}
+    assert len([c for c in chunks("enforcer", "chat-json-schema-stream") if c["choices"]]) >= 17
+
+
 # --- errors, in a stream and as bodies ---------------------------------------------------------
 
 
