@@ -12,8 +12,8 @@ finish (waits for soak, bench, the peer, doctor --live, report, then the ngram r
 peer again), peers (up, the peer, the ngram restart, the peer again).
 Run from the repository root after assemble.py. Each stage's output goes to
 /tmp/vllm-results/GROUP/NAME.log and one line per stage to GROUP/summary.jsonl as it ends; a
-stage that would start past the group's budget is recorded as skipped. At the end the group's
-folder is packed into $OUT/results-GROUP.tgz.
+stage that would start past the group's budget is recorded as skipped. At the end every group's
+folder under /tmp/vllm-results (a detached group's too) is packed into $OUT/results-GROUP.tgz.
 """
 
 from __future__ import annotations
@@ -76,6 +76,9 @@ def groups(soak_s: int) -> dict[str, list[tuple[str, list[str], int]]]:
             label,
         ]
 
+    def logs(name: str, cluster: str = CLUSTER) -> tuple[str, list[str], int]:
+        return (name, [*SR, "logs", cluster, "gpu", "-n", "400"], 60)
+
     def bench(suites: str, out: str) -> list[str]:
         ladder = ["--concurrency", "1,4,16,64", "--rounds", "1", "--force", "--out", out]
         return [*SR, "bench", URL, "--suite", suites, *ladder]
@@ -112,6 +115,15 @@ def groups(soak_s: int) -> dict[str, list[tuple[str, list[str], int]]]:
         ],
         300,
     )
+    checked = [  # up, then the battery three times against the baseline it records
+        ("up", [*SR, "up", CLUSTER, "--apply"], 420),
+        ("status", [*SR, "status", CLUSTER], 60),
+        ("capture-plain", capture("plain"), 120),
+        baseline,
+        ("check-1", [*check, "{dir}/check-1.json"], 300),
+        ("check-2", [*check, "{dir}/check-2.json"], 300),
+        ("check-3", [*check, "{dir}/check-3.json"], 300),
+    ]
     spec_restart = [
         ("down-plain", [*SR, "down", CLUSTER, "--apply"], 120),
         ("up-ngram", [*SR, "up", CLUSTER, "--profile", "ngram", "--apply"], 420),
@@ -120,19 +132,13 @@ def groups(soak_s: int) -> dict[str, list[tuple[str, list[str], int]]]:
     return {
         "live": [
             ("soak-detached", ["@detach", "soak", "--soak", str(soak_s), "--budget", "1500"], 10),
-            ("up", [*SR, "up", CLUSTER, "--apply"], 420),
-            ("status", [*SR, "status", CLUSTER], 60),
-            ("capture-plain", capture("plain"), 120),
-            baseline,
-            ("check-1", [*check, "{dir}/check-1.json"], 300),
-            ("check-2", [*check, "{dir}/check-2.json"], 300),
-            ("check-3", [*check, "{dir}/check-3.json"], 300),
+            *checked,
             matrix,
         ],
         "soak": [
             ("up-soak", [*SR, "up", SOAK_CLUSTER, "--apply"], 420),
             ("gateway-openai", ["@gateway", f"{soak_s}", SOAK_URL], soak_s + 240),
-            ("logs-soak", [*SR, "logs", SOAK_CLUSTER, "gpu", "-n", "400"], 60),
+            logs("logs-soak", SOAK_CLUSTER),
             ("down-soak", [*SR, "down", SOAK_CLUSTER, "--apply"], 120),
         ],
         "finish": [
@@ -154,11 +160,11 @@ def groups(soak_s: int) -> dict[str, list[tuple[str, list[str], int]]]:
                 120,
             ),
             ("metrics-after", capture("after"), 120),
-            ("logs", [*SR, "logs", CLUSTER, "gpu", "-n", "400"], 60),
+            logs("logs"),
             *spec_restart,
             ("peer-spec", peer("ngram"), 420),
             ("metrics-spec-after", capture("ngram-after"), 120),
-            ("logs-spec", [*SR, "logs", CLUSTER, "gpu", "-n", "400"], 60),
+            logs("logs-spec"),
             ("down", [*SR, "down", CLUSTER, "--apply"], 120),
         ],
         "peers": [  # the peer alone, plain then ngram, for a call with little device time
@@ -166,21 +172,11 @@ def groups(soak_s: int) -> dict[str, list[tuple[str, list[str], int]]]:
             ("peer-plain", peer("plain"), 420),
             *spec_restart,
             ("peer-spec", peer("ngram"), 420),
-            ("logs-spec", [*SR, "logs", CLUSTER, "gpu", "-n", "400"], 60),
+            logs("logs-spec"),
             ("down", [*SR, "down", CLUSTER, "--apply"], 120),
         ],
         "serve": [
-            ("up", [*SR, "up", CLUSTER, "--apply"], 420),
-            ("status", [*SR, "status", CLUSTER], 60),
-            (
-                "capture-plain",
-                capture("plain"),
-                120,
-            ),
-            baseline,
-            ("check-1", [*check, "{dir}/check-1.json"], 300),
-            ("check-2", [*check, "{dir}/check-2.json"], 300),
-            ("check-3", [*check, "{dir}/check-3.json"], 300),
+            *checked,
             ("bench-plain", bench("decode,concurrency,prefill", "{dir}/bench-plain.json"), 420),
             (
                 "peer-plain",
@@ -192,7 +188,7 @@ def groups(soak_s: int) -> dict[str, list[tuple[str, list[str], int]]]:
                 capture("after"),
                 120,
             ),
-            ("logs", [*SR, "logs", CLUSTER, "gpu", "-n", "400"], 60),
+            logs("logs"),
         ],
         "matrix": [
             matrix,
@@ -230,7 +226,7 @@ def groups(soak_s: int) -> dict[str, list[tuple[str, list[str], int]]]:
                 capture("ngram-after"),
                 120,
             ),
-            ("logs-spec", [*SR, "logs", CLUSTER, "gpu", "-n", "400"], 60),
+            logs("logs-spec"),
         ],
         "down": [("down", [*SR, "down", CLUSTER, "--apply"], 120)],
     }
