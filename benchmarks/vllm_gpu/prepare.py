@@ -228,6 +228,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=REPO / ".vllm-stage", help="pieces go here")
     parser.add_argument("--relock", action="store_true", help="resolve wheels.lock anew first")
     args = parser.parse_args()
+    if args.piece_mib is not None and not 0 < args.piece_mib <= CALL_LIMIT_MIB:
+        parser.error(
+            f"--piece-mib {args.piece_mib:g}: give more than 0 and at most {CALL_LIMIT_MIB}"
+        )
     started = time.monotonic()
     locked = relock() if args.relock else read_lock(LOCK)
     wheels = fetch_wheels(locked, CACHE / "wheels")
@@ -241,7 +245,7 @@ def main() -> None:
     files = [(path.name, "wheel", path) for _, path in sorted(wheels.items())]
     files += [(tarball.name, "vllm", tarball), (gguf.name, "gguf", gguf)]
     tree = traveling_tree_bytes()
-    piece_mib = args.piece_mib or piece_room_mib(tree)
+    piece_mib = piece_room_mib(tree) if args.piece_mib is None else args.piece_mib
     if piece_mib < 1:
         raise SystemExit(
             f"pieces of {piece_mib:.1f} MiB: the tree that travels with each is"

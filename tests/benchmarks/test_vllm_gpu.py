@@ -97,6 +97,21 @@ def test_pieces_are_sized_by_the_room_the_tree_leaves() -> None:
     assert prepare.piece_room_mib(0) == prepare.PIECE_MIB
 
 
+@pytest.mark.parametrize("size", ["0", "-5", "70"])
+def test_a_piece_size_out_of_range_is_refused_before_any_download(size: str) -> None:
+    """0 once meant "the default" by accident; -5 blamed the tree; 70 could never travel."""
+    ran = subprocess.run(
+        [sys.executable, str(VLLM_GPU / "prepare.py"), "--piece-mib", size],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert ran.returncode == 2
+    assert f"--piece-mib {size}: give more than 0 and at most 64" in ran.stderr
+    assert "downloading" not in ran.stdout
+
+
 def test_stage_copies_each_piece_and_says_what_is_left(pieces: Path, tmp_path: Path) -> None:
     stage = tmp_path / "stage"
     first = _stage(pieces / "piece-1", stage)
