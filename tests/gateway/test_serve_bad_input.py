@@ -18,6 +18,7 @@ from aiohttp import web
 
 from sparkrig import defaults
 from sparkrig.engines.llamacpp.build import EngineInstall
+from sparkrig.gateway.proxy import running_gateway
 from sparkrig.gateway.serve import running_serving_gateway
 from sparkrig.gateway.serve_config import ServeConfig
 from sparkrig.launch.local import LocalInstance, free_port
@@ -207,3 +208,18 @@ async def test_a_kept_alive_connection_closed_under_a_request_is_retried_once() 
         await server.wait_closed()
     assert first[0] == second[0] == 200
     assert gateway.metrics.upstream_errors.labels(kind="unreachable")._value.get() == 0
+
+
+async def test_the_fault_gateway_retries_a_kept_alive_connection_closed_under_a_request() -> None:
+    """The fault gateway (check's matrix) meets the same race: a CI run's clean row once got a
+    502 from it on a generation request while llama-server was fine."""
+    server = await asyncio.start_server(_closes_the_second_request, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with running_gateway(f"http://127.0.0.1:{port}") as url:
+            first = await raw_post(url, chat("q", stream=False))
+            second = await raw_post(url, chat("q", stream=False))
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert first[0] == second[0] == 200, second[1]

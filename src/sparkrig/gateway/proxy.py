@@ -72,7 +72,23 @@ class Gateway:
 
     async def _open(self, _app: web.Application) -> None:
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=defaults.CONNECT_TIMEOUT_S)
-        self._session = aiohttp.ClientSession(timeout=timeout, auto_decompress=False)
+        # idle upstream connections are dropped before the upstream drops them (llama.cpp: 5 s)
+        connector = aiohttp.TCPConnector(
+            limit=0, keepalive_timeout=defaults.GATEWAY_UPSTREAM_KEEPALIVE_S
+        )
+        self._session = aiohttp.ClientSession(
+            timeout=timeout, auto_decompress=False, connector=connector
+        )
+
+    async def _post_upstream(
+        self, url: str, data: bytes, headers: dict[str, str]
+    ) -> aiohttp.ClientResponse:
+        try:
+            return await self.session.post(url, data=data, headers=headers)
+        except aiohttp.ServerDisconnectedError:
+            # closed with no reply at all: a kept-alive connection the upstream closed as the
+            # request went out (the keep-alive race); once more, on a new connection
+            return await self.session.post(url, data=data, headers=headers)
 
     async def _close(self, _app: web.Application) -> None:
         if self._session is not None:
@@ -115,9 +131,7 @@ class Gateway:
             data = json.dumps(arrival.upstream_body).encode() if arrival.changed else raw
             headers = forwarded_headers(request.headers)
             headers["Accept-Encoding"] = "identity"  # a reply the gateway may have to rewrite
-            async with self.session.post(
-                self._url(request), data=data, headers=headers
-            ) as upstream:
+            async with await self._post_upstream(self._url(request), data, headers) as upstream:
                 if upstream.status >= 400:
                     return web.Response(
                         status=upstream.status,

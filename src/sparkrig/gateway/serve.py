@@ -66,26 +66,6 @@ class ServingGateway(Gateway):
         self.guard_log = JsonlLog(serve.guard_log)
         self.workload_log = JsonlLog(serve.workload_log)
 
-    async def _open(self, _app: web.Application) -> None:
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=defaults.CONNECT_TIMEOUT_S)
-        # idle upstream connections are dropped before the upstream drops them (llama.cpp: 5 s)
-        connector = aiohttp.TCPConnector(
-            limit=0, keepalive_timeout=defaults.GATEWAY_UPSTREAM_KEEPALIVE_S
-        )
-        self._session = aiohttp.ClientSession(
-            timeout=timeout, auto_decompress=False, connector=connector
-        )
-
-    async def _post_upstream(
-        self, url: str, data: bytes, headers: dict[str, str]
-    ) -> aiohttp.ClientResponse:
-        try:
-            return await self.session.post(url, data=data, headers=headers)
-        except aiohttp.ServerDisconnectedError:
-            # closed with no reply at all: a kept-alive connection the upstream closed as the
-            # request went out (the keep-alive race); once more, on a new connection
-            return await self.session.post(url, data=data, headers=headers)
-
     def app(self) -> web.Application:
         app = web.Application(client_max_size=defaults.GATEWAY_MAX_REQUEST_BYTES)
         app.router.add_get("/health", self.health)
