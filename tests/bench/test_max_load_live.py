@@ -102,6 +102,11 @@ async def test_the_search_splits_one_to_four_and_saves_every_probe(
     assert all(point.goodput is not None for point in receipt.points)
     shown = stdout.decode()
     assert f"c={result.highest_meeting} meets, c={result.lowest_failing} fails" in shown
+    report = await asyncio.create_subprocess_exec(SPARKRIG, "report", str(out))
+    assert await asyncio.wait_for(report.wait(), timeout=60) == 0
+    page = out.with_suffix(".html").read_text()
+    assert "max-load: ttft p99 by load" in page  # the search as a curve, by level
+    assert f"limit ttft_p99={limit_ms}ms" in page
     print(
         f"lone request {lone_s * 1000:.0f} ms, SLO {limit_ms} ms: {result.describe()}",
         file=sys.stderr,

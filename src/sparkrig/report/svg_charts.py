@@ -255,3 +255,64 @@ def position_chart(title: str, rates: Mapping[str, Sequence[float] | str]) -> st
         top=1.0,
         label_format=".2f",
     )
+
+
+_MEETS, _FAILS = "#2e7d32", "#b00020"
+
+
+def limit_chart(
+    title: str,
+    x_label: str,
+    y_label: str,
+    categories: Sequence[str],
+    values: Sequence[Cell],
+    *,
+    limit: float,
+    limit_label: str,
+    label_format: str = ".0f",
+) -> str:
+    """A curve over ordered categories (loads) against a horizontal limit: a marker per value,
+    green at or under the limit and red above it, joined where neighbours are both numbers; text
+    (an invalid point) is written in a value's place. The axis always shows the limit."""
+    numbers = [v for v in values if not isinstance(v, str)]
+    top, step = _nice_scale(max([*numbers, limit], default=limit) * _HEADROOM)
+    parts = _frame(title, x_label, y_label, scale=(top, step), categories=categories)
+    slot = _PLOT_W / max(len(categories), 1)
+    y_limit = _y(limit, top)
+    parts.append(
+        f'<line x1="{_LEFT}" x2="{WIDTH - _RIGHT}" y1="{y_limit:.1f}" y2="{y_limit:.1f}" '
+        f'stroke="{_FAILS}" stroke-dasharray="6 4"/>'
+    )
+    parts.append(_text(WIDTH - _RIGHT - 4, y_limit - 5, limit_label, anchor="end", fill=_FAILS))
+    previous: tuple[float, float] | None = None
+    for index, (category, cell) in enumerate(zip(categories, values, strict=True)):
+        centre = _LEFT + slot * (index + 0.5)
+        if isinstance(cell, str):
+            parts += _cell(
+                centre - slot * 0.3,
+                slot * 0.6,
+                cell,
+                top=top,
+                colour=_INK,
+                label_format=label_format,
+                tooltip=f"{category}: {cell}",
+            )
+            previous = None
+            continue
+        y = _y(cell, top)
+        if previous is not None:
+            parts.append(
+                f'<line x1="{previous[0]:.1f}" y1="{previous[1]:.1f}" x2="{centre:.1f}" '
+                f'y2="{y:.1f}" stroke="{PALETTE[0]}" stroke-width="2"/>'
+            )
+        colour = _MEETS if cell <= limit else _FAILS
+        shown = format(cell, label_format)
+        parts.append(
+            f"<g><title>{escape(f'{category}: {shown} (limit {limit_label})')}</title>"
+            f'<circle cx="{centre:.1f}" cy="{y:.1f}" r="5" fill="{colour}"/>'
+            + _text(centre, y - 9, shown, size=10)
+            + "</g>"
+        )
+        previous = (centre, y)
+    parts.append("</svg>")
+    return "\n".join(parts)
