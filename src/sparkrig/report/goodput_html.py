@@ -85,6 +85,14 @@ def _table(points: Sequence[PointResult]) -> str:
             else {True: "holds", False: "fails", None: "not judged"}[goodput.holds]
         )
         style = ' class="bad"' if point.invalid or goodput.holds is False else ""
+        if point.invalid:  # an invalid point's figures never reach the page
+            rows.append(
+                f"<tr><td>{escape(point.suite)}</td><td>{escape(point.name)}</td>"
+                f'<td class="num">{goodput.requests}</td>'
+                + f'<td class="muted">{INVALID}</td>' * 5
+                + f"<td{style}>{verdict}</td></tr>"
+            )
+            continue
         unjudged = f" ({goodput.unjudged} unjudged)" if goodput.unjudged else ""
         rows.append(
             "<tr>"
