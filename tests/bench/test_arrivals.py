@@ -1,5 +1,5 @@
-"""--arrivals poisson:RATE: the spec, the seeded schedule, a sender that keeps it, and offered
-against achieved rate in a receipt from the real llama-server."""
+"""--arrivals poisson:RATE and staggered:GAP_S: the spec, the seeded schedule, a sender that
+keeps it, and offered against achieved rate in a receipt from the real llama-server."""
 
 from __future__ import annotations
 
@@ -34,12 +34,28 @@ def test_a_spec_parses_with_its_seed() -> None:
         ("poisson:inf", "above 0"),
         ("poisson:1e9", "at most"),
         ("poisson:2:x", "SEED"),
+        ("staggered", "staggered:GAP_S"),
+        ("staggered:0", "above 0"),
+        ("staggered:-0.4", "above 0"),
+        ("staggered:nan", "above 0"),
+        ("staggered:1e5", "at most"),
+        ("staggered:0.4:2", "staggered:GAP_S"),
     ],
 )
 def test_a_bad_spec_is_refused_with_the_fix(spec: str, says: str) -> None:
     with pytest.raises(UsageError, match=says) as caught:
         parse_arrivals(spec)
     assert " — " in str(caught.value)
+
+
+def test_a_staggered_spec_sends_one_request_every_gap() -> None:
+    arrivals = parse_arrivals("staggered:0.4")
+    assert arrivals.process == "staggered"
+    assert arrivals.rate_per_s == pytest.approx(2.5)
+    assert arrivals.label == "staggered every 0.4 s"
+    schedule = ArrivalSchedule(arrivals, "16 req staggered 0.4s cold")
+    assert schedule.offsets(4) == pytest.approx([0, 0.4, 0.8, 1.2])
+    assert schedule.offsets(4) == schedule.offsets(4)  # every sample alike: no draw
 
 
 def test_the_schedule_is_seeded_per_point_and_poisson() -> None:
@@ -123,3 +139,36 @@ async def test_an_open_loop_point_keeps_its_schedule(
     for sample in point.samples:
         sends = sorted(request.send_ns or 0 for request in sample.requests)
         assert sends[-1] - sends[0] >= 0.9 * max(sample.client.scheduled_s or [0]) * 1e9  # type: ignore[union-attr]
+
+
+@pytest.mark.engine
+@pytest.mark.asyncio(loop_scope="session")
+async def test_a_staggered_point_starts_its_streams_one_gap_apart(
+    llama_server: LocalInstance, tmp_path: Path
+) -> None:
+    settings = BenchSettings(
+        max_samples=2,
+        min_samples=2,
+        decode_tokens=8,
+        prompt_tokens=16,
+        concurrency=[3],
+        precision=0.9,
+        rounds=1,
+        cached_replays=False,
+        arrivals=parse_arrivals("staggered:0.2"),
+    )
+    receipt = await run_bench(
+        llama_server.base_url,
+        suites=["concurrency"],
+        settings=settings,
+        out_path=tmp_path / "s.json",
+    )
+    (point,) = receipt.points
+    assert point.name == "3 req staggered 0.2s cold"
+    assert point.arrivals is not None
+    assert point.arrivals.offered_per_s == pytest.approx(5.0)
+    assert point.arrivals.scheduled_per_s == pytest.approx(5.0)
+    for sample in point.samples:
+        sends = sorted(request.send_ns or 0 for request in sample.requests)
+        gaps = [(b - a) / 1e9 for a, b in itertools.pairwise(sends)]
+        assert all(0.19 <= gap < 0.3 for gap in gaps), gaps

@@ -1,7 +1,9 @@
-"""`--arrivals poisson:RATE[:SEED]` (bench/arrival_spec.py): the concurrency suite as an open
-loop. A sample's requests are sent at the times of a Poisson process of RATE requests/s (the
-first at the sample's start, then exponential gaps), drawn from a generator seeded by SEED and
-the point's name, so a run is reproducible point by point; each point reports the offered rate
+"""`--arrivals poisson:RATE[:SEED]` or `staggered:GAP_S` (bench/arrival_spec.py): the
+concurrency suite as an open loop. A sample's requests are sent at the times of a Poisson
+process of RATE requests/s (the first at the sample's start, then exponential gaps), drawn from
+a generator seeded by SEED and the point's name, so a run is reproducible point by point; or,
+staggered, one every GAP_S seconds (docs/field-notes.md#context-vs-concurrency: static C16
+315.1 against staggered C16 205.0 tok/s on one server). Each point reports the offered rate
 against the one achieved and how late the client sent against its schedule
 (docs/metrics.md#arrivals).
 """
@@ -25,11 +27,15 @@ class ArrivalSchedule:
 
     def __init__(self, arrivals: Arrivals, point_name: str) -> None:
         self.rate = arrivals.rate_per_s
+        self.staggered = arrivals.process == "staggered"
         # a reproducible schedule, not a secret
         self._random = random.Random(f"{arrivals.seed}/{point_name}")  # noqa: S311
 
     def offsets(self, count: int) -> list[float]:
-        """Seconds from the sample's start: 0, then cumulative exponential gaps."""
+        """Seconds from the sample's start: 0, then cumulative exponential gaps (staggered:
+        one gap apart, the independent starts of the field's staggered C16 run)."""
+        if self.staggered:
+            return [index / self.rate for index in range(count)]
         times, now = [], 0.0
         for index in range(count):
             if index:

@@ -103,5 +103,6 @@ class BenchSettings(BaseModel):
         default=None,
         description="concurrency suite as an open loop: poisson:RATE[:SEED] sends each "
         "sample's requests (as many as the ladder level) at Poisson times of RATE requests/s, "
-        "seeded, so reproducible (docs/metrics.md#arrivals); default: all at once",
+        "seeded, so reproducible; staggered:GAP_S sends them one every GAP_S seconds "
+        "(docs/metrics.md#arrivals); default: all at once",
     )

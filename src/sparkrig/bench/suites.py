@@ -135,10 +135,10 @@ def concurrency_suite(context: SuiteContext) -> Iterator[PointPlan]:
 
 
 def _level_name(settings: BenchSettings, streams: int) -> str:
-    """c=N for a closed loop; N requests at Poisson times for an open one."""
+    """c=N for a closed loop; N requests at Poisson or staggered times for an open one."""
     if settings.arrivals is None:
         return f"c={streams}"
-    return f"{streams} req poisson {settings.arrivals.rate_per_s:g}/s"
+    return f"{streams} req {settings.arrivals.short}"
 
 
 def _schedule(settings: BenchSettings, name: str) -> ArrivalSchedule | None:
