@@ -659,3 +659,7 @@ VLLM_MAX_NUM_BATCHED_TOKENS: Final = 8192
 # The environment variable vLLM reads its API key from when `--api-key` is not given; the
 # readiness probe sends the same key (never printed, never recorded).
 VLLM_API_KEY_ENV: Final = "VLLM_API_KEY"
+
+# bench: the warm state of a server lasts this long idle; the field's recipe read its warm-up
+# penalty back after 30 minutes idle (docs/field-notes.md#warmup-penalty)
+BENCH_WARM_DECAY_S: Final = 30 * 60.0

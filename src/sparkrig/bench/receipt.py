@@ -7,6 +7,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
+from sparkrig.bench.idle_gap import IdleGap
 from sparkrig.bench.max_load import MaxLoadResult, max_load_result
 from sparkrig.bench.point import BenchSettings, PointResult
 from sparkrig.bench.steady_warmup import SteadyWarmup
@@ -28,6 +29,11 @@ class BenchReceipt(ReceiptHeader):
     settings: BenchSettings
     steady_warmup: SteadyWarmup | None = Field(
         default=None, description="with --warmup-steady: each warm-up generation's decode rate"
+    )
+    idle_before: IdleGap | None = Field(
+        default=None,
+        description="how long the server sat idle before the run, where its counters and "
+        "sparkrig's last run against it tell (bench/idle_gap.py)",
     )
     startup: BootRecord | None = Field(
         default=None,

@@ -10,6 +10,7 @@ from pathlib import Path
 from sparkrig.bench.accounting import CountText, server_text_counter
 from sparkrig.bench.arrivals import ScheduledSender
 from sparkrig.bench.client_shards import SendAll, ShardedSender, send_in_process
+from sparkrig.bench.idle_gap import idle_gap, idle_warning, note_activity
 from sparkrig.bench.point import BenchSettings, PointResult, measure_point
 from sparkrig.bench.receipt import BenchReceipt, save_receipt
 from sparkrig.bench.steady_warmup import steady_warmup
@@ -128,6 +129,11 @@ async def open_side(
     receipt.startup = receipt.startup or recorded_boot(client.base_url)
     receipt.suites += [name for name in suites if name not in receipt.suites]
     snapshot = await try_scrape_metrics(client)
+    if receipt.idle_before is None:
+        receipt.idle_before = idle_gap(client.base_url, snapshot)
+        warning = idle_warning(receipt.idle_before, settings.warmup_steady)
+        if warning is not None:
+            receipt.warnings.append(warning)
     if snapshot is not None:
         receipt.engine = snapshot.engine
     else:
@@ -211,6 +217,7 @@ async def run_bench(
         side.receipt.warnings += [w for w in send_all.warnings if w not in side.receipt.warnings]
         side.receipt.close()
         save_receipt(side.receipt, out_path)
+        note_activity(client.base_url, await try_scrape_metrics(client))
     return side.receipt
 
 
