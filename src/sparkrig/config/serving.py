@@ -137,8 +137,9 @@ class EngineSettings(FrozenModel):
     )
     reasoning_parser: str | None = Field(
         default=None,
-        description="vLLM --reasoning-parser (e.g. deepseek_v4, glm45): fills the reply's "
-        "`reasoning` field; lint warns when a reasoning model has none",
+        description="vLLM --reasoning-parser (e.g. deepseek_v4, deepseek_v41): fills the reply's "
+        "`reasoning` field; lint asks for the one the model's family names "
+        "(sparkrig.wire.reasoning_families)",
     )
     container: ContainerSettings = Field(
         default_factory=ContainerSettings,

@@ -12,22 +12,13 @@ from sparkrig.engines.vllm.capture_sizes import (
     covering_capture_size,
     full_verify_batch,
 )
-from sparkrig.engines.vllm.knowledge import VllmKnowledge, knowledge_for
+from sparkrig.engines.vllm.knowledge import VllmKnowledge, knowledge_for, known_versions
 from sparkrig.engines.vllm.launch import api_args, capture_size_for, profile_args
 from sparkrig.errors import ConfigError
 from sparkrig.lint.findings import LintFinding, rule
+from sparkrig.wire.reasoning_families import family_of
 
 KNOWLEDGE_SOURCE = "src/sparkrig/engines/vllm/knowledge/vllm-{}.json"
-# Model families that think before they answer, and the vLLM reasoning parser each needs:
-# DeepSeek-V4
-# from the field notes (think-in-prompt), the rest by the names in vLLM's own registry
-# (vllm/reasoning/__init__.py, every release read). Matched in the lower-cased model path.
-REASONING_FAMILIES: tuple[tuple[str, str], ...] = (
-    ("deepseek-v4", "deepseek_v4"),
-    ("deepseek-r1", "deepseek_r1"),
-    ("qwen3", "qwen3"),
-    ("gpt-oss", "openai_gptoss"),
-)
 
 
 def _knowledge(cluster: Cluster) -> VllmKnowledge | None:
@@ -154,40 +145,59 @@ def capture_size_covers_batch(
     ]
 
 
+def _first_release_with_parser(name: str) -> str | None:
+    return next((v for v in known_versions() if name in knowledge_for(v).reasoning_parsers), None)
+
+
 @rule(
     "reasoning-parser-set",
-    "a reasoning model is served with vLLM's reasoning parser for its family",
+    "a reasoning model is served with the vLLM reasoning parser its family's registry entry "
+    "names (sparkrig.wire.reasoning_families), the best one the release ships",
     "docs/field-notes.md#think-in-prompt",
 )
 def reasoning_parser_set(cluster: Cluster, profile: ServingProfile, key: str) -> list[LintFinding]:
     knowledge = _knowledge(cluster)
     if knowledge is None or cluster.engine is None or cluster.model is None:
         return []
-    path = cluster.model.path.lower()
-    parser = next((name for family, name in REASONING_FAMILIES if family in path), None)
+    family = family_of(cluster.model.path)
     chosen = cluster.engine.reasoning_parser
     known = knowledge.reasoning_parsers
     if chosen is not None and known and chosen not in known:
+        first = _first_release_with_parser(chosen)
         return [
             LintFinding(
                 "reasoning-parser-set",
                 "error",
                 "engine.reasoning_parser",
-                f"vLLM {knowledge.version} has no reasoning parser {chosen!r}",
+                f"vLLM {knowledge.version} has no reasoning parser {chosen!r}"
+                + (f" (vLLM {first} has it)" if first else ""),
                 f"use one of {', '.join(known)}",
                 _source(knowledge),
             )
         ]
-    if parser is None or chosen is not None:
-        return []
+    wanted = family.vllm_reasoning_parsers
+    best = next((name for name in wanted if not known or name in known), None)
+    if best is None or chosen == best or (chosen is not None and chosen not in wanted):
+        return []  # no parser named for the family (GLM-5.x: the reports are silent), or the
+        # user's own choice outside the registry's list
+    if chosen is None:
+        message = (
+            f"{cluster.model.path} is a reasoning model (family {family.name}) served without "
+            "--reasoning-parser: the reply's `reasoning` field stays empty and the thinking "
+            "lands in `content`"
+        )
+    else:
+        message = (
+            f"{cluster.model.path} (family {family.name}) runs {chosen!r} while vLLM "
+            f"{knowledge.version} ships {best!r} for it: {family.vllm_parser_why}"
+        )
     return [
         LintFinding(
             "reasoning-parser-set",
             "warning",
             "engine.reasoning_parser",
-            f"{cluster.model.path} is a reasoning model served without --reasoning-parser: the "
-            "reply's `reasoning` field stays empty and the thinking lands in `content`",
-            f"set engine.reasoning_parser = {parser!r}",
-            _source(knowledge),
+            message,
+            f"set engine.reasoning_parser = {best!r}",
+            f"src/sparkrig/wire/reasoning_families.py, {_source(knowledge)}",
         )
     ]
