@@ -179,7 +179,7 @@ class SpeculativeSettings(FrozenModel):
         default=None,
         description="DSpark runtime lineage: dspark-legacy hardcodes a block width of 5 "
         "(docs/field-notes.md#dspark-k-block-5); anemll sizes the draft block from k "
-        "(docs/field-notes.md#dspark-k-anemll)",
+        "(docs/field-notes.md#dspark-k-anemll); unset, lint judges k as on dspark-legacy",
     )
     prompt_lookup_max: int | None = Field(
         default=None, ge=1, description="ngram method: longest n-gram looked up in the prompt"

@@ -19,6 +19,11 @@ from sparkrig.lint.findings import LintFinding, rule
 from sparkrig.wire.reasoning_families import family_of
 
 KNOWLEDGE_SOURCE = "src/sparkrig/engines/vllm/knowledge/vllm-{}.json"
+# Where the capture-size data holds (the extraction's setup, engines/vllm/capture_sizes.py):
+# vLLM's "No valid cudagraph sizes" is the V1 model runner's; the largest captured decode batch
+# is the same on both runners.
+V1_RUNNER = "vLLM's V1 model runner (FULL decode graphs, no sequence parallelism)"
+EITHER_RUNNER = "FULL decode graphs, no sequence parallelism, either model runner"
 
 
 def _knowledge(cluster: Cluster) -> VllmKnowledge | None:
@@ -84,9 +89,10 @@ def vllm_argv_parses(cluster: Cluster, profile: ServingProfile, key: str) -> lis
 
 @rule(
     "capture-size-multiple",
-    "vLLM finds a CUDA-graph size for a k+1-token verify step (the V1 model runner's check; "
-    "FULL decode graphs, no sequence parallelism)",
+    f"vLLM finds a CUDA-graph size for a k+1-token verify step (the check of {V1_RUNNER}; the V2 "
+    "runner starts and captures no decode graph)",
     "docs/field-notes.md#capture-size-seqs-k1",
+    runtime=V1_RUNNER,
 )
 def capture_size_multiple(cluster: Cluster, profile: ServingProfile, key: str) -> list[LintFinding]:
     spec, size = profile.speculative, capture_size_for(profile)
@@ -103,7 +109,8 @@ def capture_size_multiple(cluster: Cluster, profile: ServingProfile, key: str) -
             "error",
             f"{key}.max_cudagraph_capture_size",
             f"{size} holds no verify step of k+1 = {k + 1} tokens once vLLM {knowledge.version} "
-            "cuts it to its capture grid: engine init fails with 'No valid cudagraph sizes'",
+            f"cuts it to its capture grid: on {V1_RUNNER} engine init fails with 'No valid "
+            "cudagraph sizes' (the V2 runner starts and captures no decode graph)",
             "leave max_cudagraph_capture_size out to have it derived, or raise it to "
             f"{covering_capture_size(profile.max_num_seqs or 1, k, batched)}",
             f"docs/field-notes.md#capture-size-seqs-k1, {_source(knowledge)}",
@@ -113,9 +120,10 @@ def capture_size_multiple(cluster: Cluster, profile: ServingProfile, key: str) -
 
 @rule(
     "capture-size-covers-batch",
-    "a full verify batch, max_num_seqs × (k+1), hits a graph vLLM really captures (FULL "
-    "decode graphs, no sequence parallelism; both model runners)",
+    "a full verify batch, max_num_seqs × (k+1), hits a graph vLLM really captures "
+    f"({EITHER_RUNNER})",
     "docs/field-notes.md#cold-concurrent-garble",
+    runtime=EITHER_RUNNER,
 )
 def capture_size_covers_batch(
     cluster: Cluster, profile: ServingProfile, key: str
@@ -135,7 +143,8 @@ def capture_size_covers_batch(
             "capture-size-covers-batch",
             "warning",
             f"{key}.max_cudagraph_capture_size",
-            f"vLLM {knowledge.version} cuts {size} to its capture grid and rounds to multiples of "
+            f"vLLM {knowledge.version} ({EITHER_RUNNER}) cuts {size} to its capture grid and "
+            "rounds to multiples of "
             f"k+1 = {k + 1}: the largest captured batch is {captured.largest} tokens, short of "
             f"max_num_seqs × (k+1) = {full}, so a full concurrent batch runs an uncaptured graph "
             "(the cold-start garble of the report)",
