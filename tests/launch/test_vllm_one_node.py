@@ -22,7 +22,7 @@ FAKE_DIR = Path(__file__).parent / "fake_vllm"
 NAME = "vllm-one-node"
 
 
-def one_node_file(path: Path, port: int, name: str = NAME) -> None:
+def one_node_file(path: Path, port: int, name: str = NAME, engine_extra: str = "") -> None:
     path.write_text(f"""name = "{name}"
 [[nodes]]
 name = "gpu"
@@ -35,6 +35,7 @@ api_host = "127.0.0.1"
 port = {port}
 jit_cache_dir = "{path.parent / "jit"}"
 stall_window_s = 60
+{engine_extra}
 [model]
 path = "/models/smollm2-bf16"
 served_name = "smollm2"
@@ -46,16 +47,28 @@ gpu_memory_utilization = 0.3
 
 
 def sparkrig(
-    *args: str, engine: EngineInstall, bundled_model: Path, mode: str = "", path: str = ""
+    *args: str,
+    engine: EngineInstall,
+    bundled_model: Path,
+    mode: str = "",
+    path: str = "",
+    extra_env: dict[str, str] | None = None,
+    cwd: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
+    env = dict(os.environ) | (extra_env or {})
     env["PATH"] = path or f"{FAKE_DIR}:{env['PATH']}"
     env["FAKE_VLLM_LLAMA_SERVER"] = str(engine.server_binary)
     env["FAKE_VLLM_GGUF"] = str(bundled_model)
     env["FAKE_VLLM_LLAMA_ARGS"] = " ".join(engine.server_args)
     env["FAKE_VLLM_MODE"] = mode
     return subprocess.run(
-        [SPARKRIG, *args], capture_output=True, text=True, timeout=180, check=False, env=env
+        [SPARKRIG, *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+        env=env,
+        cwd=cwd,
     )
 
 

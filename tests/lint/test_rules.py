@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from sparkrig.cli import app
 from sparkrig.config.cluster import Cluster
+from sparkrig.engines.vllm.knowledge import knowledge_for, known_versions
 from sparkrig.lint import lint_cluster, rules
 from sparkrig.recipes import load_recipe, recipe_names, recipe_path
 
@@ -187,3 +188,44 @@ def test_reasoning_none_with_thinking_reads_the_kwargs_as_the_server_does() -> N
         assert "reasoning-none-with-thinking" in _rules_hit(cluster), kwargs
     off = _with(PAIR, profile={"default_reasoning_effort": "none"})  # the recipe: thinking false
     assert "reasoning-none-with-thinking" not in _rules_hit(off)
+
+
+# the rules whose facts hold on one runtime only, and a phrase their findings must carry
+RUNTIME_SPECIFIC = {
+    "dspark-k": "dspark-legacy image (vLLM 0.21.1rc1 + B12X)",
+    "spec-repetition-penalty": "dspark-legacy image (vLLM 0.21.1rc1 + B12X)",
+    "dsv4-block-size": "vLLM 0.27.1 port",
+    "capture-size-multiple": "V1 model runner",
+    "capture-size-covers-batch": "either model runner",
+}
+
+
+def test_every_runtime_specific_rule_names_its_runtime_in_each_finding() -> None:
+    """A rule marked with the runtime it rests on says that runtime in the message itself (the
+    summary alone is not what a user reads), and the release where the data is vLLM's own."""
+    marked = {entry.name: entry.runtime for entry in rules() if entry.runtime is not None}
+    assert set(marked) == set(RUNTIME_SPECIFIC)
+    for name, runtime in marked.items():
+        assert runtime is not None
+        assert RUNTIME_SPECIFIC[name] in runtime, name
+        findings = [f for f in lint_cluster(BAD_EXAMPLES[name]) if f.rule == name]
+        assert findings, name
+        for finding in findings:
+            assert runtime in finding.message, (name, finding.message)
+            if KNOWLEDGE in finding.source:
+                assert "vLLM 0.30.0" in finding.message, (name, finding.message)
+
+
+def test_dspark_k_says_stock_vllm_takes_dspark_and_judges_the_legacy_image() -> None:
+    """Every release sparkrig has data for lists dspark among its speculative methods, so the
+    rule cannot say stock vLLM lacks it; the k ≤ 5 limit is the dspark-legacy image's."""
+    for version in known_versions():
+        spec = knowledge_for(version).flags["--spec-method"]
+        assert spec.choices is not None
+        assert "dspark" in spec.choices, version
+    summary = next(entry.summary for entry in rules() if entry.name == "dspark-k")
+    assert "no dspark method" not in summary
+    assert "Stock vLLM takes method dspark too" in summary
+    unset = _with(PAIR, profile={"speculative": _spec(num_speculative_tokens=7, runtime=None)})
+    [finding] = [f for f in lint_cluster(unset) if f.rule == "dspark-k"]
+    assert "what an unset speculative.runtime means" in finding.message

@@ -18,8 +18,10 @@ from sparkrig.engines.vllm.launch import capture_size_for, profile_args
 from sparkrig.launch.cluster_plan import plan_launch
 from sparkrig.lint import lint_cluster
 from sparkrig.recipes import load_recipe, recipe_names
+from sparkrig.wire.reasoning_families import FAMILIES
 
 PAIR = "dsv4-flash-0731-tp2-pair"
+TRIANGLE_V41 = "dsv41-flash-1017-tp3-triangle"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 VLLM_EXAMPLES = sorted(p for p in EXAMPLES.glob("*.toml") if 'kind = "vllm"' in p.read_text())
 
@@ -129,6 +131,88 @@ def test_a_reasoning_model_without_a_parser_is_warned_and_the_parser_is_rendered
     plan = plan_launch(load_recipe(PAIR), local_state_dir=Path("/state"), require_executors=False)
     head = next(p for p in plan.processes if p.role == "head")
     assert head.argv[head.argv.index("--reasoning-parser") + 1] == "deepseek_v4"
+
+
+def _parser_findings(cluster: Cluster) -> list[tuple[str, str, str]]:
+    return [
+        (f.severity, f.message, f.fix)
+        for f in lint_cluster(cluster)
+        if f.rule == "reasoning-parser-set"
+    ]
+
+
+def test_lint_asks_for_the_parser_the_family_registry_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One table: a family that exists only in sparkrig.wire.reasoning_families is linted, and
+    the parser asked for is the one its entry names (olmo3: in every release read)."""
+    model = {"path": "/models/Zeta-Reasoner-7B", "served_name": "zeta"}
+    cluster = _with(PAIR, engine={"reasoning_parser": None}, model=model)
+    assert _parser_findings(cluster) == []
+    zeta = FAMILIES.get("qwen3").model_copy(
+        update={
+            "name": "zeta",
+            "models": ("*zeta-reasoner*",),
+            "vllm_reasoning_parsers": ("olmo3",),
+        }
+    )
+    monkeypatch.setitem(FAMILIES._entries, "zeta", zeta)
+    [(severity, message, fix)] = _parser_findings(cluster)
+    assert severity == "warning"
+    assert "family zeta" in message
+    assert fix == "set engine.reasoning_parser = 'olmo3'"
+
+
+def test_deepseek_v41_takes_deepseek_v41_where_the_release_ships_it() -> None:
+    """vLLM ships deepseek_v41 from 0.30.0 (not in 0.26.0 or 0.29.0): the V4.1 recipes, which
+    declare 0.30, render it; deepseek_v4 on 0.30 is warned with the tool-call marker it misses;
+    on 0.29 deepseek_v41 is an error naming 0.30.0, and deepseek_v4 is the one asked for."""
+    assert [
+        v for v in known_versions() if "deepseek_v41" in knowledge_for(v).reasoning_parsers
+    ] == [
+        "0.30.0",
+        "0.33.0",
+    ]
+    cluster = load_recipe(TRIANGLE_V41)
+    assert cluster.engine is not None
+    assert cluster.engine.reasoning_parser == "deepseek_v41"
+    assert _parser_findings(cluster) == []
+    head = next(
+        p
+        for p in plan_launch(
+            cluster, local_state_dir=Path("/state"), require_executors=False
+        ).processes
+        if p.role == "head"
+    )
+    assert head.argv[head.argv.index("--reasoning-parser") + 1] == "deepseek_v41"
+
+    [(severity, message, fix)] = _parser_findings(
+        _with(TRIANGLE_V41, engine={"reasoning_parser": "deepseek_v4"})
+    )
+    assert severity == "warning"
+    assert "vLLM 0.30.0 ships 'deepseek_v41'" in message
+    assert "<｜DSML｜ calls>" in message
+    assert fix == "set engine.reasoning_parser = 'deepseek_v41'"
+
+    on_029 = _with(TRIANGLE_V41, engine={"version": "0.29"})
+    [(severity, message, _)] = _parser_findings(on_029)
+    assert severity == "error"
+    assert "vLLM 0.29.0 has no reasoning parser 'deepseek_v41' (vLLM 0.30.0 has it)" in message
+    unset_029 = _with(TRIANGLE_V41, engine={"version": "0.29", "reasoning_parser": None})
+    [(_, _, fix)] = _parser_findings(unset_029)
+    assert fix == "set engine.reasoning_parser = 'deepseek_v4'"
+    assert (
+        _parser_findings(
+            _with(TRIANGLE_V41, engine={"version": "0.29", "reasoning_parser": "deepseek_v4"})
+        )
+        == []
+    )
+
+
+def test_every_parser_the_registry_names_is_one_vllm_ships() -> None:
+    shipped = {name for v in known_versions() for name in knowledge_for(v).reasoning_parsers}
+    for family in FAMILIES.entries():
+        assert set(family.vllm_reasoning_parsers) <= shipped, family.name
 
 
 def _rendered_serve_options(cluster: Cluster) -> list[list[str]]:

@@ -21,7 +21,9 @@ from sparkrig.wire.reasoning_families import (
     ("model", "family"),
     [
         ("deepseek-v4-flash-dspark", "deepseek-v4"),
-        ("DeepSeek-V4.1-Flash-1017", "deepseek-v4"),
+        ("DeepSeek-V4.1-Flash-1017", "deepseek-v4.1"),
+        ("/mnt/hf-cache/DeepSeek-V4-Flash-0731", "deepseek-v4"),
+        ("deepseek-ai/DeepSeek-R1-0528", "deepseek-r1"),
         ("glm-5.3-flash", "glm-5"),
         ("Qwen3-8B", "qwen3"),
         ("openai/gpt-oss-120b", "gpt-oss"),
@@ -34,7 +36,15 @@ def test_a_model_id_finds_its_family(model: str | None, family: str) -> None:
 
 
 def test_every_family_cites_its_notes_and_says_where_the_reports_are_silent() -> None:
-    assert FAMILIES.names() == ["deepseek-v4", "glm-5", "qwen3", "gpt-oss", "think-tags"]
+    assert FAMILIES.names() == [
+        "deepseek-v4.1",
+        "deepseek-v4",
+        "deepseek-r1",
+        "glm-5",
+        "qwen3",
+        "gpt-oss",
+        "think-tags",
+    ]
     for family in FAMILIES.entries():
         assert "docs/field-notes.md#" in family.source
         if family.reply_key is None or family.think_in_prompt is None:
@@ -44,7 +54,17 @@ def test_every_family_cites_its_notes_and_says_where_the_reports_are_silent() ->
     assert deepseek.think_in_prompt is True
     assert "content null" in deepseek.efforts["none"]
     assert "79 tokens" in deepseek.efforts["max"]
-    assert "how a request turns thinking on or off" in FAMILIES.get("glm-5").silent
+    glm = FAMILIES.get("glm-5")
+    assert "how a request turns thinking on or off" in glm.silent
+    assert glm.vllm_reasoning_parsers == ()
+    assert any("no report serves GLM-5.x" in line for line in glm.silent)
+    v41 = FAMILIES.get("deepseek-v4.1")
+    assert v41.vllm_reasoning_parsers == ("deepseek_v41", "deepseek_v4")
+    assert (v41.switch_key, v41.reply_key, v41.efforts) == (
+        deepseek.switch_key,
+        deepseek.reply_key,
+        deepseek.efforts,
+    )
 
 
 def test_each_family_is_asked_to_think_its_own_way() -> None:

@@ -137,8 +137,9 @@ class EngineSettings(FrozenModel):
     )
     reasoning_parser: str | None = Field(
         default=None,
-        description="vLLM --reasoning-parser (e.g. deepseek_v4, glm45): fills the reply's "
-        "`reasoning` field; lint warns when a reasoning model has none",
+        description="vLLM --reasoning-parser (e.g. deepseek_v4, deepseek_v41): fills the reply's "
+        "`reasoning` field; lint asks for the one the model's family names "
+        "(sparkrig.wire.reasoning_families)",
     )
     container: ContainerSettings = Field(
         default_factory=ContainerSettings,
@@ -178,7 +179,7 @@ class SpeculativeSettings(FrozenModel):
         default=None,
         description="DSpark runtime lineage: dspark-legacy hardcodes a block width of 5 "
         "(docs/field-notes.md#dspark-k-block-5); anemll sizes the draft block from k "
-        "(docs/field-notes.md#dspark-k-anemll)",
+        "(docs/field-notes.md#dspark-k-anemll); unset, lint judges k as on dspark-legacy",
     )
     prompt_lookup_max: int | None = Field(
         default=None, ge=1, description="ngram method: longest n-gram looked up in the prompt"

@@ -35,16 +35,24 @@ class Rule:
     summary: str
     source: str
     check: RuleCheck
+    runtime: str | None = None
+    """the runtime whose behaviour the rule rests on, where it is not every vLLM: every finding's
+    message names it (tests/lint/test_rules.py holds each rule to that)"""
 
 
 RULES: Registry[Rule] = Registry("lint rule")
 
 
-def rule(name: str, summary: str, source: str) -> Callable[[RuleCheck], RuleCheck]:
-    """Register a rule; `check(cluster, profile, profile_key)` returns its findings."""
+def rule(
+    name: str, summary: str, source: str, runtime: str | None = None
+) -> Callable[[RuleCheck], RuleCheck]:
+    """Register a rule; `check(cluster, profile, profile_key)` returns its findings. `runtime`
+    names the runtime a rule's facts were measured on, when they hold for no other known."""
 
     def register(check: RuleCheck) -> RuleCheck:
-        RULES.add(name, Rule(name=name, summary=summary, source=source, check=check))
+        RULES.add(
+            name, Rule(name=name, summary=summary, source=source, check=check, runtime=runtime)
+        )
         return check
 
     return register

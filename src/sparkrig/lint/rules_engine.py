@@ -21,6 +21,11 @@ UNIFIED_MEMORY_MIXED_EVIDENCE = 0.85  # crashed in one report, validated in anot
 DSPARK_BLOCK_WIDTH = 5
 # Compressed-MLA layers carry compress_ratio 128 (field notes: kv-block-256).
 DSV4_COMPRESS_RATIO = 128
+# The runtimes rules below were measured on; each finding names its own (Rule.runtime).
+# The two-node DSpark recipe's image (field notes: dspark-k-block-5, spec-repetition-penalty).
+DSPARK_LEGACY_IMAGE = "the dspark-legacy image (vLLM 0.21.1rc1 + B12X)"
+# The two-node port write-up (report 000 part 2; field notes: kv-block-256).
+DSV4_PORT = "a vLLM 0.27.1 port with SM120 decode kernels"
 
 
 def _honours(cluster: Cluster, setting: str) -> bool:
@@ -37,9 +42,12 @@ def _jit_caches(cluster: Cluster) -> tuple[tuple[str, str], ...]:
 
 @rule(
     "dspark-k",
-    "k ≤ 5 on the DSpark runtime (k = 7 and k = 10 measured failing; the dspark-legacy image: "
-    "vLLM 0.21.1rc1 + B12X, not stock vLLM, which has no dspark method)",
+    f"k ≤ 5 for DSpark on {DSPARK_LEGACY_IMAGE}, whose DSpark branch pins the draft block to "
+    "dspark_block_size = 5 (k = 7 and k = 10 measured failing); a speculative.runtime left unset "
+    "is judged as that image. Stock vLLM takes method dspark too (every release in "
+    "engines/vllm/knowledge/), but no report measured it above k = 5; runtime = anemll is exempt",
     "docs/field-notes.md#dspark-k-block-5",
+    runtime=DSPARK_LEGACY_IMAGE,
 )
 def dspark_k(cluster: Cluster, profile: ServingProfile, key: str) -> list[LintFinding]:
     spec = profile.speculative
@@ -56,10 +64,12 @@ def dspark_k(cluster: Cluster, profile: ServingProfile, key: str) -> list[LintFi
             "dspark-k",
             "error",
             f"{key}.speculative.num_speculative_tokens",
-            f"k = {k} on the DSpark runtime: the draft hardcodes a block width of 5, so the boot "
-            "guard rejects it or the first generation crashes (tensor a (7) vs b (5))"
-            + (f"; a multiple of 5 is no way out: {measured}" if measured else ""),
-            "use k ≤ 5, or set speculative.runtime = 'anemll' on that image",
+            f"k = {k} for DSpark on {DSPARK_LEGACY_IMAGE} (what an unset speculative.runtime "
+            "means): the draft hardcodes a block width of 5, so the boot guard rejects it or the "
+            "first generation crashes (tensor a (7) vs b (5))"
+            + (f"; a multiple of 5 is no way out: {measured}" if measured else "")
+            + "; stock vLLM's dspark method was not measured above k = 5",
+            "use k ≤ 5, or set speculative.runtime = 'anemll' on the anemll image",
             "docs/field-notes.md#dspark-k-block-5",
         )
     ]
@@ -67,8 +77,10 @@ def dspark_k(cluster: Cluster, profile: ServingProfile, key: str) -> list[LintFi
 
 @rule(
     "spec-repetition-penalty",
-    "no repetition_penalty on the speculative path",
+    f"no repetition_penalty on the speculative path (a crash risk on {DSPARK_LEGACY_IMAGE}'s "
+    "DSpark path; other runtimes and methods unmeasured)",
     "docs/field-notes.md#spec-repetition-penalty",
+    runtime=DSPARK_LEGACY_IMAGE,
 )
 def spec_repetition_penalty(
     cluster: Cluster, profile: ServingProfile, key: str
@@ -81,7 +93,8 @@ def spec_repetition_penalty(
             "error",
             f"{key}.generation_overrides",
             "a server-side repetition_penalty on the speculative-decoding path is a documented "
-            "crash risk (illegal memory access), and it does not fix garble",
+            f"crash risk (illegal memory access) on {DSPARK_LEGACY_IMAGE}, and it does not fix "
+            "garble",
             "remove repetition_penalty from generation_overrides",
             "docs/field-notes.md#spec-repetition-penalty",
         )
@@ -192,8 +205,10 @@ def jit_cache_local(cluster: Cluster, profile: ServingProfile, key: str) -> list
 
 @rule(
     "dsv4-block-size",
-    "DeepSeek-V4 main KV store keeps block 256",
+    f"DeepSeek-V4 main KV store keeps block 256 (block 64 over the compress ratio 128 gave 0 on "
+    f"{DSV4_PORT})",
     "docs/field-notes.md#kv-block-256",
+    runtime=DSV4_PORT,
 )
 def dsv4_block_size(cluster: Cluster, profile: ServingProfile, key: str) -> list[LintFinding]:
     block = profile.block_size
@@ -205,10 +220,9 @@ def dsv4_block_size(cluster: Cluster, profile: ServingProfile, key: str) -> list
             "dsv4-block-size",
             "error",
             f"{key}.block_size",
-            f"block_size {block} on DeepSeek-V4: compressed-MLA storage is block // 128 = "
-            f"{block // DSV4_COMPRESS_RATIO} (ZeroDivisionError at 64); the SM120 decode gate "
-            "wants "
-            "64 only for the sliding-window cache, which keeps its own 64",
+            f"block_size {block} on DeepSeek-V4: on {DSV4_PORT}, compressed-MLA storage is "
+            f"block // 128 = {block // DSV4_COMPRESS_RATIO} (ZeroDivisionError at 64); the SM120 "
+            "decode gate wants 64 only for the sliding-window cache, which keeps its own 64",
             "keep the main store at 256 and let SWA keep its own 64",
             "docs/field-notes.md#kv-block-256",
         )

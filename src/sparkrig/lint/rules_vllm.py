@@ -12,22 +12,18 @@ from sparkrig.engines.vllm.capture_sizes import (
     covering_capture_size,
     full_verify_batch,
 )
-from sparkrig.engines.vllm.knowledge import VllmKnowledge, knowledge_for
+from sparkrig.engines.vllm.knowledge import VllmKnowledge, knowledge_for, known_versions
 from sparkrig.engines.vllm.launch import api_args, capture_size_for, profile_args
 from sparkrig.errors import ConfigError
 from sparkrig.lint.findings import LintFinding, rule
+from sparkrig.wire.reasoning_families import family_of
 
 KNOWLEDGE_SOURCE = "src/sparkrig/engines/vllm/knowledge/vllm-{}.json"
-# Model families that think before they answer, and the vLLM reasoning parser each needs:
-# DeepSeek-V4
-# from the field notes (think-in-prompt), the rest by the names in vLLM's own registry
-# (vllm/reasoning/__init__.py, every release read). Matched in the lower-cased model path.
-REASONING_FAMILIES: tuple[tuple[str, str], ...] = (
-    ("deepseek-v4", "deepseek_v4"),
-    ("deepseek-r1", "deepseek_r1"),
-    ("qwen3", "qwen3"),
-    ("gpt-oss", "openai_gptoss"),
-)
+# Where the capture-size data holds (the extraction's setup, engines/vllm/capture_sizes.py):
+# vLLM's "No valid cudagraph sizes" is the V1 model runner's; the largest captured decode batch
+# is the same on both runners.
+V1_RUNNER = "vLLM's V1 model runner (FULL decode graphs, no sequence parallelism)"
+EITHER_RUNNER = "FULL decode graphs, no sequence parallelism, either model runner"
 
 
 def _knowledge(cluster: Cluster) -> VllmKnowledge | None:
@@ -93,9 +89,10 @@ def vllm_argv_parses(cluster: Cluster, profile: ServingProfile, key: str) -> lis
 
 @rule(
     "capture-size-multiple",
-    "vLLM finds a CUDA-graph size for a k+1-token verify step (the V1 model runner's check; "
-    "FULL decode graphs, no sequence parallelism)",
+    f"vLLM finds a CUDA-graph size for a k+1-token verify step (the check of {V1_RUNNER}; the V2 "
+    "runner starts and captures no decode graph)",
     "docs/field-notes.md#capture-size-seqs-k1",
+    runtime=V1_RUNNER,
 )
 def capture_size_multiple(cluster: Cluster, profile: ServingProfile, key: str) -> list[LintFinding]:
     spec, size = profile.speculative, capture_size_for(profile)
@@ -112,7 +109,8 @@ def capture_size_multiple(cluster: Cluster, profile: ServingProfile, key: str) -
             "error",
             f"{key}.max_cudagraph_capture_size",
             f"{size} holds no verify step of k+1 = {k + 1} tokens once vLLM {knowledge.version} "
-            "cuts it to its capture grid: engine init fails with 'No valid cudagraph sizes'",
+            f"cuts it to its capture grid: on {V1_RUNNER} engine init fails with 'No valid "
+            "cudagraph sizes' (the V2 runner starts and captures no decode graph)",
             "leave max_cudagraph_capture_size out to have it derived, or raise it to "
             f"{covering_capture_size(profile.max_num_seqs or 1, k, batched)}",
             f"docs/field-notes.md#capture-size-seqs-k1, {_source(knowledge)}",
@@ -122,9 +120,10 @@ def capture_size_multiple(cluster: Cluster, profile: ServingProfile, key: str) -
 
 @rule(
     "capture-size-covers-batch",
-    "a full verify batch, max_num_seqs × (k+1), hits a graph vLLM really captures (FULL "
-    "decode graphs, no sequence parallelism; both model runners)",
+    "a full verify batch, max_num_seqs × (k+1), hits a graph vLLM really captures "
+    f"({EITHER_RUNNER})",
     "docs/field-notes.md#cold-concurrent-garble",
+    runtime=EITHER_RUNNER,
 )
 def capture_size_covers_batch(
     cluster: Cluster, profile: ServingProfile, key: str
@@ -144,7 +143,8 @@ def capture_size_covers_batch(
             "capture-size-covers-batch",
             "warning",
             f"{key}.max_cudagraph_capture_size",
-            f"vLLM {knowledge.version} cuts {size} to its capture grid and rounds to multiples of "
+            f"vLLM {knowledge.version} ({EITHER_RUNNER}) cuts {size} to its capture grid and "
+            "rounds to multiples of "
             f"k+1 = {k + 1}: the largest captured batch is {captured.largest} tokens, short of "
             f"max_num_seqs × (k+1) = {full}, so a full concurrent batch runs an uncaptured graph "
             "(the cold-start garble of the report)",
@@ -154,40 +154,59 @@ def capture_size_covers_batch(
     ]
 
 
+def _first_release_with_parser(name: str) -> str | None:
+    return next((v for v in known_versions() if name in knowledge_for(v).reasoning_parsers), None)
+
+
 @rule(
     "reasoning-parser-set",
-    "a reasoning model is served with vLLM's reasoning parser for its family",
+    "a reasoning model is served with the vLLM reasoning parser its family's registry entry "
+    "names (sparkrig.wire.reasoning_families), the best one the release ships",
     "docs/field-notes.md#think-in-prompt",
 )
 def reasoning_parser_set(cluster: Cluster, profile: ServingProfile, key: str) -> list[LintFinding]:
     knowledge = _knowledge(cluster)
     if knowledge is None or cluster.engine is None or cluster.model is None:
         return []
-    path = cluster.model.path.lower()
-    parser = next((name for family, name in REASONING_FAMILIES if family in path), None)
+    family = family_of(cluster.model.path)
     chosen = cluster.engine.reasoning_parser
     known = knowledge.reasoning_parsers
     if chosen is not None and known and chosen not in known:
+        first = _first_release_with_parser(chosen)
         return [
             LintFinding(
                 "reasoning-parser-set",
                 "error",
                 "engine.reasoning_parser",
-                f"vLLM {knowledge.version} has no reasoning parser {chosen!r}",
+                f"vLLM {knowledge.version} has no reasoning parser {chosen!r}"
+                + (f" (vLLM {first} has it)" if first else ""),
                 f"use one of {', '.join(known)}",
                 _source(knowledge),
             )
         ]
-    if parser is None or chosen is not None:
-        return []
+    wanted = family.vllm_reasoning_parsers
+    best = next((name for name in wanted if not known or name in known), None)
+    if best is None or chosen == best or (chosen is not None and chosen not in wanted):
+        return []  # no parser named for the family (GLM-5.x: the reports are silent), or the
+        # user's own choice outside the registry's list
+    if chosen is None:
+        message = (
+            f"{cluster.model.path} is a reasoning model (family {family.name}) served without "
+            "--reasoning-parser: the reply's `reasoning` field stays empty and the thinking "
+            "lands in `content`"
+        )
+    else:
+        message = (
+            f"{cluster.model.path} (family {family.name}) runs {chosen!r} while vLLM "
+            f"{knowledge.version} ships {best!r} for it: {family.vllm_parser_why}"
+        )
     return [
         LintFinding(
             "reasoning-parser-set",
             "warning",
             "engine.reasoning_parser",
-            f"{cluster.model.path} is a reasoning model served without --reasoning-parser: the "
-            "reply's `reasoning` field stays empty and the thinking lands in `content`",
-            f"set engine.reasoning_parser = {parser!r}",
-            _source(knowledge),
+            message,
+            f"set engine.reasoning_parser = {best!r}",
+            f"src/sparkrig/wire/reasoning_families.py, {_source(knowledge)}",
         )
     ]

@@ -1,10 +1,13 @@
 """How each model family is asked to think, and where its reply carries the thinking: one
-registry entry per family (DeepSeek V4/V4.1, GLM-5.x, Qwen3, gpt-oss, a generic `<think>` one).
+registry entry per family (DeepSeek V4.1, DeepSeek V4, DeepSeek-R1, GLM-5.x, Qwen3, gpt-oss, a
+generic `<think>` one).
 
-The gateway (which requests are reasoning ones), the guards (how to ask for thinking) and the
-bench read this one table. What an entry says comes from docs/field-notes.md; where the field
-reports are silent the entry says so in `silent`, and the value it carries there is the
-project's, not a report's.
+The gateway (which requests are reasoning ones), the guards (how to ask for thinking), the bench
+and lint (which vLLM `--reasoning-parser` a model needs) read this one table. What an entry says
+of thinking comes from docs/field-notes.md; where the field reports are silent the entry says so
+in `silent`, and the value it carries there is the project's, not a report's. The vLLM parser
+names are vLLM's own (the `reasoning_parsers` of src/sparkrig/engines/vllm/knowledge/, every
+release read).
 
 `thinking_asked` reads a request the way the server will: the switch in the request's
 `chat_template_kwargs` (any family's key), a `reasoning_effort` at the top level or inside
@@ -58,6 +61,17 @@ class ReasoningFamily(BaseModel):
         default=False,
         description="ask for thinking with every known switch key (a model no family matches)",
     )
+    vllm_reasoning_parsers: tuple[str, ...] = Field(
+        default=(),
+        description="the names vLLM's --reasoning-parser takes for this family, best first; lint "
+        "asks for the first one the target release ships (empty: sparkrig names none, and "
+        "`silent` says why)",
+    )
+    vllm_parser_why: str = Field(
+        default="",
+        description="what goes wrong under a later name of vllm_reasoning_parsers when the "
+        "release ships the first",
+    )
     silent: tuple[str, ...] = Field(default=(), description="what the field reports do not say")
     source: str = Field(description="the field notes the entry rests on")
 
@@ -88,30 +102,74 @@ class ReasoningFamily(BaseModel):
 
 FAMILIES: Registry[ReasoningFamily] = Registry("reasoning family")
 
+# DeepSeek V4 and V4.1 think alike (field notes: reasoning-families, one row for both) but take
+# different vLLM parsers: deepseek_v41 (in the knowledge data from 0.30.0, not in 0.26.0 or
+# 0.29.0) is deepseek_v4's state machine with V4.1's spaced DSML tool-call markers
+# (vllm/parser/deepseek_v41.py). V4.1 is registered first: its globs are narrower than V4's.
+DEEPSEEK_V4 = ReasoningFamily(
+    name="deepseek-v4",
+    models=("*deepseek*v4*", "*deepseek-v4*", "*ds4*"),
+    switch_key="thinking",
+    effort_turns_on=True,
+    think_in_prompt=True,
+    reply_key="reasoning",
+    close_tag_in_content=(
+        "the server lacks --reasoning-parser deepseek_v4 and its --reasoning-config"
+    ),
+    efforts={
+        "none": "chat-mode prompt; with thinking on the parser still expects </think> and "
+        "files the whole reply as reasoning, content null",
+        "low": "thinking on; adds nothing to the prompt",
+        "medium": "thinking on; adds nothing to the prompt",
+        "high": "thinking on; adds nothing to the prompt (the vendor's low)",
+        "max": "thinking on; adds the model's high text (79 tokens), not its max text",
+        "xhigh": "as max",
+    },
+    vllm_reasoning_parsers=("deepseek_v4",),
+    source="docs/field-notes.md#think-in-prompt, #reasoning-key, #reasoning-none-thinking, "
+    "#reasoning-effort-levels",
+)
 FAMILIES.add(
-    "deepseek-v4",
+    "deepseek-v4.1",
+    DEEPSEEK_V4.model_copy(
+        update={
+            "name": "deepseek-v4.1",
+            "models": ("*deepseek*v4.1*", "*deepseek*v41*", "*ds4.1*", "*ds41*"),
+            "close_tag_in_content": "the server lacks --reasoning-parser deepseek_v41 "
+            "(deepseek_v4 before vLLM 0.30) and its --reasoning-config",
+            "vllm_reasoning_parsers": ("deepseek_v41", "deepseek_v4"),
+            "vllm_parser_why": "deepseek_v4 does not know V4.1's spaced DSML tool-call marker "
+            "(<｜DSML｜ calls>), so a tool call the model opens before </think> stays in "
+            "`reasoning` (vllm/parser/deepseek_v41.py)",
+            "silent": (
+                "V4.1's effort table is reported only as a cache effect, not per value: the "
+                "efforts are V4's",
+                "which --reasoning-parser: no report names one for V4.1; deepseek_v41 is "
+                "vLLM's own parser for it (from 0.30), deepseek_v4 the older releases' only one",
+            ),
+        }
+    ),
+)
+FAMILIES.add("deepseek-v4", DEEPSEEK_V4)
+FAMILIES.add(
+    "deepseek-r1",
     ReasoningFamily(
-        name="deepseek-v4",
-        models=("*deepseek*v4*", "*deepseek-v4*", "*ds4*"),
-        switch_key="thinking",
-        effort_turns_on=True,
-        think_in_prompt=True,
-        reply_key="reasoning",
-        close_tag_in_content=(
-            "the server lacks --reasoning-parser deepseek_v4 and its --reasoning-config"
+        name="deepseek-r1",
+        models=("*deepseek*r1*",),
+        switch_key=None,
+        effort_turns_on=False,
+        think_in_prompt=None,
+        reply_key=None,
+        close_tag_in_content="the server's reasoning parser did not split the reply",
+        efforts={},
+        vllm_reasoning_parsers=("deepseek_r1",),
+        silent=(
+            "the family is not in the reports: it is here for vLLM's deepseek_r1 parser, which "
+            "lint asks for",
+            "how a request turns thinking on or off",
+            "where the reply carries the reasoning",
         ),
-        efforts={
-            "none": "chat-mode prompt; with thinking on the parser still expects </think> and "
-            "files the whole reply as reasoning, content null",
-            "low": "thinking on; adds nothing to the prompt",
-            "medium": "thinking on; adds nothing to the prompt",
-            "high": "thinking on; adds nothing to the prompt (the vendor's low)",
-            "max": "thinking on; adds the model's high text (79 tokens), not its max text",
-            "xhigh": "as max",
-        },
-        silent=("V4.1's effort table is reported only as a cache effect, not per value",),
-        source="docs/field-notes.md#think-in-prompt, #reasoning-key, #reasoning-none-thinking, "
-        "#reasoning-effort-levels",
+        source="docs/field-notes.md#reasoning-families",
     ),
 )
 FAMILIES.add(
@@ -129,6 +187,8 @@ FAMILIES.add(
             "how a request turns thinking on or off",
             "where the reply carries the reasoning",
             "what reasoning_effort does",
+            "which --reasoning-parser: vLLM ships glm45 and glm47 (GLM-4.5's and 4.7's, every "
+            "release read), but no report serves GLM-5.x with one, so lint asks for none",
         ),
         source="docs/field-notes.md#reasoning-families (the reports serve GLM-5.3-Flash but "
         "describe no thinking switch for it)",
@@ -145,6 +205,7 @@ FAMILIES.add(
         reply_key=None,
         close_tag_in_content="the server's reasoning parser did not split the reply",
         efforts={"none": "read as thinking off by sparkrig (the project's reading)"},
+        vllm_reasoning_parsers=("qwen3",),
         silent=(
             "the family is not in the reports: enable_thinking is the key sparkrig's gateway "
             "already honoured, not a reported fact",
@@ -168,6 +229,7 @@ FAMILIES.add(
             "medium": "thinking on",
             "high": "thinking on",
         },
+        vllm_reasoning_parsers=("openai_gptoss",),
         silent=(
             "the family is not in the reports: a top-level reasoning_effort as its switch is "
             "the project's reading",
