@@ -1,14 +1,23 @@
 """A paced replay's schedule and summary (bench/soak_pacing.py), and the prompts a replay builds
 from Mooncake prefix blocks (bench/soak_traffic.py): records that share leading hash_ids get
-prompts that share exactly those blocks' text, and records that do not, do not."""
+prompts that share exactly those blocks' text, and records that do not, do not; and a client
+that falls behind its schedule reads late."""
 
 from __future__ import annotations
 
+import asyncio
+import time
+from pathlib import Path
+
 import pytest
 
+from sparkrig.bench.soak import SoakRun, new_receipt
 from sparkrig.bench.soak_pacing import paced_replay, pacing_summary
-from sparkrig.bench.soak_traffic import replay_request
+from sparkrig.bench.soak_receipt import save_soak_receipt
+from sparkrig.bench.soak_traffic import replay_request, replayed_traffic
+from sparkrig.client import EndpointClient
 from sparkrig.wire.workload_log import WorkloadRecord
+from tests.gateway.fake_upstream import FakeUpstream, serve_fake
 
 
 def record(time: float, blocks: list[int] | None = None, tokens: int = 128) -> WorkloadRecord:
@@ -68,3 +77,39 @@ def test_the_summary_sets_the_offered_schedule_against_the_achieved_sends() -> N
     empty = pacing_summary(replay, [], [], [])
     assert (empty.sent, empty.late_ms_p99, empty.offered_per_s) == (0, None, None)
     assert "sent late by —" in empty.describe()
+
+
+async def test_a_client_that_cannot_keep_the_schedule_reads_late(tmp_path: Path) -> None:
+    """The fault the lateness figures exist for: the client's event loop held for 0.3 s just
+    before a request is due (as a busy client would) sends it late by about that, and the
+    figures say so, while the request due before the hold reads on time. Against a local
+    stand-in server (tests/gateway/fake_upstream.py), as the figures are the client's own."""
+    replay = paced_replay("m", [record(0), record(0.5)], speed=1)
+
+    async def hold_the_loop() -> None:
+        await asyncio.sleep(0.35)
+        time.sleep(0.3)  # noqa: ASYNC251 - the fault: the loop held, nothing runs until 0.65 s
+
+    upstream = FakeUpstream(reply_for=lambda body: "A plain reply.")
+    receipt = new_receipt("", "m", "replay", concurrency=1, duration_s=10, window_s=10, seed=0)
+    async with serve_fake(upstream) as url, EndpointClient(url) as client:
+        run = SoakRun(
+            client,
+            receipt,
+            replayed_traffic("m", replay.records),
+            metrics_url=None,
+            on_window=lambda r: save_soak_receipt(r, tmp_path / "soak.json"),
+            paced=replay,
+        )
+        hog = asyncio.create_task(hold_the_loop())
+        done = await run.run()
+        await hog
+    assert done.pacing is not None
+    assert done.pacing.sent == 2
+    assert done.pacing.late_ms_max is not None
+    assert done.pacing.late_ms_max >= 100  # due at 0.5 s, the loop free at about 0.65 s
+    assert done.pacing.late_ms_p50 is not None
+    assert done.pacing.late_ms_p50 < 50  # the first, due at 0, on time
+    assert done.pacing.achieved_per_s is not None
+    assert done.pacing.offered_per_s == pytest.approx(2.0)
+    assert done.pacing.achieved_per_s < 2.0
