@@ -127,6 +127,7 @@ async def test_a_paced_replay_of_an_otel_export_runs_and_its_receipt_holds_the_p
     assert saved["pacing"]["sent"] == 2
     assert saved["pacing"]["trace_span_s"] == 0.5
     assert saved["windows"][-1]["end_s"] < 30  # the trace ended the run
+    assert "paced x4: 2 of 2 trace requests sent" in receipt.with_suffix(".html").read_text()
     # by start time: the completion span (its output count as the budget), then the chat span
     # (its gen_ai.request.max_tokens)
     assert [b["max_tokens"] for b in upstream.received] == [8, 100]

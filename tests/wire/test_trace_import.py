@@ -271,6 +271,13 @@ def test_a_hostile_otel_span_is_refused_with_its_place_and_attribute(
     assert "resourceSpans[0].scopeSpans[0].spans[1]" in str(refused.value)
 
 
+def test_spans_further_apart_than_a_trace_spans_are_refused(tmp_path: Path) -> None:
+    late = {**CHAT, "startTimeUnixNano": str(T0 + 40 * 86_400 * 10**9), "endTimeUnixNano": "0"}
+    path = write(tmp_path, json.dumps(otlp(COMPLETION, late)), "t.json")
+    with pytest.raises(UsageError, match="spans 40 days from its first request to its last"):
+        import_trace(path)
+
+
 def test_an_export_with_no_inference_span_says_what_it_skipped(tmp_path: Path) -> None:
     path = write(tmp_path, json.dumps(otlp(TOOL, HTTP)), "t.json")
     with pytest.raises(
