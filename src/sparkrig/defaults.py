@@ -645,6 +645,20 @@ GATEWAY_UPSTREAM_KEEPALIVE_S: Final = 2.0
 # The upstream counts as gone after this many connection failures in a row (or one per worker,
 # if more): one refused connection is a blip, a row of them is a dead server.
 SOAK_LOST_AFTER_FAILURES: Final = 3
+# --- trace import (wire/trace_import.py) and paced replay -------------------------------------
+# The tokens of one Mooncake hash block: the Mooncake traces remap 512-token KV blocks to ids
+# (kvcache-ai/Mooncake FAST25-release/README.md), and aiperf's and Dynamo's readers of the format
+# assume 512 (Dynamo benchmarks/data_generator/README.md: "block_size ... is assumed to be 512").
+TRACE_MOONCAKE_BLOCK_TOKENS: Final = 512
+# A token count in a trace above this is a corrupt line, not a request: it is past the longest
+# context window any released model claims (10M tokens, Llama 4 Scout).
+TRACE_MAX_TOKENS: Final = 10_000_000
+# A trace offset past this is a wrong unit (µs or ns read as ms), not a trace: the public Mooncake
+# conversation trace spans 3,537 s (its last timestamp, 3536999 ms), and a paced replay would
+# wait the whole offset before sending.
+TRACE_MAX_OFFSET_S: Final = 30 * 86_400.0
+# --speed of a paced replay: 1 replays the trace's own gaps; above 1 compresses them.
+SOAK_REPLAY_SPEED: Final = 1.0
 # --- vLLM releases -------------------------------------------------------------------------
 # The vLLM release a cluster file is judged against when its [engine] names none: 0.30, the first
 # release whose own parser takes every flag the bundled recipes render (vLLM 0.26-0.29 refuse

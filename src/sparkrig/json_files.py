@@ -32,9 +32,14 @@ _KIND_NAMES = {
 
 def write_atomically(model: BaseModel, path: Path) -> Path:
     """Write beside the target, then rename over it: a reader sees the old or the new file."""
+    return write_text_atomically(model.model_dump_json(indent=2), path)
+
+
+def write_text_atomically(text: str, path: Path) -> Path:
+    """`write_atomically` for text that is not one model (a JSONL file of records)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     scratch = path.with_name(path.name + ".tmp")
-    scratch.write_text(model.model_dump_json(indent=2))
+    scratch.write_text(text)
     scratch.replace(path)
     return path
 

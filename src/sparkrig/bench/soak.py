@@ -1,6 +1,8 @@
-"""Run a soak: `concurrency` workers send planned requests for `duration_s`; every `window_s`
-the window's figures and the server's restarts (from /metrics) go into the receipt, which is
-saved at once. Requests finishing after a boundary count in the window they finish in. When the
+"""Run a soak: `concurrency` workers send planned requests for `duration_s` (the closed loop), or
+a paced replay sends each trace request once at its offset (the open loop, bench/soak_pacing.py;
+the run ends when the trace's last reply is in, or at `duration_s`); every `window_s` the
+window's figures and the server's restarts (from /metrics) go into the receipt, which is saved
+at once. Requests finishing after a boundary count in the window they finish in. When the
 upstream stops answering (consecutive connection failures), the run stops, keeps every finished
 window, and says when the upstream went away."""
 
@@ -14,6 +16,7 @@ from collections.abc import Callable, Iterator
 import aiohttp
 
 from sparkrig import defaults
+from sparkrig.bench.soak_pacing import PacedReplay, pacing_summary
 from sparkrig.bench.soak_receipt import SoakProblem, SoakReceipt
 from sparkrig.bench.soak_traffic import PlannedRequest
 from sparkrig.bench.soak_windows import Outcome, output_findings, window_figures
@@ -34,8 +37,16 @@ class SoakRun:
         *,
         metrics_url: str | None,
         on_window: Callable[[SoakReceipt], None],
+        paced: PacedReplay | None = None,
     ) -> None:
         self.client = client
+        self.paced = paced
+        if paced is not None:
+            receipt.pacing = pacing_summary(paced, [], [], [])
+        self._origin_ns = time.perf_counter_ns()  # the paced schedule's zero, with _t0
+        self._scheduled_s: list[float] = []
+        self._sent_s: list[float] = []
+        self._late_ms: list[float] = []
         self.receipt = receipt
         self.traffic = traffic
         self.metrics_url = metrics_url
@@ -55,9 +66,12 @@ class SoakRun:
         return time.monotonic() - self._t0
 
     async def run(self) -> SoakReceipt:
-        self._t0 = time.monotonic()
         self._scrape = await self._read_metrics()
-        workers = [asyncio.create_task(self._worker()) for _ in range(self.receipt.concurrency)]
+        self._t0, self._origin_ns = time.monotonic(), time.perf_counter_ns()
+        if self.paced is not None:
+            workers = [asyncio.create_task(self._pace(self.paced))]
+        else:
+            workers = [asyncio.create_task(self._worker()) for _ in range(self.receipt.concurrency)]
         window_start, index = 0.0, 0
         try:
             while not self._stop.is_set():
@@ -107,24 +121,56 @@ class SoakRun:
             await self._gate.wait()
             if self._stop.is_set() or self._now() >= self.receipt.duration_s:
                 break
-            planned = next(self.traffic)
-            planned.request.headers["X-Request-Id"] = planned.request_id
-            sent_s = self._now()
-            self._in_flight += 1
-            try:
-                record = await self.client.send(planned.request)
-            finally:
-                self._in_flight -= 1
-            outcome = Outcome(planned.request_id, planned.kind, self._now(), sent_s=sent_s)
-            if record.error is not None:
-                outcome.error, outcome.error_kind = record.error.message, record.error.kind
-                self._transport_failure(outcome)
-            else:
-                self._failures_in_a_row, self._first_failure_s = 0, None
-                outcome.output_tokens = record.completion_tokens or 0
-                outcome.decode_tps, outcome.ttft_s = record.decode_tps, record.ttft_s
-                outcome.findings = output_findings(planned.kind, record)
-            self._pending.append(outcome)
+            await self._send(next(self.traffic))
+
+    async def _pace(self, replay: PacedReplay) -> None:
+        """Each trace request at its offset, not waiting for the ones in flight; then, the
+        trace done, the last replies, and the run ends."""
+        sends: set[asyncio.Task[None]] = set()
+        try:
+            for n, offset_s in enumerate(replay.offsets_s):
+                if self._stop.is_set() or offset_s >= self.receipt.duration_s:
+                    break
+                planned = replay.planned(n)  # built before its time, so building is not lateness
+                due_ns = self._origin_ns + round(offset_s * 1e9)
+                wait_s = (due_ns - time.perf_counter_ns()) / 1e9
+                if wait_s > 0:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._stop.wait(), wait_s)
+                    if self._stop.is_set():
+                        break
+                send = asyncio.create_task(self._send(planned, due_ns=due_ns))
+                sends.add(send)
+                send.add_done_callback(sends.discard)
+            await asyncio.gather(*sends)
+            self._stop.set()
+        finally:
+            for send in sends:
+                send.cancel()
+
+    async def _send(self, planned: PlannedRequest, due_ns: int | None = None) -> None:
+        planned.request.headers["X-Request-Id"] = planned.request_id
+        sent_s = self._now()
+        self._in_flight += 1
+        try:
+            record = await self.client.send(planned.request)
+        finally:
+            self._in_flight -= 1
+        outcome = Outcome(planned.request_id, planned.kind, self._now(), sent_s=sent_s)
+        if due_ns is not None:
+            outcome.late_ms = round((record.send_ns - due_ns) / 1e6, 3)
+            self._late_ms.append(outcome.late_ms)
+            self._scheduled_s.append((due_ns - self._origin_ns) / 1e9)
+            self._sent_s.append((record.send_ns - self._origin_ns) / 1e9)
+        if record.error is not None:
+            outcome.error, outcome.error_kind = record.error.message, record.error.kind
+            self._transport_failure(outcome)
+        else:
+            self._failures_in_a_row, self._first_failure_s = 0, None
+            outcome.output_tokens = record.completion_tokens or 0
+            outcome.decode_tps, outcome.ttft_s = record.decode_tps, record.ttft_s
+            outcome.findings = output_findings(planned.kind, record)
+        self._pending.append(outcome)
 
     def _transport_failure(self, outcome: Outcome) -> None:
         gone = outcome.error_kind in _TRANSPORT or " 502" in (outcome.error or "")
@@ -147,6 +193,10 @@ class SoakRun:
         window = window_figures(index, start, end, outcomes, restarts=restarts, partial=partial)
         window.idle_before_s, self._idle_before = self._idle_before, None
         self.receipt.windows.append(window)
+        if self.paced is not None:
+            self.receipt.pacing = pacing_summary(
+                self.paced, self._scheduled_s, self._sent_s, self._late_ms
+            )
         for outcome in outcomes:
             if outcome.error is not None:
                 self.receipt.problems.append(

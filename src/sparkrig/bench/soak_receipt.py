@@ -40,6 +40,51 @@ class SoakWindow(BaseModel):
     idle_before_s: float | None = Field(
         default=None, description="seconds with no traffic just before this window"
     )
+    late_ms_p50: float | None = Field(
+        default=None,
+        description="--paced: how late the client sent this window's requests against their "
+        "trace offsets, median (ms); None in the closed loop",
+    )
+    late_ms_p99: float | None = Field(default=None, description="--paced: 99th percentile")
+    late_ms_max: float | None = Field(default=None, description="--paced: the latest send")
+
+
+class SoakPacing(BaseModel):
+    """A paced replay's schedule against what the client did (docs/gateway.md, "Paced
+    replay"): the trace's offered rate and start offsets against the achieved ones."""
+
+    speed: float = Field(description="--speed: the trace's gaps are divided by it")
+    trace_requests: int = Field(description="requests in the trace, each sent once")
+    trace_span_s: float = Field(
+        description="seconds from the trace's first request to its last, after --speed"
+    )
+    sent: int = Field(description="requests sent (fewer when --duration ends the run first)")
+    offered_per_s: float | None = Field(
+        description="the schedule's rate over the requests sent: (sent - 1) ÷ the last one's "
+        "offset; None for one request or a zero span"
+    )
+    achieved_per_s: float | None = Field(
+        description="(sent - 1) ÷ (last send - first send), by the client's send stamps"
+    )
+    late_ms_p50: float | None = Field(description="send stamp - scheduled offset, median (ms)")
+    late_ms_p99: float | None = Field(description="the same, 99th percentile (ms)")
+    late_ms_max: float | None = Field(description="the same, the largest (ms)")
+
+    def describe(self) -> str:
+        def rate(value: float | None) -> str:
+            return "—" if value is None else f"{value:.3g}/s"
+
+        late = "—"
+        if None not in (self.late_ms_p50, self.late_ms_p99, self.late_ms_max):
+            late = (
+                f"p50 {self.late_ms_p50:.1f} ms, p99 {self.late_ms_p99:.1f} ms, max "
+                f"{self.late_ms_max:.1f} ms"
+            )
+        return (
+            f"paced x{self.speed:g}: {self.sent} of {self.trace_requests} trace requests sent, "
+            f"offered {rate(self.offered_per_s)}, achieved {rate(self.achieved_per_s)}, sent "
+            f"late by {late}"
+        )
 
 
 class SoakProblem(BaseModel):
@@ -73,13 +118,18 @@ class SoakReceipt(ReceiptHeader):
     schema_version: Literal[2] = 2
     base_url: str
     model: str
-    traffic: str = Field(description="'mixed' or 'replay FILE'")
+    traffic: str = Field(description="'mixed', or 'replay FILE (format[, paced xSPEED])'")
     concurrency: int
     duration_s: float = Field(description="asked for")
     window_s: float
     seed: int = 0
     idle_gap_s: float | None = Field(
         default=None, description="seconds with no traffic between windows (warm-state decay)"
+    )
+    pacing: SoakPacing | None = Field(
+        default=None,
+        description="--paced: an open loop sending each trace request at its offset; None: the "
+        "closed loop of `concurrency` workers",
     )
     status: SoakStatus = "running"
     upstream_lost_at_s: float | None = Field(

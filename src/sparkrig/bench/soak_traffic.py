@@ -1,11 +1,14 @@
 """What a soak sends: agent-like mixed traffic (tool calls, structured JSON, code, long-context
 summaries, prose; mixed temperatures and token budgets), or a recorded workload replayed in
-order. Pure and deterministic: request n of a seed is always the same request."""
+order. Pure and deterministic: request n of a seed is always the same request, and a record
+with prefix blocks (a Mooncake trace's hash_ids) always gets the same filler per block id."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Final, Literal
 
 from sparkrig import defaults
@@ -124,15 +127,35 @@ _REPLAY_OWN = frozenset(
 )
 
 
+@lru_cache(maxsize=4096)
+def block_filler(block_id: int, words: int) -> str:
+    """`words` filler words for prefix block `block_id`: drawn from a generator seeded by the id
+    alone, so every record naming the block sends the same text, and two blocks part at once."""
+    draw = random.Random(f"block/{block_id}")  # noqa: S311 - reproducible filler, not a secret
+    return " ".join(draw.choice(_FILLER) for _ in range(words))
+
+
+def prefix_filler(blocks: list[int], block_words: int, total_words: int) -> str:
+    """A prompt of `total_words` built block by block: each block `block_words` words of its own
+    filler, the last block the rest (as aiperf builds a Mooncake prompt from its hash_ids)."""
+    last = max(total_words - (len(blocks) - 1) * block_words, 1)
+    parts = [block_filler(block, block_words) for block in blocks[:-1]]
+    return " ".join([*parts, block_filler(blocks[-1], min(last, block_words))])
+
+
 def replay_request(model: str, record: WorkloadRecord, n: int) -> PlannedRequest:
     """A recorded request again: its prompt when it was recorded, otherwise filler text of
-    about its size (the prompt's length and the budget are what load the server)."""
+    about its size (the prompt's length and the budget are what load the server); a record with
+    prefix blocks gets filler built block by block, so shared blocks are a shared prefix."""
     params = record.params
     # a workload log is a file from outside: its numbers are checked, an odd one reads as absent
     max_tokens = count_or_none(params.get("max_tokens")) or record.completion_tokens or 128
     extra = {k: v for k, v in params.items() if k not in _REPLAY_OWN}
     words = record.prompt_tokens or max(record.prompt_chars // 4, 8)
-    filler = " ".join(_FILLER[i % len(_FILLER)] for i in range(words))
+    if record.prefix_blocks and record.prefix_block_tokens:
+        filler = prefix_filler(record.prefix_blocks, record.prefix_block_tokens, words)
+    else:
+        filler = " ".join(_FILLER[i % len(_FILLER)] for i in range(words))
     common: dict[str, Any] = {
         "model": model,
         "max_tokens": max_tokens,

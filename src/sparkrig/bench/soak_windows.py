@@ -34,6 +34,7 @@ class Outcome:
     output_tokens: int = 0
     decode_tps: float | None = None
     ttft_s: float | None = None
+    late_ms: float | None = None  # paced: the send stamp against the trace offset
     findings: list[tuple[str, str]] = field(default_factory=list)  # (detector, message)
 
 
@@ -88,6 +89,7 @@ def window_figures(
     span = end_s - start_s
     first = min((o for o in done if o.ttft_s is not None), key=lambda o: o.sent_s, default=None)
     findings = Counter(detector for o in done for detector, _ in o.findings)
+    late = [o.late_ms for o in outcomes if o.late_ms is not None]
     return SoakWindow(
         index=index,
         start_s=round(start_s, 3),
@@ -106,4 +108,7 @@ def window_figures(
         restarts=restarts,
         kinds=dict(Counter(o.kind for o in outcomes)),
         first_ttft_s=first.ttft_s if first else None,
+        late_ms_p50=percentile(late, 0.50),
+        late_ms_p99=percentile(late, 0.99),
+        late_ms_max=max(late, default=None),
     )

@@ -10,14 +10,62 @@ from typing import Annotated
 import typer
 
 from sparkrig import defaults
-from sparkrig.cli.common import COUNT, NON_NEGATIVE, Range, app, console, ranged
+from sparkrig.cli.common import COUNT, NON_NEGATIVE, POSITIVE, Range, app, console, ranged
+from sparkrig.errors import UsageError
+
+
+def refuse_replay_mixups(
+    *,
+    replay: Path | None,
+    replay_format: str,
+    paced: bool,
+    speed: float | None,
+    idle_gap: float | None,
+) -> None:
+    """Replay options that mean nothing without the others, refused before any work."""
+    if replay_format != "auto" and replay is None:
+        raise UsageError("--replay-format names the format of --replay FILE — add --replay FILE")
+    if paced and replay is None:
+        raise UsageError("--paced replays a trace's timing — add --replay FILE")
+    if speed is not None and not paced:
+        raise UsageError("--speed sets a paced replay's pace — add --paced (and --replay FILE)")
+    if paced and idle_gap is not None:
+        raise UsageError(
+            "--idle-gap pauses the closed loop; a paced replay keeps the trace's own gaps — "
+            "drop one of them"
+        )
 
 
 @app.command()
 def soak(
     url: Annotated[str, typer.Argument(help="base URL of the server (or gateway) to soak")],
     replay: Annotated[
-        Path | None, typer.Option(help="a workload JSONL from `gateway serve --workload-log`")
+        Path | None,
+        typer.Option(
+            help="a workload JSONL from `gateway serve --workload-log`, a Mooncake trace, or an "
+            "OTLP JSON export of GenAI spans"
+        ),
+    ] = None,
+    replay_format: Annotated[
+        str,
+        typer.Option(help="auto, sparkrig, mooncake or otel; auto tells by the first record"),
+    ] = "auto",
+    block_tokens: Annotated[
+        int, ranged("tokens per Mooncake hash block", COUNT)
+    ] = defaults.TRACE_MOONCAKE_BLOCK_TOKENS,
+    paced: Annotated[
+        bool,
+        typer.Option(
+            help="open loop: send each replayed request once at its offset from the first "
+            "(--concurrency does not apply); the run ends with the trace or at --duration"
+        ),
+    ] = False,
+    speed: Annotated[
+        float | None,
+        ranged(
+            f"with --paced: divide the trace's gaps by this [{defaults.SOAK_REPLAY_SPEED:g}]",
+            POSITIVE,
+        ),
     ] = None,
     concurrency: Annotated[int, ranged("requests in flight", COUNT)] = (defaults.SOAK_CONCURRENCY),
     duration: Annotated[
@@ -44,15 +92,22 @@ def soak(
 
     Exits 1 when a request was lost, an output was bad, or the upstream went away."""
     from sparkrig.bench.soak import SoakRun, new_receipt
+    from sparkrig.bench.soak_pacing import paced_replay
     from sparkrig.bench.soak_receipt import SoakReceipt, save_soak_receipt
     from sparkrig.bench.soak_traffic import mixed_traffic, replayed_traffic
     from sparkrig.cli.receipt_files import write_soak_report
     from sparkrig.client import EndpointClient
     from sparkrig.client.endpoint import api_key_from_env
     from sparkrig.client.probe import first_model_id
-    from sparkrig.wire.workload_log import read_workload
+    from sparkrig.wire.trace_import import describe, import_trace, trace_summary
 
-    records = read_workload(replay) if replay is not None else None
+    refuse_replay_mixups(
+        replay=replay, replay_format=replay_format, paced=paced, speed=speed, idle_gap=idle_gap
+    )
+    trace = import_trace(replay, replay_format, block_tokens=block_tokens) if replay else None
+    records = trace.records if trace is not None else None
+    if trace is not None:
+        console.print(f"replay {replay}: {describe(trace_summary(trace))}", highlight=False)
 
     def saved(current: SoakReceipt) -> None:
         save_soak_receipt(current, receipt)
@@ -70,7 +125,12 @@ def soak(
         async with EndpointClient(url, api_key=api_key_from_env()) as client:
             served = model or await first_model_id(client)
             traffic = replayed_traffic(served, records) if records else mixed_traffic(served, seed)
-            source = f"replay {replay}" if replay else "mixed"
+            pace_speed = defaults.SOAK_REPLAY_SPEED if speed is None else speed
+            pace = paced_replay(served, records, pace_speed) if records and paced else None
+            source = "mixed"
+            if trace is not None:
+                how = f", paced x{pace_speed:g}" if paced else ""
+                source = f"replay {replay} ({trace.format}{how})"
             started = new_receipt(
                 url,
                 served,
@@ -81,8 +141,9 @@ def soak(
                 seed=seed,
                 idle_gap_s=idle_gap,
             )
+            streams = "open loop" if pace else f"{concurrency} streams"
             console.print(
-                f"soak {url}: {source}, {concurrency} streams, {duration:g} s, "
+                f"soak {url}: {source}, {streams}, {duration:g} s, "
                 f"windows of {window:g} s -> {receipt}",
                 highlight=False,
             )
@@ -92,6 +153,7 @@ def soak(
                 traffic,
                 on_window=saved,
                 metrics_url=metrics_url or f"{client.base_url}/metrics",
+                paced=pace,
             )
             return await runner.run()
 
@@ -102,6 +164,8 @@ def soak(
         f"{receipt.with_suffix('.html')}",
         highlight=False,
     )
+    if done.pacing is not None:
+        console.print(done.pacing.describe(), highlight=False)
     for problem in done.problems[:20]:
         console.print(f"  {problem.request_id}: {problem.kind}: {problem.message}", highlight=False)
     if duration < defaults.SOAK_SHORTEST_FAILURE_S:

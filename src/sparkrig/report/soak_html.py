@@ -121,10 +121,14 @@ def soak_section(receipt: SoakReceipt, label: str) -> str:
         "traffic": receipt.traffic,
         "started": receipt.created_at.isoformat(timespec="seconds"),
         "status": receipt.status,
-        "concurrency": str(receipt.concurrency),
+        "concurrency": str(receipt.concurrency)
+        if receipt.pacing is None
+        else "open loop (paced: each request at its trace offset)",
         "duration": f"{receipt.duration_s:g} s asked, windows of {receipt.window_s:g} s",
         "requests": f"{receipt.requests}: {receipt.lost} lost, {receipt.bad_outputs} bad outputs",
     }
+    if receipt.pacing is not None:
+        meta["pacing"] = receipt.pacing.describe()
     rows = "".join(_row(window) for window in receipt.windows)
     return "\n".join(
         [
