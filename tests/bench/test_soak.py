@@ -9,13 +9,14 @@ import json
 import os
 import signal
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from sparkrig.bench.soak import SoakRun, new_receipt
 from sparkrig.bench.soak_receipt import SoakReceipt, load_soak_receipt, save_soak_receipt
-from sparkrig.bench.soak_traffic import KINDS, mixed_traffic, replayed_traffic
+from sparkrig.bench.soak_traffic import KINDS, PlannedRequest, mixed_traffic, replayed_traffic
 from sparkrig.cli.receipt_files import load_any_receipt, write_soak_report
 from sparkrig.client import EndpointClient
 from sparkrig.engines.llamacpp.build import EngineInstall
@@ -119,6 +120,47 @@ async def test_an_idle_gap_between_windows_shows_its_first_ttft(
     assert second.start_s >= first.end_s + 2
     assert second.first_ttft_s is not None
     assert all(w.restarts is None for w in done.windows)  # no /metrics asked: unknown, not 0
+
+
+async def test_staggered_streams_join_one_gap_apart(
+    llama_server: LocalInstance, tmp_path: Path
+) -> None:
+    """soak --stagger: the closed loop's stream k sends its first request k gaps in."""
+    receipt = new_receipt(
+        llama_server.base_url,
+        MODEL,
+        "mixed",
+        concurrency=3,
+        duration_s=3,
+        window_s=3,
+        seed=0,
+        stagger_s=1.0,
+    )
+    sent_at: list[float] = []
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+
+    def timed() -> Iterator[PlannedRequest]:
+        for planned in mixed_traffic(MODEL):
+            sent_at.append(loop.time() - start)  # the next request is taken as it is sent
+            yield planned
+
+    async with EndpointClient(llama_server.base_url) as client:
+        run = SoakRun(
+            client,
+            receipt,
+            timed(),
+            metrics_url=None,
+            on_window=lambda r: save_soak_receipt(r, tmp_path / "soak.json"),
+        )
+        done = await run.run()
+    assert done.stagger_s == 1.0
+    assert (done.lost, done.bad_outputs) == (0, 0), done.problems
+    # one stream at the start (all three would send at once without the stagger), and a send
+    # as each of the others joins, 1 s and 2 s in
+    assert len([t for t in sent_at if t < 0.3]) == 1, sent_at
+    assert min(abs(t - 1.0) for t in sent_at) < 0.3, sent_at
+    assert min(abs(t - 2.0) for t in sent_at) < 0.3, sent_at
 
 
 async def test_bad_outputs_are_named_by_request_id(

@@ -71,7 +71,11 @@ class SoakRun:
         if self.paced is not None:
             workers = [asyncio.create_task(self._pace(self.paced))]
         else:
-            workers = [asyncio.create_task(self._worker()) for _ in range(self.receipt.concurrency)]
+            stagger = self.receipt.stagger_s or 0.0
+            workers = [
+                asyncio.create_task(self._worker(start_after_s=index * stagger))
+                for index in range(self.receipt.concurrency)
+            ]
         window_start, index = 0.0, 0
         try:
             while not self._stop.is_set():
@@ -116,7 +120,11 @@ class SoakRun:
         self._gate.set()
         return self._now()
 
-    async def _worker(self) -> None:
+    async def _worker(self, start_after_s: float = 0.0) -> None:
+        """One closed-loop stream; with --stagger, it joins `start_after_s` into the run."""
+        if start_after_s > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), start_after_s)
         while not self._stop.is_set() and self._now() < self.receipt.duration_s:
             await self._gate.wait()
             if self._stop.is_set() or self._now() >= self.receipt.duration_s:
@@ -256,6 +264,7 @@ def new_receipt(
     window_s: float,
     seed: int,
     idle_gap_s: float | None = None,
+    stagger_s: float | None = None,
 ) -> SoakReceipt:
     return SoakReceipt(
         base_url=url,
@@ -266,4 +275,5 @@ def new_receipt(
         window_s=window_s,
         seed=seed,
         idle_gap_s=idle_gap_s,
+        stagger_s=stagger_s,
     )

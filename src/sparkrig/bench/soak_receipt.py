@@ -126,6 +126,11 @@ class SoakReceipt(ReceiptHeader):
     idle_gap_s: float | None = Field(
         default=None, description="seconds with no traffic between windows (warm-state decay)"
     )
+    stagger_s: float | None = Field(
+        default=None,
+        description="--stagger: stream k of the closed loop joined k × this many seconds in "
+        "(staggered independent arrivals); None: all at once",
+    )
     pacing: SoakPacing | None = Field(
         default=None,
         description="--paced: an open loop sending each trace request at its offset; None: the "

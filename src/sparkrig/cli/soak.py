@@ -21,8 +21,14 @@ def refuse_replay_mixups(
     paced: bool,
     speed: float | None,
     idle_gap: float | None,
+    stagger: float | None = None,
 ) -> None:
     """Replay options that mean nothing without the others, refused before any work."""
+    if paced and stagger is not None:
+        raise UsageError(
+            "--stagger spreads the closed loop's streams; a paced replay keeps the trace's own "
+            "start times — drop one of them"
+        )
     if replay_format != "auto" and replay is None:
         raise UsageError("--replay-format names the format of --replay FILE — add --replay FILE")
     if paced and replay is None:
@@ -87,6 +93,14 @@ def soak(
         float | None,
         ranged("seconds of no traffic between windows: warm-state decay", NON_NEGATIVE),
     ] = None,
+    stagger: Annotated[
+        float | None,
+        ranged(
+            "seconds between the streams' starts: stream k joins k × this in (staggered "
+            "independent arrivals; default: all at once)",
+            Range(low=0, high=3600, low_open=True),
+        ),
+    ] = None,
 ) -> None:
     """Soak URL with mixed agent traffic or a replay; per-window tok/s, TTFT, errors, findings.
 
@@ -102,7 +116,12 @@ def soak(
     from sparkrig.wire.trace_import import describe, import_trace, trace_summary
 
     refuse_replay_mixups(
-        replay=replay, replay_format=replay_format, paced=paced, speed=speed, idle_gap=idle_gap
+        replay=replay,
+        replay_format=replay_format,
+        paced=paced,
+        speed=speed,
+        idle_gap=idle_gap,
+        stagger=stagger,
     )
     trace = import_trace(replay, replay_format, block_tokens=block_tokens) if replay else None
     records = trace.records if trace is not None else None
@@ -140,8 +159,11 @@ def soak(
                 window_s=window,
                 seed=seed,
                 idle_gap_s=idle_gap,
+                stagger_s=stagger,
             )
             streams = "open loop" if pace else f"{concurrency} streams"
+            if stagger and not pace:
+                streams += f", one every {stagger:g} s"
             console.print(
                 f"soak {url}: {source}, {streams}, {duration:g} s, "
                 f"windows of {window:g} s -> {receipt}",

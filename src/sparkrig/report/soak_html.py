@@ -121,9 +121,7 @@ def soak_section(receipt: SoakReceipt, label: str) -> str:
         "traffic": receipt.traffic,
         "started": receipt.created_at.isoformat(timespec="seconds"),
         "status": receipt.status,
-        "concurrency": str(receipt.concurrency)
-        if receipt.pacing is None
-        else "open loop (paced: each request at its trace offset)",
+        "concurrency": _streams(receipt),
         "duration": f"{receipt.duration_s:g} s asked, windows of {receipt.window_s:g} s",
         "requests": f"{receipt.requests}: {receipt.lost} lost, {receipt.bad_outputs} bad outputs",
     }
@@ -149,3 +147,11 @@ def soak_section(receipt: SoakReceipt, label: str) -> str:
             "</section>",
         ]
     )
+
+
+def _streams(receipt: SoakReceipt) -> str:
+    if receipt.pacing is not None:
+        return "open loop (paced: each request at its trace offset)"
+    if receipt.stagger_s:
+        return f"{receipt.concurrency}, staggered: stream k joined k × {receipt.stagger_s:g} s in"
+    return str(receipt.concurrency)
