@@ -26,6 +26,7 @@ from sparkrig.doctor.telemetry_model import TelemetryRecord
 from sparkrig.report import fabric_test_html, smoke_html, soak_html
 from sparkrig.report.check_html import CHECK_CSS
 from sparkrig.report.html_identity import identity_block
+from sparkrig.report.multiturn_html import multiturn_section
 from sparkrig.report.receipt_kinds import SECTIONS, Receipt, section_for
 from sparkrig.report.svg_charts import (
     Bar,
@@ -136,6 +137,7 @@ def _section(receipt: BenchReceipt, label: str) -> str:
             "<h3>points</h3>",
             _points_table(receipt),
             _spec_table(receipt),
+            multiturn_section(receipt),
             "<h3>charts</h3>",
             f'<div class="charts">\n{_charts(receipt)}\n</div>',
             "</section>",
