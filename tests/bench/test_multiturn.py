@@ -4,6 +4,9 @@ with a tool call, and the figures (an unreported cached count stays unverified, 
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from sparkrig.bench.multiturn import (
@@ -18,10 +21,37 @@ from sparkrig.bench.multiturn import (
 from sparkrig.bench.multiturn_figures import multiturn_figures
 from sparkrig.bench.point import BenchSettings, RequestSummary
 from sparkrig.client import EndpointClient, RequestRecord
+from sparkrig.client.accumulate import StreamAccumulator
 from sparkrig.client.records import Usage
+from sparkrig.wire.sse import SseReader
 from tests.gateway.fake_upstream import TOOL_ARGUMENTS, FakeUpstream, serve_fake
 
 SETTINGS = BenchSettings(conversations=2, turns=4, decode_tokens=16, opening_tokens=48)
+CAPTURE = Path(__file__).parents[1] / "fixtures" / "llamacpp"
+
+
+def test_a_real_second_turn_reads_its_cached_tokens_from_llama_cpp() -> None:
+    """The embedded llama-server's own turn-2 reply (tests/fixtures/llamacpp/README.md), read by
+    the client's reader: the cached count is the server's, and the prompt count is the whole."""
+    raw = (CAPTURE / "multiturn-turn2-stream.txt").read_bytes()
+    record = RequestRecord(url="u", api="chat", stream=True, model="m", send_ns=0)
+    accumulator = StreamAccumulator(record)
+    for n, event in enumerate(SseReader().feed(raw, 0)):
+        if not event.is_done and event.data is not None:
+            accumulator.add_chunk(n, json.loads(event.data))
+    record = accumulator.finish(99)
+    assert record.cached_prompt_tokens == 95  # usage.prompt_tokens_details.cached_tokens
+    assert record.server_timings is not None
+    assert record.server_timings["cache_n"] == 95  # the same figure, llama.cpp's own way
+    assert record.usage is not None
+    assert record.usage.prompt_tokens == 141 == 95 + record.server_timings["prompt_n"]
+    record.usage = Usage(prompt_tokens=141)  # a reply without the OpenAI field
+    assert record.cached_prompt_tokens == 95  # timings.cache_n answers
+    record.server_timings = None
+    assert record.cached_prompt_tokens is None  # nothing said: unknown, not 0
+    sent = json.loads((CAPTURE / "multiturn-turn2-request.json").read_text())
+    assert [m["role"] for m in sent["messages"]] == ["system", "user", "assistant", "user"]
+    assert sent["messages"][0]["content"].startswith(f"Session {sent['cache_salt']}.")
 
 
 def test_each_conversation_opens_with_its_own_salt_and_keeps_it() -> None:
