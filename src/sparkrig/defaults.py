@@ -249,6 +249,9 @@ BENCH_MULTITURN_MAX_TURNS: Final = 64
 # dominate its TTFT (the field's turn 1 / turn 2 TTFT, 4.13 s / 0.80 s:
 # docs/field-notes.md#multi-turn-ttft).
 BENCH_MULTITURN_OPENING_TOKENS: Final = 256
+# At most an opening of this size: the 100K-token agent contexts whose misses the field measured
+# (docs/field-notes.md#prefix-cache-misses); past it a typo would build a huge prompt in memory.
+BENCH_MULTITURN_MAX_OPENING_TOKENS: Final = 100_000
 BENCH_MULTITURN_SENTENCE_TOKENS: Final = 12
 # A later turn re-sends the previous turn's whole prompt: a cache that works serves about all of
 # it (llama.cpp and vLLM reuse the longest common prefix), a defeated one only a template's head

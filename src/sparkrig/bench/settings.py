@@ -127,7 +127,7 @@ class BenchSettings(BaseModel):
     opening_tokens: int = Field(
         default=defaults.BENCH_MULTITURN_OPENING_TOKENS,
         ge=defaults.BENCH_MULTITURN_SENTENCE_TOKENS,
-        le=defaults.BENCH_MAX_PREFILL_DEPTH,
+        le=defaults.BENCH_MULTITURN_MAX_OPENING_TOKENS,
         description="multiturn suite: about how many tokens of document each conversation "
         "opens with, in its system message after the salt",
     )
