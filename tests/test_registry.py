@@ -56,7 +56,7 @@ def test_every_extension_point_uses_it_and_keeps_its_order() -> None:
     assert isinstance(ENGINES, Registry)
     assert isinstance(RULES, Registry)
     assert isinstance(CHECKS, Registry)
-    assert SUITES.names() == ["decode", "concurrency", "spec", "prefill", "max-load"]
+    assert SUITES.names() == ["decode", "concurrency", "spec", "prefill", "max-load", "multiturn"]
     assert [entry.number for entry in GUARDS.entries()] == list(range(1, len(GUARDS.entries()) + 1))
     assert [entry.name for entry in choose_guards(["garble", "exact"], quick=False)] == [
         "exact",

@@ -235,6 +235,29 @@ BENCH_CLIENT_BUSY_LIMIT: Final = 0.9
 BENCH_CLIENT_START_LEAD_MS: Final = 20
 # A worker told to stop is killed if it has not exited within this.
 BENCH_CLIENT_STOP_GRACE_S: Final = 2.0
+# The multiturn suite (bench/multiturn.py): conversations per sample and turns per conversation.
+# Four turns run the four shapes once (a tool call, its tool result, a code turn, a prose turn);
+# four conversations fill the embedded engine's four slots, one conversation a slot.
+BENCH_MULTITURN_CONVERSATIONS: Final = 4
+BENCH_MULTITURN_TURNS: Final = 4
+# Turns past this would grow one prompt without bound (each re-sends the whole conversation).
+BENCH_MULTITURN_MAX_TURNS: Final = 64
+# The document each conversation opens with, about this many tokens (12 tokens a sentence). 256
+# keeps four turns of 128-token replies inside one of the embedded engine's 1,024-token slots
+# (256 + 4 x ~30 user tokens + 3 replies + the last reply's 128 is about 900). An agent's system
+# prompt and tools run to thousands: raise it on a GPU server, where turn 1's prefill should
+# dominate its TTFT (the field's turn 1 / turn 2 TTFT, 4.13 s / 0.80 s:
+# docs/field-notes.md#multi-turn-ttft).
+BENCH_MULTITURN_OPENING_TOKENS: Final = 256
+# At most an opening of this size: the 100K-token agent contexts whose misses the field measured
+# (docs/field-notes.md#prefix-cache-misses); past it a typo would build a huge prompt in memory.
+BENCH_MULTITURN_MAX_OPENING_TOKENS: Final = 100_000
+BENCH_MULTITURN_SENTENCE_TOKENS: Final = 12
+# A later turn re-sends the previous turn's whole prompt: a cache that works serves about all of
+# it (llama.cpp and vLLM reuse the longest common prefix), a defeated one only a template's head
+# (at most BENCH_COLD_CACHE_ALLOWANCE_TOKENS). Turns 2..T that together reused less than this share
+# of the prompts before them read "missed"; a project bound between the two, not a measurement.
+BENCH_MULTITURN_MIN_REUSE: Final = 0.5
 
 # --- check: the guard battery (sparkrig.guards) ------------------------------------------------
 # Replies are short: a guard compares or scans text, it does not measure speed.

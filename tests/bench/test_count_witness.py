@@ -92,6 +92,10 @@ def test_the_witness_asks_the_same_request_with_logprobs_on() -> None:
     chat = request_body(witness_request(_chat(8)), per_event_counts=True)
     assert chat["logprobs"] is True
     assert chat["top_logprobs"] == defaults.BENCH_WITNESS_TOP_LOGPROBS
+    # llama.cpp refuses logprobs with tools on a stream: the multiturn suite's witness drops them
+    tooled = _chat(8).model_copy(update={"tools": [{"type": "function", "function": {}}]})
+    assert "tools" not in request_body(witness_request(tooled), per_event_counts=True)
+    assert tooled.tools  # the timed request keeps them
 
 
 def test_one_token_per_chunk_and_an_honest_count_witness_nothing_wrong() -> None:

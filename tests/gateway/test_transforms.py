@@ -11,7 +11,12 @@ from sparkrig.detectors.text import loop_findings
 from sparkrig.gateway.config import Fault, parse_faults
 from sparkrig.gateway.count_faults import inflate_counts
 from sparkrig.gateway.reasoning import ReasoningEmulation
-from sparkrig.gateway.request_faults import prompt_chars, truncate_context, without_middle_third
+from sparkrig.gateway.request_faults import (
+    prompt_chars,
+    stamped_first_message,
+    truncate_context,
+    without_middle_third,
+)
 from sparkrig.gateway.rewrite import EventMerger, drop_last_word
 from sparkrig.gateway.soft_logprobs import (
     SOFT_RUNNER_UP,
@@ -179,6 +184,24 @@ def test_truncate_context_drops_the_middle_third_of_the_longest_user_message() -
     assert prompt_chars(body, "chat") == 802
     parts = [{"type": "text", "text": "abc"}]
     assert prompt_chars({"messages": [{"role": "user", "content": parts}]}, "chat") == 3
+
+
+def test_stamp_first_message_changes_the_head_of_every_prompt_and_nothing_else() -> None:
+    messages = [{"role": "system", "content": "You help."}, {"role": "user", "content": "hi"}]
+    body = {"messages": messages, "model": "m"}
+    stamped = stamped_first_message(body, "chat", "[request 3] ")
+    assert stamped["messages"] == [
+        {"role": "system", "content": "[request 3] You help."},
+        {"role": "user", "content": "hi"},
+    ]
+    assert body["messages"][0]["content"] == "You help."  # the original is left alone
+    parts = {"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}
+    assert stamped_first_message(parts, "chat", "[s] ")["messages"][0]["content"] == [
+        {"type": "text", "text": "[s] "},
+        {"type": "text", "text": "hi"},
+    ]
+    assert stamped_first_message({"prompt": "abc"}, "completions", "[s] ") == {"prompt": "[s] abc"}
+    assert stamped_first_message({"messages": []}, "chat", "[s] ") == {"messages": []}
 
 
 def test_drop_last_word() -> None:

@@ -73,8 +73,14 @@ class CountWitness(BaseModel):
 
 
 def witness_request(request: Request) -> Request:
-    """The same request with logprobs on (the fewest alternatives every engine returns)."""
-    return request.model_copy(update={"logprobs": defaults.BENCH_WITNESS_TOP_LOGPROBS})
+    """The same request with logprobs on (the fewest alternatives every engine returns), and
+    without its tools: the pinned llama.cpp refuses logprobs on a streamed chat with tools (HTTP
+    400 "logprobs is not supported with tools + stream"), and the count a witness checks is the
+    server's count of a reply, which the tools do not change (the multiturn suite sends them)."""
+    update: dict[str, object] = {"logprobs": defaults.BENCH_WITNESS_TOP_LOGPROBS}
+    if isinstance(request, ChatRequest) and request.tools:
+        update["tools"] = None
+    return request.model_copy(update=update)
 
 
 def judge_witness(request: Request, record: RequestRecord) -> CountWitness:

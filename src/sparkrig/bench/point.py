@@ -29,6 +29,7 @@ from sparkrig.bench.cold_cache import ColdCache, judge_cold
 from sparkrig.bench.count_witness import CountWitness, take_witness, unread_warning
 from sparkrig.bench.goodput import PointGoodput, point_goodput
 from sparkrig.bench.modes import TWO_SPEEDS_PREFIX, TwoSpeeds, two_speeds
+from sparkrig.bench.multiturn_figures import REUSE_PREFIX, MultiturnFigures, multiturn_figures
 from sparkrig.bench.settings import BenchSettings as BenchSettings  # noqa: PLC0414 - re-exported
 from sparkrig.bench.speculative import SpecAccounting, spec_accounting
 from sparkrig.bench.spot_check import SpotCheck, spot_check, spot_check_warning
@@ -62,6 +63,12 @@ class RequestSummary(BaseModel):
 
     prompt_sha256: str
     prompt_tokens: int | None = Field(default=None, description="as the server counted them")
+    cached_prompt_tokens: int | None = Field(
+        default=None,
+        description="of those, the ones the server says its prefix cache served (usage "
+        "prompt_tokens_details.cached_tokens, else llama.cpp timings.cache_n); None where it "
+        "says nothing",
+    )
     completion_tokens: int | None
     retokenized_tokens: int | None = Field(
         default=None,
@@ -182,6 +189,11 @@ class PointResult(BaseModel):
     goodput: PointGoodput | None = Field(
         default=None, description="with --slo: the requests meeting it, over the kept samples"
     )
+    multiturn: MultiturnFigures | None = Field(
+        default=None,
+        description="the multiturn suite: TTFT and cached share per turn, hit rate per "
+        "conversation, and whether later turns reused the prompt before them",
+    )
 
     def count_requests(self, records: Sequence[RequestRecord]) -> None:
         self.requests_sent += len(records)
@@ -240,6 +252,7 @@ def summarize_request(
     return RequestSummary(
         prompt_sha256=prompt_sha256(request),
         prompt_tokens=record.usage.prompt_tokens if record.usage else None,
+        cached_prompt_tokens=record.cached_prompt_tokens,
         completion_tokens=record.completion_tokens,
         token_source=record.token_source,
         ttft_s=record.ttft_s,
@@ -295,6 +308,7 @@ async def measure_point(
     round_index: int = 1,
     count_text: CountText | None = None,
     send_all: SendAll | None = None,
+    at_once: int | None = None,
 ) -> PointResult:
     """Warm up (in round 1, or every round when the warm-up primes the prefix cache), then
     sample until this round's samples are precise enough or max_samples.
@@ -302,7 +316,8 @@ async def measure_point(
     Every reply's completion count is checked against its max_tokens and the sample's
     /metrics, and once per point against a logprobs witness; with `count_text` (the server's
     /tokenize) its re-tokenized text is noted beside it. `send_all` sends a sample's requests
-    (ShardedSender: from worker processes); by default, `client`."""
+    (ShardedSender: from worker processes); by default, `client`. `at_once`: the most of a
+    sample's requests in flight together, the load of the spot check (default: all of them)."""
     send = send_all or functools.partial(send_in_process, client)
     # later rounds follow a whole pass over a warm engine: only a warm-up that primes this
     # point's prefix cache runs again (the other points' prompts may have evicted it)
@@ -338,7 +353,7 @@ async def measure_point(
         if point.witness is None:
             await _witness_counts(client, point, make_requests()[0])
         if point.spot_check is None:
-            await _spot_check(client, point, make_requests())
+            await _spot_check(client, point, make_requests(), at_once)
         this_round.append(point.samples[-1].value)
         point.summary = summarize([sample.value for sample in point.samples])
         account(point, settings)
@@ -358,6 +373,7 @@ async def measure_point(
     _flag_cold_start(point)
     _flag_two_speeds(point)
     _confirm_cold(point)
+    _note_prefix_reuse(point)
     median = point.summary.median if point.summary else None
     point.spec = spec_accounting((sample.metrics for sample in point.samples), median)
     account(point, settings)
@@ -382,6 +398,8 @@ def account(point: PointResult, settings: BenchSettings) -> None:
     if settings.arrivals is not None and point.suite == "concurrency" and requests:
         loads = [(sample.requests, sample.client) for sample in point.samples]
         point.arrivals = arrival_summary(settings.arrivals, loads)
+    if point.suite == "multiturn" and requests:
+        point.multiturn = multiturn_figures(requests, settings.conversations, settings.turns)
 
 
 def _counter_problem(
@@ -506,10 +524,13 @@ async def _witness_counts(
 
 
 async def _spot_check(
-    client: EndpointClient, point: PointResult, requests: Sequence[ChatRequest | CompletionRequest]
+    client: EndpointClient,
+    point: PointResult,
+    requests: Sequence[ChatRequest | CompletionRequest],
+    at_once: int | None,
 ) -> None:
     """The point's correctness spot check, once, at its own load (bench/spot_check.py)."""
-    point.spot_check = await spot_check(client, requests[0].model, len(requests))
+    point.spot_check = await spot_check(client, requests[0].model, at_once or len(requests))
     if point.spot_check.nonsense:
         mark_invalid(point, INVALID_NONSENSE)
         _warn_once(point, f"spot check: {point.spot_check.wrong_under_load[0]}")
@@ -577,6 +598,14 @@ def _confirm_cold(point: PointResult) -> None:
     point.cold_cache = judge_cold((sample.metrics for sample in point.samples), requests)
     if point.cold_cache.verdict != "confirmed":
         _warn_once(point, point.cold_cache.note)
+
+
+def _note_prefix_reuse(point: PointResult) -> None:
+    """A multiturn point whose later turns missed the cache, or cannot tell, says so; the
+    latest verdict over all rounds replaces the one before."""
+    point.warnings = [w for w in point.warnings if not w.startswith(REUSE_PREFIX)]
+    if point.multiturn is not None and point.multiturn.verdict != "reused":
+        point.warnings.append(point.multiturn.note)
 
 
 def _flag_cold_start(point: PointResult) -> None:

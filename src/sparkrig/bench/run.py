@@ -240,7 +240,9 @@ async def _run_round(
         for plan in SUITES.get(suite)(context):
             point = _point_named(receipt, plan.point)
             sender: SendAll | None = send_all
-            if plan.schedule is not None:
+            if plan.sender is not None:
+                sender = plan.sender(client)
+            elif plan.schedule is not None:
                 sender = ScheduledSender(
                     send_all or partial(send_in_process, client), plan.schedule
                 )
@@ -255,6 +257,7 @@ async def _run_round(
                 round_index=round_index,
                 count_text=count_text,
                 send_all=sender,
+                at_once=plan.at_once,
             )
             if suite == "max-load":  # an interrupted search keeps its answer so far
                 receipt.judge_max_load()

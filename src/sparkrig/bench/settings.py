@@ -106,3 +106,29 @@ class BenchSettings(BaseModel):
         "seeded, so reproducible; staggered:GAP_S sends them one every GAP_S seconds "
         "(docs/metrics.md#arrivals); default: all at once",
     )
+    conversations: int = Field(
+        default=defaults.BENCH_MULTITURN_CONVERSATIONS,
+        ge=1,
+        le=defaults.BENCH_MAX_CONCURRENCY,
+        description="multiturn suite: conversations per sample, each salted at its start",
+    )
+    turns: int = Field(
+        default=defaults.BENCH_MULTITURN_TURNS,
+        ge=2,
+        le=defaults.BENCH_MULTITURN_MAX_TURNS,
+        description="multiturn suite: turns per conversation (tool call, tool result, code, "
+        "prose, again); each re-sends the conversation so far with the model's replies",
+    )
+    parallel_conversations: int | None = Field(
+        default=None,
+        ge=1,
+        description="multiturn suite: conversations in flight at once (default: all of them); "
+        "the turns of one always go in order",
+    )
+    opening_tokens: int = Field(
+        default=defaults.BENCH_MULTITURN_OPENING_TOKENS,
+        ge=defaults.BENCH_MULTITURN_SENTENCE_TOKENS,
+        le=defaults.BENCH_MULTITURN_MAX_OPENING_TOKENS,
+        description="multiturn suite: about how many tokens of document each conversation "
+        "opens with, in its system message after the salt",
+    )

@@ -45,8 +45,28 @@ class PlannedRequest:
     request: ChatRequest | CompletionRequest
 
 
-def _document(n: int, sentences: int = 40) -> str:
+def document(n: int, sentences: int = 40) -> str:
+    """Plain report prose of `sentences` sentences (about 12 tokens each), the n-th document."""
     return " ".join(_FACTS[(n + i) % len(_FACTS)].format(n=n + i) for i in range(sentences))
+
+
+def city(pick: int) -> str:
+    """The city the pick-th weather question asks about (a tool call's argument)."""
+    return _CITIES[pick % len(_CITIES)]
+
+
+def task_prompt(kind: Kind, pick: int) -> str:
+    """The user's text of one request of `kind`, the pick-th of its kind (the multi-turn bench
+    suite asks the same questions turn by turn)."""
+    if kind == "tool_call":
+        return f"What is the weather in {city(pick)}? Use the tool."
+    if kind == "json":
+        return "Give a person's name and age as JSON."
+    if kind == "code":
+        return f"Write a Python function that {_CODE_TASKS[pick % len(_CODE_TASKS)]}."
+    if kind == "summary":
+        return f"{document(pick)}\n\nSummarise the document above in three sentences."
+    return f"Write a short paragraph about {_TOPICS[pick % len(_TOPICS)]}."
 
 
 def mixed_request(model: str, n: int, seed: int = 0) -> PlannedRequest:
@@ -57,18 +77,11 @@ def mixed_request(model: str, n: int, seed: int = 0) -> PlannedRequest:
     pick = n // len(KINDS)
     extra: dict[str, Any] = {}
     tools = None
+    prompt = task_prompt(kind, pick)
     if kind == "tool_call":
-        prompt = f"What is the weather in {_CITIES[pick % len(_CITIES)]}? Use the tool."
         tools, budget = [WEATHER_TOOL], 64
     elif kind == "json":
-        prompt = "Give a person's name and age as JSON."
         extra["response_format"], budget = PERSON_FORMAT, 64
-    elif kind == "code":
-        prompt = f"Write a Python function that {_CODE_TASKS[pick % len(_CODE_TASKS)]}."
-    elif kind == "summary":
-        prompt = f"{_document(pick)}\n\nSummarise the document above in three sentences."
-    else:
-        prompt = f"Write a short paragraph about {_TOPICS[pick % len(_TOPICS)]}."
     request = ChatRequest(
         model=model,
         messages=[{"role": "user", "content": prompt}],

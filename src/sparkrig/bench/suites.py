@@ -4,11 +4,13 @@ decode: one stream per content type. concurrency: at each ladder step, a prompt 
 with a fresh salt for every stream and sample (cold), and the same prompts replayed (cached);
 aggregate over the union window. spec: decode again, read for acceptance. prefill: exact prompt
 depths, cold (salted) and replayed (prefix cache). max-load: cold concurrency probes, each
-level chosen by the --find-max-load search from the probe measured before it.
+level chosen by the --find-max-load search from the probe measured before it. multiturn:
+conversations that grow turn by turn (bench/multiturn.py), each sample a fresh set of them.
 """
 
 from __future__ import annotations
 
+import functools
 import random
 import statistics
 from collections.abc import Callable, Iterator, Sequence
@@ -17,10 +19,16 @@ from typing import Any
 
 from sparkrig import defaults
 from sparkrig.bench.arrivals import ArrivalSchedule
+from sparkrig.bench.client_shards import SendAll
 from sparkrig.bench.max_load import LoadSearch, level_meets, worst_case_probes
+from sparkrig.bench.multiturn import (
+    ConversationSender,
+    conversation_requests,
+    later_turns_prompt_rate,
+)
 from sparkrig.bench.point import BenchSettings, PointResult, ValueOf
 from sparkrig.bench.workloads import DECODE_PROMPTS, chat
-from sparkrig.client import ChatRequest, CompletionRequest, RequestRecord
+from sparkrig.client import ChatRequest, CompletionRequest, EndpointClient, RequestRecord
 from sparkrig.registry import Registry
 
 NS_PER_S = 1_000_000_000
@@ -35,6 +43,9 @@ class PointPlan:
     make_requests: Callable[[], Requests]
     value_of: ValueOf
     schedule: ArrivalSchedule | None = None  # --arrivals: when each request is sent
+    # a point that sends its own way (multiturn: conversations, turn after turn), given the client
+    sender: Callable[[EndpointClient], SendAll] | None = None
+    at_once: int | None = None  # the most requests in flight together; None: all of a sample's
 
 
 @dataclass
@@ -276,6 +287,27 @@ def max_load_suite(context: SuiteContext) -> Iterator[PointPlan]:
         plan = cold_concurrency_plan(context, level, "max-load", f"c={level}", load=level)
         yield plan
         search.record(level, level_meets(plan.point))
+
+
+@register("multiturn")
+def multiturn_suite(context: SuiteContext) -> Iterator[PointPlan]:
+    """One point: each sample K fresh conversations of T turns, every turn re-sending the
+    conversation so far; its value is the later turns' prompt tokens ÷ their TTFT, and its
+    `multiturn` figures give TTFT and cached share turn by turn (docs/metrics.md#multiturn)."""
+    settings = context.settings
+    turns, parallel = settings.turns, settings.parallel_conversations
+    yield PointPlan(
+        point=PointResult(
+            suite="multiturn",
+            name=f"{settings.conversations} conversations × {turns} turns",
+            metric=f"prompt tok/s of turns 2..{turns}: their prompt tokens ÷ their TTFTs, each "
+            "turn re-sending the conversation so far (the prefix-cache path when it works)",
+        ),
+        make_requests=conversation_requests(context.model, settings),
+        value_of=later_turns_prompt_rate(turns),
+        sender=functools.partial(ConversationSender, turns=turns, parallel=parallel),
+        at_once=min(settings.conversations, parallel or settings.conversations),
+    )
 
 
 def planned_points(suite: str, context: SuiteContext) -> int:

@@ -96,8 +96,9 @@ def bench(
     suite: Annotated[
         str | None,
         typer.Option(
-            help="comma-separated suites: decode, concurrency, prefill, spec (default: all four; "
-            "with --local the spec suite gets its own engine with --spec-type draft-simple)"
+            help="comma-separated suites: decode, concurrency, prefill, spec, multiturn "
+            "(default: the first four; with --local the spec suite gets its own engine with "
+            "--spec-type draft-simple)"
         ),
     ] = None,
     spec_type: Annotated[
@@ -128,6 +129,10 @@ def bench(
     find_max_load: bool = setting(
         BenchSettings, "find_max_load", "--find-max-load", note="one round per probe"
     ),
+    conversations: int = setting(BenchSettings, "conversations"),
+    turns: int = setting(BenchSettings, "turns"),
+    parallel_conversations: int | None = setting(BenchSettings, "parallel_conversations"),
+    opening_tokens: int = setting(BenchSettings, "opening_tokens"),
     paired_with: Annotated[
         str | None,
         typer.Option(
@@ -158,8 +163,9 @@ def bench(
     """Measure honest serving speed: decode, concurrency, prefill, speculative decoding.
 
     Decode speed by content type and aggregate vs per-stream speed under concurrency,
-    each point repeated until its 95% interval is within --precision. The receipt is rewritten
-    after every sample, so an interrupted run keeps what it measured."""
+    each point repeated until its 95% interval is within --precision. `--suite multiturn`:
+    conversations that grow turn by turn, with TTFT and cached share per turn. The receipt is
+    rewritten after every sample, so an interrupted run keeps what it measured."""
     from sparkrig.bench.run import check_suites, run_bench
     from sparkrig.client.endpoint import api_key_from_env
     from sparkrig.client.http_failures import checked_base_url
@@ -197,6 +203,10 @@ def bench(
         steady_warmup_tokens=steady_warmup_tokens,
         find_max_load=find_max_load,
         arrivals=open_loop(arrivals, suites),
+        conversations=conversations,
+        turns=turns,
+        parallel_conversations=parallel_conversations,
+        opening_tokens=opening_tokens,
     )
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out_path = out or Path("sparkrig-runs") / f"bench-{stamp}.json"

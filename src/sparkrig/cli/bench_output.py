@@ -16,10 +16,13 @@ def show_receipt(receipt: Any, out_path: Path) -> None:
     """The bench table, warnings and report page of one receipt."""
     from sparkrig.cli.receipt_files import write_report
     from sparkrig.cli.views.bench_table import bench_table, spec_table
+    from sparkrig.cli.views.multiturn_table import multiturn_tables
 
     console.print(bench_table(receipt))
     if (acceptance := spec_table(receipt)) is not None:
         console.print(acceptance)
+    for table in multiturn_tables(receipt):
+        console.print(table)
     for point in receipt.points:
         if point.arrivals is not None:
             line = f"{point.suite}/{point.name}: {point.arrivals.describe()}"

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, computed_field
 
+from sparkrig.outside_numbers import count_or_none
 from sparkrig.wire.server_error import ServerError
 
 RECORD_SCHEMA_VERSION = 1
@@ -138,6 +139,15 @@ class RequestRecord(BaseModel):
         if self.token_source in ("per_event_usage", "per_event_timings") and counted:
             return sum(counted)
         return None
+
+    @property
+    def cached_prompt_tokens(self) -> int | None:
+        """Prompt tokens the server served from its prefix cache: `usage.prompt_tokens_details.
+        cached_tokens` (llama.cpp; vLLM with --enable-prompt-tokens-details), else llama.cpp's
+        `timings.cache_n`; None when the reply carries neither, never 0 for unknown."""
+        if self.usage is not None and self.usage.cached_prompt_tokens is not None:
+            return self.usage.cached_prompt_tokens
+        return count_or_none((self.server_timings or {}).get("cache_n"))
 
     @computed_field  # type: ignore[prop-decorator]
     @property

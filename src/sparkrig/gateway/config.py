@@ -38,6 +38,7 @@ class Fault(StrEnum):
     SOFT_BODY_ALONE = "soft-body-alone"
     DROP_REQUESTS = "drop-requests"
     DIVERGE_WHEN_FULL = "diverge-when-full"
+    STAMP_FIRST_MESSAGE = "stamp-first-message"
 
 
 class GatewayConfig(BaseModel):

@@ -14,6 +14,7 @@ from sparkrig.gateway.reasoning import ReasoningEmulation, Split
 from sparkrig.gateway.request_faults import (
     Api,
     asks_logprobs,
+    stamped_first_message,
     truncate_context,
     without_stop,
 )
@@ -219,6 +220,9 @@ def plan_arrival(
     upstream_body, changed = body, False
     if config.has(Fault.TRUNCATE_CONTEXT) and request.is_long:
         upstream_body, changed = truncate_context(body, api), True
+    if config.has(Fault.STAMP_FIRST_MESSAGE):
+        stamp = f"[request {request.seq}] "
+        upstream_body, changed = stamped_first_message(upstream_body, api, stamp), True
     reasoning = None
     if config.emulate_reasoning and api == "chat":
         stops = stop_strings(body)

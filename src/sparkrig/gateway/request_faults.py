@@ -71,3 +71,25 @@ def truncate_context(body: dict[str, Any], api: Api) -> dict[str, Any]:
 def without_stop(body: dict[str, Any]) -> dict[str, Any]:
     """The request with its stop strings removed: the gateway applies them itself."""
     return {key: value for key, value in body.items() if key != "stop"}
+
+
+def stamped_first_message(body: dict[str, Any], api: Api, stamp: str) -> dict[str, Any]:
+    """stamp-first-message: `stamp` in front of the first message's text (a string content, or
+    as a first text part) or of the prompt string, as a harness that puts a timestamp or a
+    request id at the top of its system prompt: every request then differs from the one before
+    at its first tokens, and no prefix cache can serve it."""
+    body = copy.deepcopy(body)
+    if api == "completions":
+        if isinstance(body.get("prompt"), str):
+            body["prompt"] = stamp + body["prompt"]
+        return body
+    messages = body.get("messages")
+    first = messages[0] if isinstance(messages, list) and messages else None
+    if not isinstance(first, dict):
+        return body
+    content = first.get("content")
+    if isinstance(content, str):
+        first["content"] = stamp + content
+    elif isinstance(content, list):
+        first["content"] = [{"type": "text", "text": stamp}, *content]
+    return body

@@ -27,6 +27,7 @@ from sparkrig.report import fabric_test_html, smoke_html, soak_html
 from sparkrig.report.check_html import CHECK_CSS
 from sparkrig.report.goodput_html import goodput_section
 from sparkrig.report.html_identity import identity_block
+from sparkrig.report.multiturn_html import multiturn_section
 from sparkrig.report.receipt_kinds import SECTIONS, Receipt, section_for
 from sparkrig.report.svg_charts import (
     Bar,
@@ -138,6 +139,7 @@ def _section(receipt: BenchReceipt, label: str) -> str:
             _points_table(receipt),
             _spec_table(receipt),
             goodput_section(receipt),
+            multiturn_section(receipt),
             "<h3>charts</h3>",
             f'<div class="charts">\n{_charts(receipt)}\n</div>',
             "</section>",

@@ -14,6 +14,7 @@ from sparkrig.bench.soak_receipt import SoakReceipt
 from sparkrig.cli.views.bench_table import bench_table, spec_table
 from sparkrig.cli.views.check_table import check_table
 from sparkrig.cli.views.fabric_test_table import fabric_test_view
+from sparkrig.cli.views.multiturn_table import multiturn_tables
 from sparkrig.cli.views.smoke_table import metrics_line, smoke_table
 from sparkrig.fabric.collectives.results import FabricTestReceipt
 from sparkrig.guards.receipt import CheckReceipt
@@ -49,7 +50,11 @@ def receipt_view(receipt: ReceiptHeader) -> list[RenderableType]:
 @_view_of(BenchReceipt)
 def _bench(receipt: BenchReceipt) -> list[RenderableType]:
     acceptance = spec_table(receipt)
-    return [bench_table(receipt), *([acceptance] if acceptance is not None else [])]
+    return [
+        bench_table(receipt),
+        *([acceptance] if acceptance is not None else []),
+        *multiturn_tables(receipt),
+    ]
 
 
 @_view_of(CheckReceipt)
