@@ -593,6 +593,10 @@ DOCTOR_CONTAINER_STORE_MIN_FREE_BYTES: Final = 100 * 1000**3
 DOCTOR_SM_CLOCK_SPREAD: Final = 0.05
 # systemd units whose name holds one of these run an engine.
 DOCTOR_ENGINE_UNIT_PATTERNS: Final = ("vllm", "sparkrig", "llama", "sglang", "ray")
+# Where vLLM's get_ip() points a UDP socket to learn its own address when VLLM_HOST_IP is unset
+# (vllm/utils/network_utils.py, get_ip): `ip route get` of the same address names the source
+# the kernel picks for it (checked in a two-NIC namespace: both 10.20.0.2).
+DOCTOR_VLLM_GET_IP_TARGET: Final = "8.8.8.8"
 # Telemetry during bench: one sample a second, the granularity of the field reports' own
 # `nvidia-smi … -l 1` and `vmstat 1` captures.
 TELEMETRY_INTERVAL_S: Final = 1.0
