@@ -465,6 +465,10 @@ LAUNCH_RAY_PORT: Final = 6379  # `ray start --head` default
 LAUNCH_RPC_PORT: Final = 50052  # ggml-rpc-server's default port
 # Every JIT cache lives on node-local disk (field notes: jit-cache-node-local).
 LAUNCH_JIT_CACHE_DIR: Final = "/var/cache/sparkrig/jit"
+# A JIT cache with the same file list as a peer's but under this share of its bytes is behind:
+# a floor, not a measurement. The same kernels from the same build are the same files, so a
+# large gap means kernels written part way (a compile killed mid-write) or another build's.
+LAUNCH_CACHE_PARITY_MIN_BYTES_SHARE: Final = 0.5
 # The limits NVIDIA's container guides give for GPU and RDMA work: pinned memory unlimited (NCCL
 # and RDMA register buffers) and a 64 MiB stack.
 CONTAINER_ULIMITS: Final = (("memlock", "-1"), ("stack", "67108864"))
