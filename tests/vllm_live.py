@@ -40,17 +40,20 @@ def asked(label: str, name: str) -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def replaying(label: str, name: str) -> AsyncIterator[str]:
-    """A server at the yielded base URL that answers the captured request's method and path
+async def replaying(label: str, *names: str) -> AsyncIterator[str]:
+    """A server at the yielded base URL that answers each captured request's method and path
     with the captured reply (one block), and nothing else."""
-    entry = asked(label, name)
-    body = capture(label, name)
-
-    async def reply(_: web.Request) -> web.Response:
-        headers = {"Content-Type": entry["content_type"]} if entry["content_type"] else {}
-        return web.Response(body=body, status=entry["status"], headers=headers)
-
     app = web.Application()
-    app.router.add_route(entry["method"], entry["path"], reply)
+    for name in names:
+        entry = asked(label, name)
+        body = capture(label, name)
+
+        async def reply(
+            _: web.Request, body: bytes = body, entry: dict[str, Any] = entry
+        ) -> web.Response:
+            headers = {"Content-Type": entry["content_type"]} if entry["content_type"] else {}
+            return web.Response(body=body, status=entry["status"], headers=headers)
+
+        app.router.add_route(entry["method"], entry["path"], reply)
     async with serve_app(app) as url:
         yield url

@@ -488,6 +488,10 @@ LAUNCH_RAY_PORT: Final = 6379  # `ray start --head` default
 LAUNCH_RPC_PORT: Final = 50052  # ggml-rpc-server's default port
 # Every JIT cache lives on node-local disk (field notes: jit-cache-node-local).
 LAUNCH_JIT_CACHE_DIR: Final = "/var/cache/sparkrig/jit"
+# A JIT cache with the same file list as a peer's but under this share of its bytes is behind:
+# a floor, not a measurement. The same kernels from the same build are the same files, so a
+# large gap means kernels written part way (a compile killed mid-write) or another build's.
+LAUNCH_CACHE_PARITY_MIN_BYTES_SHARE: Final = 0.5
 # The limits NVIDIA's container guides give for GPU and RDMA work: pinned memory unlimited (NCCL
 # and RDMA register buffers) and a 64 MiB stack.
 CONTAINER_ULIMITS: Final = (("memlock", "-1"), ("stack", "67108864"))
@@ -616,6 +620,10 @@ DOCTOR_CONTAINER_STORE_MIN_FREE_BYTES: Final = 100 * 1000**3
 DOCTOR_SM_CLOCK_SPREAD: Final = 0.05
 # systemd units whose name holds one of these run an engine.
 DOCTOR_ENGINE_UNIT_PATTERNS: Final = ("vllm", "sparkrig", "llama", "sglang", "ray")
+# Where vLLM's get_ip() points a UDP socket to learn its own address when VLLM_HOST_IP is unset
+# (vllm/utils/network_utils.py, get_ip): `ip route get` of the same address names the source
+# the kernel picks for it (checked in a two-NIC namespace: both 10.20.0.2).
+DOCTOR_VLLM_GET_IP_TARGET: Final = "8.8.8.8"
 # Telemetry during bench: one sample a second, the granularity of the field reports' own
 # `nvidia-smi … -l 1` and `vmstat 1` captures.
 TELEMETRY_INTERVAL_S: Final = 1.0

@@ -53,6 +53,7 @@ CASES = {
     "clock-offset": ("ring4-clock-skew", "ring4-clean"),
     "logind-remove-ipc": ("logind-remove-ipc", "logind-root"),
     "rdma-user-limits": ("rdma-limits-missing", "rdma-limits-ok"),
+    "ray-node-address": ("ray-route-elsewhere", "ray-route-agrees"),
     "container-runtime": ("container-docker-no-daemon", "container-podman"),
     "container-gpu-support": ("container-podman", "container-docker-nvidia"),
     "container-rdma-devices": ("container-podman", "container-docker-nvidia"),

@@ -69,3 +69,44 @@ def test_cold_empties_real_folders_and_never_a_shallow_path(tmp_path: Path) -> N
     assert list(cache.iterdir()) == []
     for shallow in ("/", "/home", "relative/dir", "/var/../etc"):
         assert empty_caches_script({"X": shallow}) == ["sh", "-c", "true"]
+
+
+def _cache(folder: Path, files: dict[str, int]) -> str:
+    for name, size in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(b"k" * size)
+    folder.mkdir(parents=True, exist_ok=True)
+    return str(folder)
+
+
+def _surveyed(folders: dict[str, str]) -> dict[str, dict[str, CacheSummary]]:
+    """Each node's TRITON_CACHE_DIR as the survey reads it on the node (here: this machine)."""
+    return {
+        node: parse_survey(LocalExecutor().run(survey_script({"TRITON_CACHE_DIR": path})).stdout)
+        for node, path in folders.items()
+    }
+
+
+def test_same_count_other_files_or_far_fewer_bytes_is_behind(tmp_path: Path) -> None:
+    """Real folders: a and b hold the same three kernels; c the same count but another kernel;
+    d the same names written part way (1 byte each); e an empty folder beside f's absent one."""
+    kernels = {"sub/k1.so": 4000, "sub/k2.so": 3000, "k1.json": 200}
+    folders = {
+        "a": _cache(tmp_path / "a", kernels),
+        "b": _cache(tmp_path / "b", kernels),
+        "c": _cache(tmp_path / "c", {"sub/k1.so": 4000, "sub/k9.so": 3000, "k1.json": 200}),
+        "d": _cache(tmp_path / "d", dict.fromkeys(kernels, 1)),
+    }
+    warnings = parity_warnings(_surveyed(folders))
+    assert len(warnings) == 2, warnings
+    assert warnings[0].startswith(
+        "JIT cache of node c is behind: TRITON_CACHE_DIR holds other files than a (the same 3 "
+        "files by count"
+    )
+    assert warnings[1].startswith(
+        "JIT cache of node d is behind: TRITON_CACHE_DIR 3 bytes against 7,200 on a for the "
+        "same 3 files"
+    )
+    assert parity_warnings(_surveyed({n: folders[n] for n in ("a", "b")})) == []
+    empty = {"e": _cache(tmp_path / "e", {}), "f": str(tmp_path / "f")}
+    assert parity_warnings(_surveyed(empty)) == []  # nothing compiled anywhere yet

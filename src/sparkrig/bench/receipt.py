@@ -12,6 +12,7 @@ from sparkrig.bench.max_load import MaxLoadResult, max_load_result
 from sparkrig.bench.point import BenchSettings, PointResult
 from sparkrig.bench.steady_warmup import SteadyWarmup
 from sparkrig.bench.validity import INVALID_ERRORS
+from sparkrig.client.live_kv_pool import LiveKvPool
 from sparkrig.launch.state import BootRecord
 from sparkrig.receipts import ReceiptHeader, load_receipt_file, save_receipt_file
 
@@ -39,6 +40,12 @@ class BenchReceipt(ReceiptHeader):
         default=None,
         description="how the measured server booted (phases per rank, the slowest, the KV "
         "pool), when sparkrig started it; None for a server started elsewhere",
+    )
+    kv_pool: LiveKvPool | None = Field(
+        default=None,
+        description="the KV pool the server reported when the run began (vLLM's "
+        "cache_config_info, llama-server's /slots), where `startup` has none: a server started "
+        "elsewhere; None where the engine reports none",
     )
     pairing: str | None = Field(
         default=None,

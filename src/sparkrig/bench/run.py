@@ -16,6 +16,7 @@ from sparkrig.bench.receipt import BenchReceipt, save_receipt
 from sparkrig.bench.steady_warmup import steady_warmup
 from sparkrig.bench.suites import SUITES, SuiteContext, planned_points
 from sparkrig.client import EndpointClient
+from sparkrig.client.live_kv_pool import read_kv_pool
 from sparkrig.client.metrics import try_scrape_metrics
 from sparkrig.client.probe import first_model_id
 from sparkrig.client.tokenize import server_tokenize
@@ -134,6 +135,8 @@ async def open_side(
         warning = idle_warning(receipt.idle_before, settings.warmup_steady)
         if warning is not None:
             receipt.warnings.append(warning)
+    if receipt.kv_pool is None and (receipt.startup is None or not receipt.startup.kv_pool_tokens):
+        receipt.kv_pool = await read_kv_pool(client, snapshot)
     if snapshot is not None:
         receipt.engine = snapshot.engine
     else:

@@ -9,6 +9,7 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from sparkrig.doctor.container_info import EXIT_MARK
 from sparkrig.outside_numbers import parse_int
 
 
@@ -173,3 +174,19 @@ def ibv_ports(text: str) -> list[dict[str, str]]:
     if not hca:
         raise Unreadable("no hca_id line: not ibv_devinfo output")
     return ports
+
+
+def route_source(text: str) -> str | None:
+    """The `route_get` probe (`ip -j -4 route get ADDR` with its errors, then `sparkrig-exit
+    N`): the source address the kernel picks for that route (`prefsrc`), or None when the node
+    has no IPv4 route there (ip's `Network is unreachable`, a non-zero exit)."""
+    body, _, last = text.rstrip("\n").rpartition("\n")
+    if not last.startswith(EXIT_MARK):
+        raise Unreadable("no `sparkrig-exit N` line: the route probe was cut short")
+    if last.removeprefix(EXIT_MARK).strip() != "0":
+        return None
+    routes = ip_json(body)
+    source = routes[0].get("prefsrc") if routes else None
+    if not isinstance(source, str) or not source:
+        raise Unreadable("`ip -j route get` names no prefsrc")
+    return source

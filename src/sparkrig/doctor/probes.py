@@ -50,6 +50,11 @@ _LOGIND = (
     "grep -h -s '^[[:space:]]*RemoveIPC=' /usr/lib/systemd/logind.conf.d/*.conf "
     "/etc/systemd/logind.conf /etc/systemd/logind.conf.d/*.conf | tr -d ' \t'; true"
 )
+# the source address of this node's IPv4 route to $1 (vLLM's get_ip() without VLLM_HOST_IP), with
+# ip's own error and exit status on stdout: a node with no such route is a finding, not a skip
+_ROUTE_GET = (
+    'command -v ip >/dev/null || exit 127; ip -j -4 route get "$1" 2>&1; echo "sparkrig-exit $?"'
+)
 # what RDMA needs of the user: the locked-memory limit and the devices it can open
 _RDMA_LIMITS = (
     'echo "memlock $(ulimit -l)"; echo "devices $(ls /dev/infiniband 2>/dev/null | tr "\n" " ")"'
@@ -157,6 +162,12 @@ def node_probes(model_dir: str, jit_dir: str, engine_version: list[str] | None) 
         Probe("dmesg", ["dmesg"], "dmesg", "apt install util-linux (and run doctor as root)"),
         Probe("logind", ["sh", "-c", _LOGIND], "sh", "dash"),
         Probe("rdma_limits", ["sh", "-c", _RDMA_LIMITS], "sh", "dash"),
+        Probe(
+            "route_get",
+            ["sh", "-c", _ROUTE_GET, "sh", defaults.DOCTOR_VLLM_GET_IP_TARGET],
+            "ip",
+            "apt install iproute2",
+        ),
         Probe(
             "systemd_units",
             [

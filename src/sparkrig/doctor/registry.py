@@ -19,6 +19,21 @@ from sparkrig.registry import Registry
 
 
 @dataclass(frozen=True)
+class RayNode:
+    """One node of a Ray launch as `up` renders it (engine.backend ray)."""
+
+    node_ip_address: str
+    """`ray start --node-ip-address`: Ray names the node's `node:<ip>` resource after it"""
+    host_ip: str | None
+    """VLLM_HOST_IP where vLLM's get_ip() runs on this node (the head: `vllm serve`, the
+    driver; a worker: its `ray start`, whose Ray workers inherit it); None when unset or empty"""
+    driver: bool
+    """the head, where `vllm serve` builds the placement group"""
+    peer_addresses: frozenset[str] = frozenset()
+    """every other node's --node-ip-address and VLLM_HOST_IP"""
+
+
+@dataclass(frozen=True)
 class NodeContext:
     """What a node is meant to be: its part of the fabric plan, its engine environment."""
 
@@ -39,6 +54,13 @@ class NodeContext:
     """the engine container is started with `--device /dev/infiniband` (engine.container.
     rdma_devices, by default when vLLM's plan runs NCCL over RDMA: NCCL_IB_HCA)"""
 
+    engine_backend: str | None = None
+    """vLLM's multi-node backend (mp or ray) when the cluster file runs vLLM; None otherwise"""
+    ray: RayNode | None = None
+    """this node's part of the Ray launch; None without one"""
+    ray_unplanned: str | None = None
+    """why a Ray cluster's node has no `ray`: no launch plan, or not in the serving group"""
+
     @property
     def node_plan(self) -> NodePlan | None:
         if self.plan is None:
@@ -57,6 +79,7 @@ class Hit:
 
 NodeCheck = Callable[[NodeCapture, NodeContext], list[Hit]]
 Applies = Callable[[NodeContext], bool]
+SkipWhen = Callable[[NodeContext], str | None]
 ClusterCheck = Callable[[Mapping[str, NodeCapture], Mapping[str, NodeContext]], list[Hit]]
 
 
@@ -72,6 +95,9 @@ class Check:
     cluster_function: ClusterCheck | None = None
     applies: Applies | None = None
     """where it runs at all (the container checks: a contained engine); None: everywhere"""
+    skip_when: SkipWhen | None = None
+    """where it applies but cannot judge: the reason, said once as a skipped line for the
+    cluster (the Ray check under the mp backend)"""
 
     def runs_for(self, context: NodeContext) -> bool:
         return self.applies is None or self.applies(context)
@@ -91,10 +117,19 @@ def node_check(
     needs: tuple[str, ...],
     needs_plan: bool = False,
     applies: Applies | None = None,
+    skip_when: SkipWhen | None = None,
 ) -> Callable[[NodeCheck], NodeCheck]:
     def register(function: NodeCheck) -> NodeCheck:
         check = Check(
-            name, summary, why, source, needs, needs_plan, node_function=function, applies=applies
+            name,
+            summary,
+            why,
+            source,
+            needs,
+            needs_plan,
+            node_function=function,
+            applies=applies,
+            skip_when=skip_when,
         )
         CHECKS.add(name, check)
         return function
@@ -172,6 +207,11 @@ class _Run:
     def node(self, check: Check, name: str, capture: NodeCapture, context: NodeContext) -> None:
         assert check.node_function is not None
         if (check.needs_plan and context.node_plan is None) or not check.runs_for(context):
+            return
+        if check.skip_when is not None and (reason := check.skip_when(context)) is not None:
+            held = self.held.setdefault(("cluster", reason), [])
+            if check.name not in held:
+                held.append(check.name)
             return
         if any(probe not in capture.outputs for probe in check.needs):
             return  # not collected here (a fixture that holds other tools only)

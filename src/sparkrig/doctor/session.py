@@ -11,14 +11,16 @@ from sparkrig import defaults
 from sparkrig.config.cluster import Cluster
 from sparkrig.doctor.collect import collect_all
 from sparkrig.doctor.model import DoctorReport, NodeCapture
-from sparkrig.doctor.registry import NodeContext, run_checks
+from sparkrig.doctor.registry import NodeContext, RayNode, run_checks
 from sparkrig.engines.registry import adapter_for
 from sparkrig.engines.vllm.knowledge import version_default
-from sparkrig.errors import CablingError
+from sparkrig.errors import CablingError, SparkrigError
 from sparkrig.fabric.plan import plan_fabric
 from sparkrig.fabric.plan_model import FabricPlan
 from sparkrig.fabric.runner import CommandRunner
+from sparkrig.launch.cluster_plan import plan_launch
 from sparkrig.launch.containers import binds_rdma
+from sparkrig.paths import state_dir
 
 
 def model_dir_of(cluster: Cluster | None) -> str:
@@ -77,6 +79,42 @@ def plan_of(cluster: Cluster) -> tuple[FabricPlan | None, str | None]:
         return None, str(exc)
 
 
+def _flag_value(argv: list[str], flag: str) -> str | None:
+    return argv[argv.index(flag) + 1] if flag in argv[:-1] else None
+
+
+def ray_nodes_of(cluster: Cluster | None) -> tuple[dict[str, RayNode], str | None]:
+    """Each node's part of the Ray launch `up` would start, read from the rendered processes
+    (so doctor judges the very `ray start` and `vllm serve` lines), or the reason there is none
+    for a Ray cluster. Empty for anything but vLLM with engine.backend ray."""
+    if cluster is None or cluster.engine is None or cluster.engine.kind != "vllm":
+        return {}, None
+    if cluster.engine.backend != "ray":
+        return {}, None
+    try:
+        launch = plan_launch(cluster, local_state_dir=state_dir(), require_executors=False)
+    except SparkrigError as exc:
+        return {}, f"no launch plan to read the Ray addresses from: {exc}"
+    addresses: dict[str, tuple[str, str | None]] = {}
+    for process in launch.processes:
+        ip = _flag_value(process.argv, "--node-ip-address")
+        if process.name != "ray" or ip is None:
+            continue
+        # get_ip() runs in the driver on the head (`vllm serve`), in Ray's workers elsewhere
+        where = process
+        if process.role == "head":
+            where = next((p for p in launch.processes if p.name == "vllm"), process)
+        env = {var.name: var.value for var in where.env}
+        addresses[process.node] = (ip, env.get("VLLM_HOST_IP") or None)
+    nodes = {}
+    for name, (ip, host_ip) in addresses.items():
+        peers = {a for other, pair in addresses.items() if other != name for a in pair if a}
+        nodes[name] = RayNode(
+            ip, host_ip, driver=name == launch.head, peer_addresses=frozenset(peers)
+        )
+    return nodes, None
+
+
 def contexts_for(
     cluster: Cluster | None, plan: FabricPlan | None, names: list[str], model_dir: str
 ) -> dict[str, NodeContext]:
@@ -91,6 +129,8 @@ def contexts_for(
         utilization = cluster.profile.gpu_memory_utilization
     runtime = container_runtime_of(cluster)
     container = cluster.engine.container if cluster is not None and cluster.engine else None
+    ray_nodes, no_ray_plan = ray_nodes_of(cluster)
+    backend = cluster.engine.backend if vllm and cluster and cluster.engine else None
     contexts = {}
     for name in names:
         env: dict[str, str] = {}
@@ -108,6 +148,9 @@ def contexts_for(
             container_runtime=runtime,
             container_gpus=container is not None and container.gpus == "all",
             container_binds_rdma=runtime is not None and rdma_bound(cluster, plan),
+            engine_backend=backend,
+            ray=ray_nodes.get(name),
+            ray_unplanned=no_ray_plan or f"node {name} is not in the Ray serving group",
         )
     return contexts
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from sparkrig.client import EndpointClient
+from sparkrig.client.live_kv_pool import read_kv_pool
 from sparkrig.client.metrics import try_scrape_metrics
 from sparkrig.client.probe import first_model_id
 from sparkrig.errors import UsageError
@@ -157,6 +158,8 @@ async def run_battery(
             startup=recorded_boot(client.base_url),
             against=None if against is None else str(against[0]),
         )
+        if receipt.startup is None or not receipt.startup.kv_pool_tokens:
+            receipt.kv_pool = await read_kv_pool(client, snapshot)
         if against is not None:
             same_server_kind(against[0], against[1], receipt)
         save_check_receipt(receipt, out_path)

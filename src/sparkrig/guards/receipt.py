@@ -7,6 +7,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
+from sparkrig.client.live_kv_pool import LiveKvPool
 from sparkrig.guards.context import CheckSettings
 from sparkrig.guards.verdict import GuardResult
 from sparkrig.launch.state import BootRecord
@@ -34,6 +35,12 @@ class CheckReceipt(ReceiptHeader):
         default=None,
         description="how the measured server booted (phases per rank, the slowest, the KV "
         "pool), when sparkrig started it; None for a server started elsewhere",
+    )
+    kv_pool: LiveKvPool | None = Field(
+        default=None,
+        description="the KV pool the server reported when the run began (vLLM's "
+        "cache_config_info, llama-server's /slots), where `startup` has none: a server started "
+        "elsewhere; None where the engine reports none",
     )
 
     @property

@@ -2,7 +2,9 @@
 its peers wait in a collective, and the boot fails or crawls (field notes: uneven-jit-caches,
 jit-inside-profiling). Each node's cache folders (the JIT cache variables of its processes'
 environment) are summarised on the node in one round trip: bytes, file count, and a digest of
-the sorted file list; a node with fewer files than another in the same cache is behind.
+the sorted file list. A node is behind in a cache when it has fewer files than another, or the
+same count under another file list than most nodes hold (another kernel set), or far fewer bytes
+for the same file list (kernels written part way).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import shlex
 
 from pydantic import BaseModel, ConfigDict
 
+from sparkrig import defaults
 from sparkrig.engines.launch_spec import ProcessSpec
 from sparkrig.engines.vllm.launch import JIT_CACHES
 from sparkrig.errors import ExecutorError
@@ -70,6 +73,46 @@ def parse_survey(stdout: str) -> dict[str, CacheSummary]:
     return found
 
 
+def _reference(summaries: dict[str, CacheSummary]) -> tuple[str, CacheSummary]:
+    """The node whose cache the others are judged against: its file list is held by the most
+    nodes, then it has the most files, then the most bytes, then the first name."""
+    holders: dict[str, int] = {}
+    for summary in summaries.values():
+        holders[summary.digest] = holders.get(summary.digest, 0) + 1
+    return min(
+        summaries.items(),
+        key=lambda pair: (-holders[pair[1].digest], -pair[1].files, -pair[1].bytes, pair[0]),
+    )
+
+
+def _behind(node: str, name: str, summaries: dict[str, CacheSummary]) -> str | None:
+    """How `node`'s cache `name` lags its peers: fewer files than the fullest, another file list
+    than the reference at the same count (another kernel set), or under
+    LAUNCH_CACHE_PARITY_MIN_BYTES_SHARE of a peer's bytes for the same file list (kernels
+    written part way); None when it does not."""
+    mine = summaries[node]
+    others = {n: c for n, c in summaries.items() if n != node}
+    fullest_node, fullest = max(others.items(), key=lambda pair: pair[1].files)
+    if mine.files < fullest.files:
+        return f"{name} {mine.files} files against {fullest.files} on {fullest_node}"
+    reference_node, reference = _reference(summaries)
+    if mine.files == reference.files > 0 and mine.digest != reference.digest:
+        return (
+            f"{name} holds other files than {reference_node} (the same {mine.files} files "
+            f"by count, file lists {mine.digest} and {reference.digest})"
+        )
+    same = {n: c for n, c in others.items() if c.digest == mine.digest}
+    if not same:
+        return None
+    largest_node, largest = max(same.items(), key=lambda pair: pair[1].bytes)
+    if mine.bytes < defaults.LAUNCH_CACHE_PARITY_MIN_BYTES_SHARE * largest.bytes:
+        return (
+            f"{name} {mine.bytes:,} bytes against {largest.bytes:,} on {largest_node} for the "
+            f"same {mine.files} files"
+        )
+    return None
+
+
 def parity_warnings(by_node: dict[str, dict[str, CacheSummary]]) -> list[str]:
     """One warning per node that is behind another in some cache (pure)."""
     if len(by_node) < 2:
@@ -77,13 +120,10 @@ def parity_warnings(by_node: dict[str, dict[str, CacheSummary]]) -> list[str]:
     warnings = []
     for node, caches in by_node.items():
         behind = []
-        for name, mine in caches.items():
-            others = {n: c[name] for n, c in by_node.items() if n != node and name in c}
-            if not others:
-                continue
-            ahead_node, ahead = max(others.items(), key=lambda pair: pair[1].files)
-            if mine.files < ahead.files:
-                behind.append(f"{name} {mine.files} files against {ahead.files} on {ahead_node}")
+        for name in caches:
+            summaries = {n: c[name] for n, c in by_node.items() if name in c}
+            if len(summaries) > 1 and (lag := _behind(node, name, summaries)) is not None:
+                behind.append(lag)
         if behind:
             warnings.append(
                 f"JIT cache of node {node} is behind: {'; '.join(behind)} — it will compile while "
