@@ -159,8 +159,9 @@ _add(
         meaning="vLLM asked Ray for a PACK placement group: with one GPU per node it anchors the "
         "first GPU to the head's route address, which a multi-NIC host may not satisfy, and "
         "start-up waits on the placement group",
-        fix="ask Ray for a SPREAD placement group and start Ray with --node-ip-address equal "
-        "to VLLM_HOST_IP on every node",
+        fix="make vLLM's driver address Ray's: set VLLM_HOST_IP on every node to the address "
+        "its `ray start --node-ip-address` gives (vLLM pins the first bundle to node:<get_ip()>; "
+        "`sparkrig doctor` checks it as ray-node-address)",
         sources=("https://github.com/eugr/spark-vllm-docker/issues/227",),
     )
 )
