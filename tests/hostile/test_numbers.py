@@ -60,6 +60,34 @@ def test_a_nan_generation_override_is_one_line(tmp_path: Path) -> None:
     one_line_failure(run_cli("plan-capacity", str(path)), "generation_overrides.temperature")
 
 
+# --- gateway serve --config: the same check as a cluster file ----------------------------------
+
+# a [gateway] line -> what the one line must say besides the field's name
+GATEWAY_VALUES: dict[str, tuple[str, str]] = {
+    "drain_s = inf": ("gateway.drain_s", "not finite"),
+    "drain_s = nan": ("gateway.drain_s", "not finite"),
+    "drain_s = 1e400": ("gateway.drain_s", "not finite"),
+    "drain_s = 7200": ("drain_s", "less than or equal to 3600"),
+    f"stretch_first = {10**400}": ("gateway.stretch_first", "too large"),
+    f"stretch_first = {2**60}": ("stretch_first", "less than or equal to"),
+    "stretch = -inf": ("gateway.stretch", "not finite"),
+    "port = 1e400": ("gateway.port", "not finite"),
+}
+
+
+@pytest.mark.parametrize("setting", list(GATEWAY_VALUES))
+def test_a_hostile_number_in_a_gateway_settings_file_is_one_line(
+    setting: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "gateway.toml"
+    path.write_text(f'[gateway]\nhost = "127.0.0.1"\n{setting}\n')
+
+    outcome = run_cli("gateway", "serve", "http://127.0.0.1:9", "--config", str(path))
+
+    assert outcome.code == 2
+    one_line_failure(outcome, "gateway.toml", *GATEWAY_VALUES[setting])
+
+
 # --- sysfs: GID entries named in digits int() refuses or trusts read as "no GID" ---------------
 
 ADDRESS_GID = "0000:0000:0000:0000:0000:ffff:c0a8:6401\n"  # spark1's fabric address, mapped
