@@ -19,18 +19,22 @@ from tests.hostile.fake_server import HOSTILE_METRICS, FakeServer
 EXAMPLES = Path(__file__).parents[2] / "examples"
 PAIR_VLLM = EXAMPLES / "pair-vllm.toml"
 
-# a [profile] value -> what the one line must say besides the field's name
-PROFILE_VALUES: dict[str, tuple[str, str, str]] = {
-    "pool-1e400": ("kv_pool_tokens", "1e400", "not finite"),
-    "pool-10-to-400": ("kv_pool_tokens", str(10**400), "too large"),
-    "pool-huge-exponent": ("kv_pool_tokens", "1e99999", "not finite"),
-    "pool-nan": ("kv_pool_tokens", "nan", "not finite"),
-    "pool-inf": ("kv_pool_tokens", "inf", "not finite"),
-    "pool-minus-inf": ("kv_pool_tokens", "-inf", "not finite"),
-    "pool-negative": ("kv_pool_tokens", "-5", "greater than or equal to 1"),
-    "seqs-10-to-400": ("max_num_seqs", str(10**400), "too large"),
-    "length-10-to-400": ("max_model_len", str(10**400), "too large"),
-    "memory-nan": ("gpu_memory_utilization", "nan", "not finite"),
+# a [profile] value -> (key, value, why, the field's own range): the line shows the value as
+# the file writes it (1e400, which tomllib reads as inf) and the range the field declares
+PROFILE_VALUES: dict[str, tuple[str, str, str, str]] = {
+    "pool-1e400": ("kv_pool_tokens", "1e400", "not finite", "a whole number of 1 or more"),
+    "pool-10-to-400": ("kv_pool_tokens", str(10**400), "too large", "whole number of 1 or more"),
+    "pool-huge-exponent": ("kv_pool_tokens", "1e99999", "not finite", "of 1 or more"),
+    "pool-nan": ("kv_pool_tokens", "nan", "not finite", "a whole number of 1 or more"),
+    "pool-inf": ("kv_pool_tokens", "inf", "not finite", "a whole number of 1 or more"),
+    "pool-minus-inf": ("kv_pool_tokens", "-inf", "not finite", "a whole number of 1 or more"),
+    "pool-negative": ("kv_pool_tokens", "-5", "out of range", "a whole number of 1 or more"),
+    "pool-half": ("kv_pool_tokens", "2.5", "not whole", "a whole number of 1 or more"),
+    "seqs-10-to-400": ("max_num_seqs", str(10**400), "too large", "of 1 or more"),
+    "length-10-to-400": ("max_model_len", str(10**400), "too large", "of 1 or more"),
+    "memory-nan": ("gpu_memory_utilization", "nan", "not finite", "above 0 and at most 1"),
+    "memory-zero": ("gpu_memory_utilization", "0", "out of range", "above 0 and at most 1"),
+    "memory-1e400": ("gpu_memory_utilization", "+1e400", "not finite", "above 0 and at most 1"),
 }
 
 
@@ -47,12 +51,13 @@ def with_profile_value(key: str, value: str, path: Path) -> Path:
 def test_a_hostile_number_in_a_cluster_file_is_one_line(
     case: str, command: str, tmp_path: Path
 ) -> None:
-    key, value, says = PROFILE_VALUES[case]
+    key, value, why, expected = PROFILE_VALUES[case]
     path = with_profile_value(key, value, tmp_path / "cluster.toml")
 
-    line = one_line_failure(run_cli(command, str(path)), f"profile.{key}", says)
+    line = one_line_failure(run_cli(command, str(path)), f"profile.{key}", why, expected)
 
     assert "line " in line  # the line of the file, so the user finds the value
+    assert f"is '{value[:40]}" in line  # as written, never tomllib's reading of it ('inf')
 
 
 def test_a_nan_generation_override_is_one_line(tmp_path: Path) -> None:
@@ -67,11 +72,11 @@ GATEWAY_VALUES: dict[str, tuple[str, str]] = {
     "drain_s = inf": ("gateway.drain_s", "not finite"),
     "drain_s = nan": ("gateway.drain_s", "not finite"),
     "drain_s = 1e400": ("gateway.drain_s", "not finite"),
-    "drain_s = 7200": ("drain_s", "less than or equal to 3600"),
+    "drain_s = 7200": ("gateway.drain_s is '7200'", "a number from 0 to 3600"),
     f"stretch_first = {10**400}": ("gateway.stretch_first", "too large"),
-    f"stretch_first = {2**60}": ("stretch_first", "less than or equal to"),
-    "stretch = -inf": ("gateway.stretch", "not finite"),
-    "port = 1e400": ("gateway.port", "not finite"),
+    f"stretch_first = {2**60}": ("gateway.stretch_first", f"from 0 to {2**53}"),
+    "stretch = -inf": ("gateway.stretch is '-inf'", "a number from 0 to 9"),
+    "port = 1e400": ("gateway.port is '1e400'", "a whole number from 0 to 65535"),
 }
 
 

@@ -35,7 +35,7 @@ def parse_cluster(text: str, source: str = "<cluster>") -> Cluster:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(_toml_error_message(exc, source)) from exc
-    check_toml_numbers(data, text=text, source=source)
+    check_toml_numbers(data, Cluster, text=text, source=source)
     try:
         return Cluster.model_validate(data)
     except ValidationError as exc:

@@ -120,8 +120,10 @@ def load_serve_config(path: Path | None, overrides: dict[str, Any]) -> ServeConf
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path} is not valid TOML ({exc}) — fix the file") from exc
-        check_toml_numbers(data, text=text, source=str(path))  # the model's ge=0 lets inf by
+        within: tuple[str, ...] = ("gateway",) if "gateway" in data else ()
         data = data.get("gateway", data)
+        # before the model: its ge=0 lets inf and a 400-digit integer by
+        check_toml_numbers(data, ServeConfig, text=text, source=str(path), loc=within)
     data.update({key: value for key, value in overrides.items() if value is not None})
     try:
         return ServeConfig.model_validate(data)
