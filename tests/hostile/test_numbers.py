@@ -6,6 +6,7 @@ where the reader already reads an unusable value as absent (a GID table), exactl
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from tests.hostile.fake_server import HOSTILE_METRICS, FakeServer
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 PAIR_VLLM = EXAMPLES / "pair-vllm.toml"
+DOCTOR = Path(__file__).parents[1] / "fixtures" / "doctor"
 
 # a [profile] value -> (key, value, why, the field's own range): the line shows the value as
 # the file writes it (1e400, which tomllib reads as inf) and the range the field declares
@@ -93,26 +95,97 @@ def test_a_hostile_number_in_a_gateway_settings_file_is_one_line(
     one_line_failure(outcome, "gateway.toml", *GATEWAY_VALUES[setting])
 
 
-# --- sysfs: GID entries named in digits int() refuses or trusts read as "no GID" ---------------
+# --- sysfs: GID entries named in digits int() refuses or trusts are named, never an index -----
 
-ADDRESS_GID = "0000:0000:0000:0000:0000:ffff:c0a8:6401\n"  # spark1's fabric address, mapped
+ADDRESS_GID = "0000:0000:0000:0000:0000:ffff:0a14:0001\n"  # spark1's 10.20.0.1, IPv4-mapped
+
+
+def gid_port(root: Path) -> Path:
+    """spark1's rocep1s0f0 port 1 with one valid entry: index 5 holds its address as RoCE v2."""
+    port = root / "class" / "infiniband" / "rocep1s0f0" / "ports" / "1"
+    for folder in ("gids", "gid_attrs/types", "gid_attrs/ndevs"):
+        (port / folder).mkdir(parents=True)
+    (port / "gids" / "5").write_text(ADDRESS_GID)
+    (port / "gid_attrs" / "types" / "5").write_text("RoCE v2\n")
+    return port
+
+
+def spark1_gid_row(root: Path) -> dict[str, object]:
+    args = ["fabric", "gids", str(EXAMPLES / "pair.toml"), "--node", "spark1", "--json"]
+    outcome = run_cli(*args, "--sysfs", str(root))
+    assert outcome.code == 1  # spark1's second device, roceP2p1s0f0, has no table here
+    assert "Traceback" not in outcome.stdout + outcome.stderr
+    rows = {row["device"]: row for row in json.loads(outcome.stdout)}
+    return dict(rows["rocep1s0f0"])
 
 
 @pytest.mark.parametrize("name", ["²", "٣", "１", "-1", "9" * 200])
-def test_a_gid_entry_not_named_in_ascii_digits_is_no_gid(name: str, tmp_path: Path) -> None:
-    port = tmp_path / "sys" / "class" / "infiniband" / "rocep1s0f0" / "ports" / "1"
-    for folder in ("gids", "gid_attrs/types", "gid_attrs/ndevs"):
-        (port / folder).mkdir(parents=True)
+def test_a_gid_entry_not_named_in_ascii_digits_is_named_and_never_an_index(
+    name: str, tmp_path: Path
+) -> None:
+    """The odd entry holds the same address as RoCE v2: a parser that trusted `isdigit()` and
+    `int()` would read `٣` as 3, `１` as 1 and the 200 nines as an index, and answer two
+    candidates; one that dropped `-1` or `²` silently would not name them."""
+    port = gid_port(tmp_path / "sys")
     (port / "gids" / name).write_text(ADDRESS_GID)
     (port / "gid_attrs" / "types" / name).write_text("RoCE v2\n")
-    args = ["fabric", "gids", str(EXAMPLES / "pair.toml"), "--node", "spark1", "--json"]
 
-    outcome = run_cli(*args, "--sysfs", str(tmp_path / "sys"))
+    row = spark1_gid_row(tmp_path / "sys")
 
-    assert outcome.code == 1
-    assert "Traceback" not in outcome.stdout + outcome.stderr
-    rows = json.loads(outcome.stdout)
-    assert all(row["index"] is None and " — " in row["problem"] for row in rows)
+    assert (row["index"], row["candidates"]) == (5, [5])  # the valid entry still resolves
+    problem = str(row["problem"])
+    assert f"gids/{name[:16]}" in problem
+    assert "its name is not a GID index" in problem
+    assert " — " in problem
+
+
+# a file of the valid entry -> its content, and what the answer must name instead of the
+# misleading "has no GID table" or "only as RoCE v1"
+GID_CONTENT: dict[str, tuple[str, str, str]] = {
+    "gid-superscript": ("gids/5", "²\n", "gids/5 (not ASCII text)"),
+    "gid-arabic-digit": ("gids/5", "٣\n", "gids/5 (not ASCII text)"),
+    "gid-not-an-address": ("gids/5", "0000:²\n", "gids/5 (not ASCII text)"),
+    "gid-garbage": ("gids/5", "12345\n", "gids/5 (holds '12345', not a GID)"),
+    "type-superscript": ("gid_attrs/types/5", "²\n", "no GID type, neither RoCE v2 nor v1"),
+    "type-odd": ("gid_attrs/types/5", "RoCE v9\n", "GID type 'RoCE v9', neither RoCE v2 nor v1"),
+}
+
+
+@pytest.mark.parametrize("case", list(GID_CONTENT))
+def test_an_unreadable_gid_file_is_named(case: str, tmp_path: Path) -> None:
+    entry, content, says = GID_CONTENT[case]
+    port = gid_port(tmp_path / "sys")
+    (port / entry).write_text(content)
+
+    row = spark1_gid_row(tmp_path / "sys")
+
+    assert row["index"] is None
+    problem = str(row["problem"])
+    assert says in problem
+    assert " — " in problem
+    assert "has no GID table" not in problem
+    assert "only as RoCE v1" not in problem
+    if case == "type-superscript":
+        assert "types/5 (not ASCII text)" in problem
+
+
+def test_doctor_names_a_gid_entry_not_named_in_ascii_digits(tmp_path: Path) -> None:
+    """pair-clean with spark1's RoCE v2 entry renamed from 3 to ٣ (Arabic-Indic three)."""
+    copy = tmp_path / "pair"
+    shutil.copytree(DOCTOR / "pair-clean", copy)
+    sysfs = copy / "spark1" / "ib_sysfs.out"
+    text = sysfs.read_text()
+    for folder in ("gids", "gid_attrs/types", "gid_attrs/ndevs"):
+        text = text.replace(f"rocep1s0f0/ports/1/{folder}/3:", f"rocep1s0f0/ports/1/{folder}/٣:")
+    sysfs.write_text(text)
+
+    outcome = run_cli("doctor", str(copy / "cluster.toml"), "--load", str(copy), "--json")
+
+    assert outcome.code == 1, outcome.stderr
+    found = [f for f in json.loads(outcome.stdout)["findings"] if f["check"] == "gid-index"]
+    assert [f["node"] for f in found] == ["spark1"]
+    assert "only as RoCE v1 (index 2)" in found[0]["seen"]  # what the readable entries hold
+    assert "gids/٣ (its name is not a GID index)" in found[0]["seen"]
 
 
 # --- /metrics and /v1/models -----------------------------------------------------------------
