@@ -145,6 +145,7 @@ def parse_int(
             minimum=minimum,
             maximum=maximum,
             kind="a whole number",
+            shown=stripped,
         )
     )
 
@@ -171,7 +172,13 @@ def parse_float(
         raise _fail(source, field, text, expected) from None
     return float(
         _bounded(
-            value, source=source, field=field, minimum=minimum, maximum=maximum, kind="a number"
+            value,
+            source=source,
+            field=field,
+            minimum=minimum,
+            maximum=maximum,
+            kind="a number",
+            shown=stripped,  # the text seen: "1e400", not the inf it became
         )
     )
 
