@@ -203,6 +203,45 @@ def test_a_model_list_that_is_not_utf8_says_so(fake: FakeServer) -> None:
     assert "did not answer JSON" not in line
 
 
+BENCH = [
+    *("--suite", "decode", "--max-samples", "2", "--rounds", "1", "--tokens", "16"),
+    "--no-telemetry",
+]
+
+
+def test_a_bench_sample_whose_counter_went_backwards_is_discarded_and_named(
+    fake: FakeServer, tmp_path: Path, state: Path
+) -> None:
+    """The same counted replies against a /metrics whose generation counter goes down at every
+    scrape (a restart) and one that counts what it served: each backwards sample is discarded
+    with the counter named, never a negative rate, and nothing measured is not exit 0; the
+    counting server's samples are kept."""
+    out = tmp_path / "restarting.json"
+    outcome = run_cli("bench", fake.url("counter-backwards"), *BENCH, "--out", str(out))
+
+    one_line_failure(
+        outcome,
+        "nothing was measured: every sample was discarded (first: server restarted: "
+        "vllm:generation_tokens_total went backwards",
+        progress=True,
+    )
+    point = json.loads(out.read_text())["points"][0]  # the first point stops the bench
+    assert point["samples"] == []
+    assert point["discarded"]
+    for discarded in point["discarded"]:
+        assert discarded["reason"].startswith(
+            "server restarted: vllm:generation_tokens_total went backwards"
+        )
+
+    clean = tmp_path / "counting.json"
+    kept = run_cli("bench", fake.url("counter-counts"), *BENCH, "--out", str(clean))
+    assert kept.code == 0, kept.stderr
+    for point in json.loads(clean.read_text())["points"]:
+        assert point["samples"]
+        assert point["discarded"] == []
+        assert all(s["metrics"]["values"]["generated_tokens"] == 12 for s in point["samples"])
+
+
 COUNTER = "# TYPE vllm:generation_tokens counter\nvllm:generation_tokens_total {}\n"
 
 
