@@ -238,6 +238,22 @@ def checked_number(
     )
 
 
+def check_every_number(value: object, *, source: str) -> None:
+    """Every number inside `value` (what json parsed: dicts and lists), through
+    `checked_number`: the first NaN, infinity or integer past ±2**1023 raises, named by its
+    path (`points[0].samples[1].value`). json reads `1e400` as inf and `NaN` as nan, and
+    pydantic's float takes both; no record sparkrig writes holds either."""
+    stack: list[tuple[str, object]] = [("", value)]
+    while stack:  # a loop, not recursion: json may nest as deep as Python's own limit
+        path, item = stack.pop()
+        if isinstance(item, dict):
+            stack += [(f"{path}.{key}" if path else str(key), v) for key, v in item.items()]
+        elif isinstance(item, list):
+            stack += [(f"{path}[{index}]", v) for index, v in enumerate(item)]
+        elif isinstance(item, int | float) and not isinstance(item, bool):
+            checked_number(item, source=source, field=path or "the value")
+
+
 def finite_float(value: float, *, source: str, field: str, minimum: float | None = None) -> float:
     """A float another parser produced (prometheus_client, json), refused when NaN, infinite
     or below `minimum`."""
