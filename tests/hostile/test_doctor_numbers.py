@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -65,7 +66,7 @@ def with_number(fixture: str, file: str, old: str, value: str, root: Path) -> Pa
     return copy
 
 
-def doctor_report(folder: Path) -> dict[str, object]:
+def doctor_report(folder: Path) -> dict[str, Any]:
     cluster = folder / "cluster.toml"
     args = [str(cluster)] if cluster.exists() else []
     outcome = run_cli("doctor", *args, "--load", str(folder), "--json")
@@ -85,13 +86,13 @@ def test_a_hostile_number_in_a_capture_skips_its_check_naming_it(
         written = "-0.5"  # chrony writes the offset's size and "fast"/"slow"; never a sign
     report = doctor_report(with_number(fixture, file, old, written, tmp_path))
 
-    skipped = [s for s in report["skipped"] if check in s["checks"]]  # type: ignore[attr-defined]
+    skipped = [s for s in report["skipped"] if check in s["checks"]]
     assert len(skipped) == 1, report
     reason = skipped[0]["reason"]
     assert says in reason
     assert repr(written[:20])[:-1] in reason  # the value as the capture holds it (excerpted)
     assert " — " in reason
-    assert not [f for f in report["findings"] if f["check"] == check]  # type: ignore[attr-defined]
+    assert not [f for f in report["findings"] if f["check"] == check]
 
 
 @pytest.mark.parametrize("value", ["inf", "nan", "1e400", "-5", "٣"])
@@ -102,7 +103,7 @@ def test_a_hostile_clock_reading_skips_the_offset_check(value: str, tmp_path: Pa
 
     report = doctor_report(copy)
 
-    skipped = [s for s in report["skipped"] if "clock-offset" in s["checks"]]  # type: ignore[attr-defined]
+    skipped = [s for s in report["skipped"] if "clock-offset" in s["checks"]]
     assert [s["node"] for s in skipped] == ["cluster"]
     assert f"clock {value!r} is not seconds since 1970" in skipped[0]["reason"]
     assert report["checks_run"] > 1  # the other checks ran
@@ -125,11 +126,11 @@ def test_a_hostile_rdma_counter_is_absent_not_a_count(value: str, tmp_path: Path
     sysfs.write_text("\n".join(hostile) + "\n")
 
     quiet = doctor_report(copy)
-    assert not [f for f in quiet["findings"] if f["check"] == "roce-retransmits"]  # type: ignore[attr-defined]
+    assert not [f for f in quiet["findings"] if f["check"] == "roce-retransmits"]
 
     one_left = [*hostile, "/sys/class/infiniband/rocep1s0f0/ports/1/hw_counters/packet_seq_err:3"]
     sysfs.write_text("\n".join(one_left) + "\n")
-    fired = [f for f in doctor_report(copy)["findings"] if f["check"] == "roce-retransmits"]  # type: ignore[attr-defined]
+    fired = [f for f in doctor_report(copy)["findings"] if f["check"] == "roce-retransmits"]
     assert [f["seen"] for f in fired] == [
         "rocep1s0f0 port 1: packet_seq_err 3 since the counters were last reset"
     ]
@@ -147,7 +148,7 @@ def test_a_hostile_link_speed_is_absent_not_slow(value: str, tmp_path: Path) -> 
 
     report = doctor_report(copy)
 
-    assert not [f for f in report["findings"] if f["check"] == "link-speed"]  # type: ignore[attr-defined]
+    assert not [f for f in report["findings"] if f["check"] == "link-speed"]
     assert report["checks_run"] >= 1
 
 
