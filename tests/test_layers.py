@@ -20,7 +20,8 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "sparkrig"
 # is a top-level package or module of src/sparkrig ("sparkrig" is the package's __init__).
 STAGES: list[set[str]] = [
     {"sparkrig", "errors", "defaults", "process_exit", "frozen_model"},
-    {"paths", "json_files", "local_process", "registry", "outside_numbers"},
+    {"paths", "local_process", "registry", "outside_numbers"},
+    {"json_files"},
     {"wire", "detectors", "receipts"},
     {"config"},
     {"fabric", "recipes"},

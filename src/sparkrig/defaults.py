@@ -635,6 +635,9 @@ TELEMETRY_NODE_MAX_S: Final = 24 * 3600.0
 # SIGTERM drains: no new request is taken, and replies in flight get this long to finish
 # (a long reasoning reply at ~30 tok/s runs minutes; systemd's default stop timeout is 90 s).
 GATEWAY_DRAIN_S: Final = 60.0
+# ... and at most this long: a reply still in flight after an hour is a stuck one, and a longer
+# drain is a typo (a unit mistaken, ms for s) that would hold a stop for hours.
+GATEWAY_MAX_DRAIN_S: Final = 3600.0
 # `gateway serve --stretch` slows replies by at most this factor minus one (10x): a larger value
 # is a typo, and would hold connections open for minutes.
 GATEWAY_MAX_STRETCH: Final = 9.0

@@ -3,8 +3,9 @@
 Writes are atomic (beside the target, then renamed), so an interrupted write never leaves half a
 file. Reads fail in one line that names the file, what is wrong with it and what to do, for
 every way a file can be wrong: missing, a directory, unreadable, not UTF-8, not JSON, JSON of
-another kind, a damaged field (a timestamp without its time zone among them). Advice never tells
-the user to delete a file that is a valid file of another kind.
+another kind, a damaged field (a timestamp without its time zone among them), a number that is
+NaN, infinite or past ±2**1023 (`outside_numbers.check_every_number`, before the model reads
+it). Advice never tells the user to delete a file that is a valid file of another kind.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from sparkrig.errors import SparkrigError, UsageError, excerpt, validation_problem
+from sparkrig.outside_numbers import OutsideNumberError, check_every_number
 
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -131,6 +133,10 @@ def read_model_file(
     if not isinstance(raw, dict) or raw.get("kind") != kind:  # a kind where none belongs too
         raise error(f"{path} is {kind_of(raw)}, not {_a(what)} — {fix}")
     try:
+        check_every_number(raw, source=str(path))
+    except OutsideNumberError as exc:
+        raise error(f"{what} {_number_problem(exc)} — {damaged_fix or fix}") from exc
+    try:
         return model.model_validate(raw)
     except ValidationError as exc:
         if kind is None and not _shares_a_field(raw, model):
@@ -138,6 +144,14 @@ def read_model_file(
         raise error(
             f"{what} {path} is damaged: {validation_problem(exc)} — {damaged_fix or fix}"
         ) from exc
+
+
+def _number_problem(exc: OutsideNumberError) -> str:
+    """`PATH: FIELD is 'inf' (why), expected …` less the parser's own advice: the caller's fix
+    is the one that fits a file sparkrig wrote."""
+    seen = str(exc).split(" — ")[0]
+    where, _, problem = seen.partition(": ")
+    return f"{where} is damaged: {problem}"
 
 
 def _a(noun: str) -> str:
@@ -171,6 +185,10 @@ def read_receipt(
         raw = {**raw, "kind": kind}
     if not isinstance(raw, dict) or raw.get("kind") != kind:
         raise UsageError(f"{path} is {kind_of(raw)}, not a sparkrig {noun} receipt — {fix}")
+    try:
+        check_every_number(raw, source=str(path))
+    except OutsideNumberError as exc:
+        raise UsageError(f"{noun} receipt {_number_problem(exc)} — rerun `{written_by}`") from exc
     older = upgrades or {}
     version = raw.get("schema_version")
     upgrade = older.get(version) if type(version) is int and version != schema_version else None

@@ -38,14 +38,32 @@ class OutsideNumberError(SparkrigError, ValueError):
     range expected. A ValueError too, so parsers that read a bad value as absent still do."""
 
 
-def _range(minimum: Number | None, maximum: Number | None) -> str:
-    if minimum is not None and maximum is not None:
-        return f"from {minimum} to {maximum}"
-    if minimum is not None:
-        return f"of {minimum} or more"
-    if maximum is not None:
-        return f"of {maximum} or less"
-    return "that is finite and within ±2**1023"
+def _bound(value: Number) -> str:
+    """A range's end as a person writes it: 3600, not 3600.0."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return str(value)
+
+
+def _range(
+    minimum: Number | None,
+    maximum: Number | None,
+    above: Number | None = None,
+    below: Number | None = None,
+) -> str:
+    low, high = (None if b is None else _bound(b) for b in (minimum, maximum))
+    over, under = (None if b is None else _bound(b) for b in (above, below))
+    if over is None and under is None:
+        if low is not None and high is not None:
+            return f"from {low} to {high}"
+        if low is not None:
+            return f"of {low} or more"
+        if high is not None:
+            return f"of {high} or less"
+        return "that is finite and within ±2**1023"
+    start = f"above {over}" if over is not None else (f"of {low} or more" if low else None)
+    end = f"below {under}" if under is not None else (f"at most {high}" if high else None)
+    return " and ".join(part for part in (start, end) if part)
 
 
 def _fail(
@@ -67,20 +85,32 @@ def _bounded(
     minimum: Number | None,
     maximum: Number | None,
     kind: str,
+    above: Number | None = None,
+    below: Number | None = None,
+    shown: str | None = None,
+    whole: bool = False,
 ) -> Number:
-    expected = f"{kind} {_range(minimum, maximum)}"
+    expected = f"{kind} {_range(minimum, maximum, above, below)}"
+    seen = value if shown is None else shown
     if isinstance(value, float) and not math.isfinite(value):
         raise _fail(
             source,
             field,
-            value,
+            seen,
             expected,
             "not finite: NaN, infinity, or past a float's range like 1e400",
         )
     if isinstance(value, int) and abs(value) > FLOAT_LIMIT:
-        raise _fail(source, field, value, expected, "too large to compute with")
-    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-        raise _fail(source, field, value, expected, "out of range")
+        raise _fail(source, field, seen, expected, "too large to compute with")
+    if whole and not isinstance(value, int):
+        raise _fail(source, field, seen, expected, "not whole")
+    if (
+        (minimum is not None and value < minimum)
+        or (maximum is not None and value > maximum)
+        or (above is not None and value <= above)
+        or (below is not None and value >= below)
+    ):
+        raise _fail(source, field, seen, expected, "out of range")
     return value
 
 
@@ -115,6 +145,7 @@ def parse_int(
             minimum=minimum,
             maximum=maximum,
             kind="a whole number",
+            shown=stripped,
         )
     )
 
@@ -141,7 +172,13 @@ def parse_float(
         raise _fail(source, field, text, expected) from None
     return float(
         _bounded(
-            value, source=source, field=field, minimum=minimum, maximum=maximum, kind="a number"
+            value,
+            source=source,
+            field=field,
+            minimum=minimum,
+            maximum=maximum,
+            kind="a number",
+            shown=stripped,  # the text seen: "1e400", not the inf it became
         )
     )
 
@@ -174,16 +211,47 @@ def checked_number(
     minimum: Number | None = None,
     maximum: Number | None = None,
     whole: bool = False,
+    above: Number | None = None,
+    below: Number | None = None,
+    written: str | None = None,
 ) -> Number:
     """A number tomllib or json already parsed: not a bool, finite, small enough to become a
-    float (so dividing by it cannot overflow), within [minimum, maximum]; `whole`: an int."""
+    float (so dividing by it cannot overflow), within [minimum, maximum] and, where given,
+    above `above` and below `below`; `whole`: an int. `written` is the value as its file writes
+    it (`1e400`, which tomllib read as inf), shown in the message instead of the parsed value."""
     kind = "a whole number" if whole else "a number"
-    expected = f"{kind} {_range(minimum, maximum)}"
+    expected = f"{kind} {_range(minimum, maximum, above, below)}"
+    shown = value if written is None else written
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _fail(source, field, value, expected, f"a {type(value).__name__}")
-    if whole and not isinstance(value, int):
-        raise _fail(source, field, value, expected, "not whole")
-    return _bounded(value, source=source, field=field, minimum=minimum, maximum=maximum, kind=kind)
+        raise _fail(source, field, shown, expected, f"a {type(value).__name__}")
+    return _bounded(
+        value,
+        source=source,
+        field=field,
+        minimum=minimum,
+        maximum=maximum,
+        kind=kind,
+        above=above,
+        below=below,
+        shown=written,
+        whole=whole,
+    )
+
+
+def check_every_number(value: object, *, source: str) -> None:
+    """Every number inside `value` (what json parsed: dicts and lists), through
+    `checked_number`: the first NaN, infinity or integer past ±2**1023 raises, named by its
+    path (`points[0].samples[1].value`). json reads `1e400` as inf and `NaN` as nan, and
+    pydantic's float takes both; no record sparkrig writes holds either."""
+    stack: list[tuple[str, object]] = [("", value)]
+    while stack:  # a loop, not recursion: json may nest as deep as Python's own limit
+        path, item = stack.pop()
+        if isinstance(item, dict):
+            stack += [(f"{path}.{key}" if path else str(key), v) for key, v in item.items()]
+        elif isinstance(item, list):
+            stack += [(f"{path}[{index}]", v) for index, v in enumerate(item)]
+        elif isinstance(item, int | float) and not isinstance(item, bool):
+            checked_number(item, source=source, field=path or "the value")
 
 
 def finite_float(value: float, *, source: str, field: str, minimum: float | None = None) -> float:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ipaddress
 from pathlib import Path
 
-from sparkrig.fabric.gid import GidEntry, read_gid_table, resolve_gid_index
+from sparkrig.fabric.gid import GidEntry, GidTable, read_gid_table, resolve_gid_index
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "sysfs"
 V1, V2 = "IB/RoCE v1", "RoCE v2"
@@ -51,7 +51,8 @@ def test_real_spark_capture_resolves_index_3(tmp_path: Path) -> None:
     rows[2] = (rows[3][0], V1, rows[3][2])
     sysfs = _sysfs(tmp_path, "rocep1s0f0", rows)
     table = read_gid_table(sysfs, "rocep1s0f0")
-    assert [e.index for e in table] == [0, 1, 2, 3]
+    assert [e.index for e in table.entries] == [0, 1, 2, 3]
+    assert table.unreadable == ()
     found = resolve_gid_index("rocep1s0f0", _ip("192.168.100.10"), table)
     assert found.index == 3
     assert found.problem is None
@@ -68,9 +69,9 @@ def test_before_the_address_is_assigned_there_is_no_ipv4_gid(tmp_path: Path) -> 
 
 
 def test_v1_only_names_roce_v2() -> None:
-    sysfs_less = [
-        GidEntry(index=2, gid=ipaddress.IPv6Address("::ffff:10.20.0.1"), kind=V1, netdev="e")
-    ]
+    sysfs_less = GidTable(
+        (GidEntry(index=2, gid=ipaddress.IPv6Address("::ffff:10.20.0.1"), kind=V1, netdev="e"),)
+    )
     found = resolve_gid_index("d", _ip("10.20.0.1"), sysfs_less)
     assert found.index is None
     assert found.problem is not None

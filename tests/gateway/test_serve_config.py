@@ -157,6 +157,15 @@ def test_a_bad_file_is_refused_in_one_line(tmp_path: Path, text: str, message: s
     assert "Traceback" not in result.stderr
 
 
+def test_a_number_at_the_top_level_is_checked_as_under_gateway(tmp_path: Path) -> None:
+    path = tmp_path / "gateway.toml"
+    path.write_text("live_guards = false\ndrain_s = 1e400\n")
+    with pytest.raises(ConfigError) as caught:
+        load_serve_config(path, {})
+    assert "gateway.toml line 2: drain_s is '1e400' (not finite" in str(caught.value)
+    assert "expected a number from 0 to 3600" in str(caught.value)
+
+
 def test_a_port_in_use_and_a_bad_flag_are_one_line_errors() -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -270,6 +270,24 @@ def _big_model_list(handler: Handler) -> None:
     handler.reply(200, "application/json", json.dumps({"data": models}).encode())
 
 
+def _restarting_metrics(handler: Handler) -> None:
+    """A generation counter that goes down at every scrape, as after a server restart."""
+    handler.server.flaky_count += 1
+    text = _COUNTER.format(1_000_000 - 1000 * handler.server.flaky_count)
+    handler.reply(200, "text/plain", text.encode())
+
+
+def _counting_chat(handler: Handler) -> None:
+    """A counted reply that the generation counter of `_counting_metrics` counts, as a server
+    alone with its client counts what it generates."""
+    handler.server.generated += 12
+    _stream(counted(), pause_s=0.002)(handler)
+
+
+def _counting_metrics(handler: Handler) -> None:
+    handler.reply(200, "text/plain", _COUNTER.format(handler.server.generated).encode())
+
+
 def _depends_on_stream(streamed: Behaviour, whole: Behaviour) -> Behaviour:
     return lambda h: (streamed if h.body.get("stream") else whole)(h)
 
@@ -343,6 +361,11 @@ SCENARIOS: dict[str, dict[str, Behaviour]] = {
     },
     "models-not-utf8": {"models": _raw(200, "application/json", b'{"data": [{"id": "m\xff"}]}')},
     "every-other-malformed": {"chat": _every_other_malformed},
+    "counter-backwards": {
+        "chat": _stream(counted(), pause_s=0.002),
+        "metrics": _restarting_metrics,
+    },
+    "counter-counts": {"chat": _counting_chat, "metrics": _counting_metrics},
     "endless": {"chat": _endless},
     "endless-event": {"chat": _endless_event},
     "models-big": {"models": _big_model_list},
@@ -356,6 +379,7 @@ class FakeServer(ThreadingHTTPServer):
     daemon_threads = True
     hits: list[tuple[str, str]]
     flaky_count: int
+    generated: int
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hangs up mid-reply is what half these scenarios provoke: no traceback
@@ -370,6 +394,7 @@ def running_fake_server() -> Iterator[FakeServer]:
     server = FakeServer(("127.0.0.1", 0), Handler)
     server.hits = []
     server.flaky_count = 0
+    server.generated = 0
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -99,6 +99,12 @@ def paired_receipt_path(
 
 def fail_when_nothing_measured(receipt: Any, out_path: Path) -> None:
     if not receipt.measured:
+        discarded = next((d.reason for p in receipt.points for d in p.discarded), None)
+        if receipt.requests_failed() == 0 and discarded is not None:
+            raise SparkrigError(  # every request answered: the samples were ruled out
+                f"nothing was measured: every sample was discarded (first: {discarded}) — fix "
+                f"what that names and rerun; {out_path} records the failed run"
+            )
         first = receipt.first_error or "no request was sent"
         raise SparkrigError(
             f"nothing was measured: {receipt.requests_failed()} of {receipt.requests_sent} "

@@ -6,20 +6,24 @@ back; `parse_stream` (pure) turns that text into a `Telemetry`. No sparkrig on t
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 
 from sparkrig import defaults
 from sparkrig.doctor.parse import sysfs_values
 from sparkrig.doctor.telemetry import (
     PROC_FILES,
+    Reading,
+    left_out,
     rdma_counters,
     reading,
     sample_between,
+    went_backwards,
 )
 from sparkrig.doctor.telemetry_model import GpuSample, Telemetry, TelemetrySample
 from sparkrig.errors import ExecutorError
 from sparkrig.fabric.runner import CommandRunner
-from sparkrig.outside_numbers import float_or_none, int_or_none, parse_float
+from sparkrig.outside_numbers import float_or_none, int_or_none
 
 _RDMA_FILES = " ".join(
     [
@@ -127,6 +131,23 @@ def gpu_rows(text: str) -> list[GpuSample]:
     return gpus
 
 
+def _readings(
+    blocks: list[tuple[float, dict[str, str]]],
+) -> tuple[list[tuple[Reading, dict[str, str]]], list[str]]:
+    """Each whole block's reading; a block whose time or numbers are not numbers is left out,
+    named, and the stream goes on (one bad block must not lose a day of soak)."""
+    readings, notes = [], []
+    for index, (at, files) in enumerate(blocks):
+        try:
+            if math.isnan(at):
+                raise ValueError("its `@@ TIME` line is not seconds since 1970")
+            rdma = rdma_counters(sysfs_values(files.get("rdma", "")))
+            readings.append((reading(at, files, rdma), files))
+        except ValueError as exc:  # OutsideNumberError, and a reader's own refusals
+            notes.append(f"block {index + 1} of the stream: {exc}; no sample there")
+    return readings, notes
+
+
 def parse_stream(text: str, host: str, interval_s: float) -> Telemetry:
     cpu_s, wall_s = 0.0, 0.0
     blocks: list[tuple[float, dict[str, str]]] = []
@@ -138,23 +159,27 @@ def parse_stream(text: str, host: str, interval_s: float) -> Telemetry:
             name = line[4:].strip()
             blocks[-1][1][name] = ""
         elif line.startswith("@@ "):
-            at = parse_float(line[3:], source="telemetry sampler", field="time", minimum=0)
-            blocks.append((at, {}))
+            at = float_or_none(line[3:], minimum=0)
+            blocks.append((math.nan if at is None else at, {}))
+            name = ""
         elif blocks and name:
             blocks[-1][1][name] += line
     whole = [(t, f) for t, f in blocks if all(f.get(n) for n in PROC_FILES) and "gpu" in f]
-    readings = [reading(t, f, rdma_counters(sysfs_values(f.get("rdma", "")))) for t, f in whole]
-    begin = readings[0].t if readings else 0.0
-    samples: list[TelemetrySample] = [
-        sample_between(begin, before, after, gpu_rows(files["gpu"]))
-        for (before, after), (_, files) in zip(itertools.pairwise(readings), whole[1:], strict=True)
-    ]
+    readings, notes = _readings(whole)
+    begin = readings[0][0].t if readings else 0.0
+    samples: list[TelemetrySample] = []
+    for (before, _), (after, files) in itertools.pairwise(readings):
+        if (why := went_backwards(before, after)) is None:
+            samples.append(sample_between(begin, before, after, gpu_rows(files["gpu"])))
+        else:
+            notes.append(left_out(begin, after.t, why))
     with_gpu = any(s.gpus for s in samples)
     return Telemetry(
         host=host,
         interval_s=interval_s,
         started_at=begin,
         samples=samples,
+        left_out=notes,
         gpu_source="nvidia-smi" if with_gpu else "no GPU figures: no nvidia-smi on the node",
         sampler_cpu_s=round(cpu_s, 4),
         sampler_wall_s=round(wall_s, 3),

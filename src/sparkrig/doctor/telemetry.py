@@ -117,13 +117,39 @@ def reading(t: float, files: dict[str, str], rdma: dict[str, tuple[int, int, int
     )
 
 
+def went_backwards(before: Reading, after: Reading) -> str | None:
+    """What of the host went backwards between two readings (the clock stepped back, the CPU or
+    swap counters reset), so no sample can be made of them; None when nothing did."""
+    for name, was, now in (
+        ("the clock", before.t, after.t),
+        ("the CPU ticks (/proc/stat)", before.total, after.total),
+        ("the busy CPU ticks (/proc/stat)", before.busy, after.busy),
+        ("pswpin (/proc/vmstat)", before.swap_in, after.swap_in),
+        ("pswpout (/proc/vmstat)", before.swap_out, after.swap_out),
+    ):
+        if now < was:
+            return f"{name} went backwards, from {was} to {now}"
+        if name == "the clock" and now == was:
+            return f"the clock did not advance past {now}"
+    return None
+
+
 def sample_between(
     begin: float, before: Reading, after: Reading, gpus: list[GpuSample] | None = None
 ) -> TelemetrySample:
+    """The rates between two readings `went_backwards` passed; an interface or port whose
+    counters went backwards (a driver reload resets them) has no rate in this sample, never a
+    negative one."""
     elapsed = max(after.t - before.t, 1e-6)
     busy, total = after.busy - before.busy, after.total - before.total
-    names = [n for n in after.net if n in before.net]
-    ports = {p: v for p, v in after.rdma.items() if p in before.rdma}
+    names = [
+        n for n in after.net if n in before.net and min(_rises(before.net[n], after.net[n])) >= 0
+    ]
+    ports = {
+        p: v
+        for p, v in after.rdma.items()
+        if p in before.rdma and min(_rises(before.rdma[p], v)) >= 0
+    }
     return TelemetrySample(
         t_s=round(after.t - begin, 3),
         cpu_percent=round(100 * busy / total, 1) if total else 0.0,
@@ -137,6 +163,15 @@ def sample_between(
         roce_errors={p: v[2] - before.rdma[p][2] for p, v in ports.items()},
         gpus=gpus or [],
     )
+
+
+def _rises(before: tuple[int, ...], after: tuple[int, ...]) -> list[int]:
+    return [now - was for was, now in zip(before, after, strict=True)]
+
+
+def left_out(begin: float, at: float, why: str) -> str:
+    """A `Telemetry.left_out` line: when, and why that sample is not there."""
+    return f"{at - begin:.1f} s: {why}; no sample there"
 
 
 PROC_FILES = ("stat", "vmstat", "meminfo", "net/dev")
@@ -208,6 +243,7 @@ class Sampler:
         self.sysfs = sysfs
         self._stop = threading.Event()
         self._samples: list[TelemetrySample] = []
+        self._left_out: list[str] = []
         self._thread = threading.Thread(target=self._run, name="sparkrig-telemetry", daemon=True)
         self._cpu_s = 0.0
         self._started = time.time()
@@ -223,7 +259,7 @@ class Sampler:
         self._thread.join(timeout=5 * self.interval_s + 5)
 
     def _read(self, name: str) -> str:
-        return (self.proc / name).read_text(encoding="ascii", errors="replace")
+        return (self.proc / name).read_text(encoding="utf-8", errors="replace")  # ² shown as ²
 
     def _rdma(self) -> dict[str, tuple[int, int, int]]:
         files = [
@@ -250,10 +286,17 @@ class Sampler:
         try:
             while True:
                 files = {name: self._read(name) for name in PROC_FILES}
-                current = reading(time.monotonic(), files, self._rdma())
-                if previous is not None:
-                    self._samples.append(sample_between(begin, previous, current, nvml.read()))
-                previous = current
+                try:
+                    current = reading(time.monotonic(), files, self._rdma())
+                except ValueError as exc:  # a number that is not one: that reading only
+                    self._left_out.append(left_out(begin, time.monotonic(), str(exc)))
+                    current = None
+                if previous is not None and current is not None:
+                    if (why := went_backwards(previous, current)) is None:
+                        self._samples.append(sample_between(begin, previous, current, nvml.read()))
+                    else:
+                        self._left_out.append(left_out(begin, current.t, why))
+                previous = current or previous
                 if self._stop.wait(self.interval_s):
                     break
         finally:
@@ -267,6 +310,7 @@ class Sampler:
             interval_s=self.interval_s,
             started_at=self._started,
             samples=list(self._samples),
+            left_out=list(self._left_out),
             gpu_source=self._gpu_source,
             sampler_cpu_s=round(self._cpu_s, 4),
             sampler_wall_s=round(self._wall_s, 3),

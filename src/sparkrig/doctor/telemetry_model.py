@@ -45,6 +45,11 @@ class Telemetry(BaseModel):
     interval_s: float
     started_at: float = Field(description="unix time of the first sample")
     samples: list[TelemetrySample]
+    left_out: list[str] = Field(
+        default_factory=list,
+        description="each moment with no sample, and why: a counter or the clock that went "
+        "backwards (a reset), a number the host wrote that is not one",
+    )
     gpu_source: str = Field(description="`nvml`, or why there are no GPU figures")
     sampler_cpu_s: float = Field(description="CPU time the sampler thread itself used")
     sampler_wall_s: float

@@ -15,7 +15,7 @@ from sparkrig.doctor.telemetry import Sampler
 from sparkrig.doctor.telemetry_model import TelemetryRecord
 from sparkrig.errors import ExecutorError
 from sparkrig.fabric.runner import CommandRunner
-from sparkrig.json_files import write_atomically
+from sparkrig.json_files import read_model_file, write_atomically
 
 
 def telemetry_path(receipt_path: Path) -> Path:
@@ -30,7 +30,12 @@ def telemetry_beside(receipt_path: Path) -> TelemetryRecord | None:
     path = telemetry_path(receipt_path)
     if not path.exists():
         return None
-    return TelemetryRecord.model_validate_json(path.read_text(encoding="utf-8"))
+    return read_model_file(
+        path,
+        TelemetryRecord,
+        what="telemetry record",
+        fix=f"move {path.name} aside (its receipt reads without it), or rerun with telemetry on",
+    )
 
 
 @contextmanager

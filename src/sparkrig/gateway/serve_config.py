@@ -11,8 +11,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sparkrig import defaults
+from sparkrig.config.toml_numbers import check_toml_numbers
 from sparkrig.errors import ConfigError
 from sparkrig.gateway.reasoning_fields import ReasoningKeys
+from sparkrig.json_files import read_text_file
+from sparkrig.outside_numbers import COUNT_LIMIT
 from sparkrig.wire.reasoning_families import ThinkingAsk, thinking_asked
 
 ReasoningMode = Literal["auto", "on", "off"]
@@ -73,12 +76,16 @@ class ServeConfig(BaseModel):
     stretch_first: int = Field(
         default=0,
         ge=0,
+        le=COUNT_LIMIT,
         description="stretch only the first N generation requests (0: every one): a freshly "
         "started engine that runs slow for its first requests (docs/field-notes.md#"
         "warmup-penalty), to prove a bench's cold flag and warm-up",
     )
     drain_s: float = Field(
-        default=defaults.GATEWAY_DRAIN_S, ge=0, description="SIGTERM: time in-flight replies get"
+        default=defaults.GATEWAY_DRAIN_S,
+        ge=0,
+        le=defaults.GATEWAY_MAX_DRAIN_S,
+        description="SIGTERM: time in-flight replies get",
     )
 
     def thinking_of(self, body: dict[str, Any]) -> ThinkingAsk:
@@ -103,13 +110,20 @@ def load_serve_config(path: Path | None, overrides: dict[str, Any]) -> ServeConf
     """The file's settings (none: defaults), then every override that is not None."""
     data: dict[str, Any] = {}
     if path is not None:
+        text = read_text_file(
+            path,
+            what="gateway settings file",
+            error=ConfigError,
+            fix="pass the path of a TOML settings file (docs/gateway.md)",
+        )
         try:
-            data = tomllib.loads(path.read_text())
-        except OSError as exc:
-            raise ConfigError(f"cannot read {path} ({exc.strerror}) — check the path") from exc
+            data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path} is not valid TOML ({exc}) — fix the file") from exc
+        within: tuple[str, ...] = ("gateway",) if "gateway" in data else ()
         data = data.get("gateway", data)
+        # before the model: its ge=0 lets inf and a 400-digit integer by
+        check_toml_numbers(data, ServeConfig, text=text, source=str(path), loc=within)
     data.update({key: value for key, value in overrides.items() if value is not None})
     try:
         return ServeConfig.model_validate(data)

@@ -64,6 +64,8 @@ _WRAPPER = (
     'echo $! > "$status.pid"; wait $!; echo $? > "$status"'
 )
 _PID_WAIT_STEPS = 100  # x 0.05 s: the wrapper writes the pid at once
+PID_MAX = 4_194_304
+"""PID_MAX_LIMIT of 64-bit Linux (include/linux/threads.h): no pid is larger."""
 
 
 def start_script(argv: Sequence[str], env: dict[str, str], log_path: str) -> list[str]:
@@ -93,7 +95,7 @@ def parse_started(stdout: str) -> StartedProcess:
     pid = ticks = None
     for line in stdout.splitlines():
         key, _, value = line.partition(" ")
-        if key == "pid" and (number := int_or_none(value, minimum=2)) is not None:
+        if key == "pid" and (number := int_or_none(value, minimum=2, maximum=PID_MAX)) is not None:
             pid = number  # never 0, -1 or 1: signals to those reach whole process groups
         elif key == "stat":
             ticks = _ticks(value)
@@ -135,7 +137,7 @@ def parse_observation(stdout: str, start_ticks: int, port: int | None) -> Proces
     values = dict(line.partition(" ")[::2] for line in head.splitlines() if line)
     ticks = _ticks(values.get("stat", ""))
     size = values.get("size", "-1").strip()
-    listen = values.get("listen")
+    listening = int_or_none(values.get("listen", ""), minimum=0)  # a count of `ss` lines
     status = values.get("exit", "").strip()
     log_bytes = int_or_none(size, minimum=0)  # -1: no log file yet
     return ProcessObservation(
@@ -143,9 +145,7 @@ def parse_observation(stdout: str, start_ticks: int, port: int | None) -> Proces
         log_quiet_s=int_or_none(values.get("quiet", "").strip(), minimum=0),
         alive=ticks is not None and ticks == start_ticks,
         log_bytes=-1 if log_bytes is None else log_bytes,
-        port_open=None
-        if port is None
-        else (listen is not None and listen.strip() not in {"", "0"}),
+        port_open=None if port is None else bool(listening),  # unreadable: not shown open
         tail=[line.rstrip() for line in tail.splitlines() if line.strip()],
     )
 

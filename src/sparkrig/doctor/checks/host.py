@@ -7,7 +7,7 @@ from sparkrig.doctor.checks.gpu import unified_memory
 from sparkrig.doctor.model import NodeCapture
 from sparkrig.doctor.parse import colon_fields, meminfo_kib, systemd_show, vmstat_rows
 from sparkrig.doctor.registry import Hit, NodeContext, node_check
-from sparkrig.outside_numbers import float_or_none
+from sparkrig.outside_numbers import parse_float
 
 NOTES = "docs/field-notes.md"
 GIB = 1024**2  # KiB per GiB
@@ -107,7 +107,12 @@ def clock_sync(capture: NodeCapture, context: NodeContext) -> list[Hit]:
     leap = fields.get("Leap status", "")
     offset_text = fields.get("System time", "")
     words = offset_text.split()
-    offset = (float_or_none(words[0], minimum=0) if words else None) or 0.0
+    # an offset that is not a number is unreadable, never 0 (in sync)
+    offset = (
+        parse_float(words[0], source="chronyc tracking", field="System time", minimum=0)
+        if words
+        else 0.0
+    )
     if leap == "Normal" and offset <= defaults.DOCTOR_CHRONY_OFFSET_MAX_S:
         return []
     return [

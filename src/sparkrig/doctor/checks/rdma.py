@@ -12,7 +12,8 @@ from sparkrig.doctor.checks.network import interface_address
 from sparkrig.doctor.model import NodeCapture
 from sparkrig.doctor.parse import Unreadable, ibv_ports, sysfs_values
 from sparkrig.doctor.registry import Hit, NodeContext, node_check
-from sparkrig.fabric.gid import GidEntry, resolve_gid_index
+from sparkrig.errors import excerpt
+from sparkrig.fabric.gid import GidEntry, GidTable, entry_name, resolve_gid_index
 from sparkrig.outside_numbers import int_or_none, parse_int
 
 NOTES = "docs/field-notes.md"
@@ -28,17 +29,20 @@ class RdmaPort:
     types: dict[int, str] = field(default_factory=dict)
     ndevs: dict[int, str] = field(default_factory=dict)
     counters: dict[str, int] = field(default_factory=dict)
+    unreadable: list[str] = field(default_factory=list)
+    """GID entries whose name is not an index, named for the gid-index check"""
 
-    def gid_table(self) -> list[GidEntry]:
-        table = []
+    def gid_table(self) -> GidTable:
+        table, unreadable = [], list(self.unreadable)
         for index, text in sorted(self.gids.items()):
             try:
                 gid = ipaddress.IPv6Address(text)
             except ValueError:
+                unreadable.append(f"gids/{index} (holds {excerpt(text, 40)!r}, not a GID)")
                 continue
             if gid != ipaddress.IPv6Address(0):
                 table.append(GidEntry(index, gid, self.types.get(index, ""), self.ndevs.get(index)))
-        return table
+        return GidTable(tuple(table), tuple(unreadable))
 
 
 def rdma_ports(text: str) -> dict[tuple[str, int], RdmaPort]:
@@ -51,14 +55,18 @@ def rdma_ports(text: str) -> dict[tuple[str, int], RdmaPort]:
         device, rest = match.group(1), match.group(3)
         entry = ports.setdefault((device, port), RdmaPort(device, port))
         kind, _, name = rest.rpartition("/")
+        tables = {
+            "gids": entry.gids,
+            "gid_attrs/types": entry.types,
+            "gid_attrs/ndevs": entry.ndevs,
+        }
         if rest == "state":
             entry.state = value
-        elif kind == "gids" and (index := int_or_none(name, minimum=0)) is not None:
-            entry.gids[index] = value
-        elif kind == "gid_attrs/types" and (index := int_or_none(name, minimum=0)) is not None:
-            entry.types[index] = value
-        elif kind == "gid_attrs/ndevs" and (index := int_or_none(name, minimum=0)) is not None:
-            entry.ndevs[index] = value
+        elif kind in tables and (index := int_or_none(name, minimum=0)) is not None:
+            tables[kind][index] = value
+        elif kind in tables:  # "²".isdigit() is True and int("²") raises: named, not dropped
+            folder = kind.removeprefix("gid_attrs/")
+            entry.unreadable.append(f"{entry_name(folder, name)} (its name is not a GID index)")
         elif (
             kind in ("counters", "hw_counters")
             and (count := int_or_none(value, minimum=0)) is not None
