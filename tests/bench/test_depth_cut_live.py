@@ -1,6 +1,7 @@
 """The prefill text cut at exact depths through the real llama-server's /tokenize and
 /detokenize: the depth is reached exactly, cold prompts keep a fresh salt, a short text is
-repeated, and a cut where the text itself skips a count is still made exact."""
+repeated, a cut where the text itself skips a count is still made exact, and the filler is cut
+the same way when `--prefill-text filler` asks for it."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from sparkrig.bench.depth_cut import (
     salt_for,
     source_tokens,
 )
+from sparkrig.bench.point import BenchSettings
+from sparkrig.bench.prefill_text import prefill_prompts
 from sparkrig.client import EndpointClient
 from sparkrig.launch.local import LocalInstance
 
@@ -79,3 +82,16 @@ async def test_a_count_no_cut_of_the_text_reaches_is_reached_with_a_word_less_of
         cut = (await cut_depths(tokenizer, MERGING, [skipped]))[skipped]
     assert cut.salt_words != usual
     assert set(cut.counts) == {skipped}
+
+
+async def test_prefill_text_filler_is_cut_the_same_way_and_recorded_as_filler(
+    llama_server: LocalInstance,
+) -> None:
+    settings = BenchSettings(prefill_text="filler", prefill_depths=[64])
+    async with EndpointClient(llama_server.base_url) as client:
+        prompts = await prefill_prompts(client, llama_server.alias, settings)
+    assert set(prompts.cuts[64].counts) == {64}
+    record = prompts.record(64, cold=True, token_ids=False)
+    assert (record.text, record.method, record.exact) == ("filler", "cut, re-tokenized", True)
+    assert record.salt_tokens == prompts.cuts[64].salt_tokens
+    assert prompts.cuts[64].body.startswith("Line 0 notes that crate 0 holds 0 apples.")

@@ -14,12 +14,14 @@ from pathlib import Path
 
 import pytest_asyncio
 from aiohttp import web
+from rich.console import Console
 
 from sparkrig.bench.compare import settings_difference
 from sparkrig.bench.corpus import CORPUS_FILE, corpus_sha256, corpus_text
 from sparkrig.bench.point import BenchSettings
 from sparkrig.bench.receipt import load_receipt
 from sparkrig.bench.run import run_bench
+from sparkrig.cli.views.bench_table import bench_table
 from tests.http_servers import serve_app
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,18 +48,18 @@ def sse(chunk: dict[str, object]) -> bytes:
 
 
 async def completion(request: web.Request) -> web.StreamResponse:
-    """Streams TOKENS words; the prompt counts one token per id or per word."""
+    """Streams max_tokens words; the prompt counts one token per id or per word."""
     body = await request.json()
-    prompt = body.get("prompt", "")
+    prompt, tokens = body.get("prompt", ""), body["max_tokens"]
     counted = len(prompt) if isinstance(prompt, list) else len(str(prompt).split())
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
     await response.prepare(request)
-    for index in range(1, TOKENS + 1):
+    for index in range(1, tokens + 1):
         await asyncio.sleep(0.001)
         chunk = {"choices": [{"index": 0, "text": f" w{index}"}]}
         await response.write(sse({**chunk, "timings": {"predicted_n": index}}))
     await response.write(sse({"choices": [{"index": 0, "text": "", "finish_reason": "length"}]}))
-    usage = {"prompt_tokens": counted, "completion_tokens": TOKENS, "total_tokens": TOKENS + 1}
+    usage = {"prompt_tokens": counted, "completion_tokens": tokens, "total_tokens": tokens + 1}
     await response.write(sse({"choices": [], "usage": usage}))
     await response.write(b"data: [DONE]\n\n")
     return response
@@ -110,8 +112,12 @@ async def test_without_tokenize_the_corpus_falls_back_to_estimated_filler_and_sa
     assert "/tokenize answered HTTP 404" in notes[0]
     assert "estimated 4 characters a token" in notes[0]
     assert [p.name for p in receipt.points] == ["32 cold", "32 cached"]
+    table = Console(width=200, record=True)
+    table.print(bench_table(receipt))
+    assert table.export_text().count("filler text, estimated depth") == 2  # said on each row
     for point in receipt.points:
         assert point.samples  # the fallback still measures
+        assert not point.invalid
         assert point.prompt_text is not None
         assert point.prompt_text.text == "filler"
         assert point.prompt_text.method == "estimated"
