@@ -12,8 +12,12 @@ moves less; never one absolute time.
 Content changes prefill cost: a one-token filler prefilled 6,866 tok/s at 32K against 5,982 on
 real source text on the field report's machines (docs/field-notes.md#prefill-filler-content).
 
+`--sweep LOW:HIGH` measures nothing: it cuts the corpus at every depth from LOW to HIGH and prints
+how many cuts were exact and how many took a salt word more or fewer (docs/metrics.md#prefill-text).
+
 Run: .venv/bin/python benchmarks/prefill_text.py [--depths 128,256,512] [--repeats 20]
      [--url URL --model ID]   (a server started elsewhere instead of the embedded one)
+     .venv/bin/python benchmarks/prefill_text.py --sweep 12:700
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
+from collections import Counter
 
 from sparkrig import defaults
 from sparkrig.bench.corpus import corpus_text
@@ -86,21 +91,37 @@ async def measure(url: str, model: str, depths: list[int], repeats: int) -> Rate
     return rates
 
 
-async def main(depths: list[int], repeats: int, url: str | None, model: str | None) -> None:
-    if url is not None:
-        model = model or await served_model(url)
-        rates = await measure(url, model, depths, repeats)
-    else:
+async def sweep(url: str, model: str, depths: list[int]) -> None:
+    """Cut the corpus at every depth; print how the cuts came out."""
+    async with EndpointClient(url) as client:
+        cuts = await cut_depths(ServerTokenizer(client, model), corpus_text(), depths)
+    exact = [cut for cut in cuts.values() if set(cut.counts) == {cut.depth}]
+    words = Counter(cut.salt_words for cut in cuts.values())
+    print(f"{len(exact)} of {len(cuts)} depths from {depths[0]} to {depths[-1]} exact")
+    print("salt words per cut: " + ", ".join(f"{n}: {words[n]}" for n in sorted(words)))
+
+
+async def main(
+    depths: list[int], repeats: int, url: str | None, model: str | None, swept: bool
+) -> None:
+    instance = None
+    if url is None:
         server = embedded_server(require_installed(), resolve_model(None), alias="prefill-text")
         instance = await start_local(
             plan_local(server, port_was_chosen=True), answer_one_completion
         )
-        try:
-            rates = await measure(instance.base_url, instance.alias, depths, repeats)
-        finally:
+        url, model = instance.base_url, instance.alias
+    try:
+        model = model or await served_model(url)
+        if swept:
+            await sweep(url, model, depths)
+            return
+        rates = await measure(url, model, depths, repeats)
+    finally:
+        if instance is not None:
             await stop_local(instance)
     print(
-        f"\ncold prefill tok/s on {model or 'the bundled model'}, {repeats} requests per text "
+        f"\ncold prefill tok/s on {model}, {repeats} requests per text "
         "and depth, by turns; median (quartiles); every prompt re-tokenized to its depth"
     )
     print(f"{'depth':>6} {'filler':>18} {'corpus':>18} {'ratio of medians':>17} {'paired':>20}")
@@ -124,7 +145,12 @@ if __name__ == "__main__":
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--url", help="a running server (default: start the embedded one)")
     parser.add_argument("--model", help="with --url: the model id (default: the server's first)")
+    parser.add_argument("--sweep", help="LOW:HIGH: only cut the corpus at every depth between")
     arguments = parser.parse_args()
     stop_cleanly_on_sigterm()
     depths = [int(depth) for depth in arguments.depths.split(",")]
-    asyncio.run(main(depths, arguments.repeats, arguments.url, arguments.model))
+    if arguments.sweep:
+        low, high = (int(end) for end in arguments.sweep.split(":"))
+        depths = list(range(low, high))
+    swept = bool(arguments.sweep)
+    asyncio.run(main(depths, arguments.repeats, arguments.url, arguments.model, swept))

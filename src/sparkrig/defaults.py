@@ -204,7 +204,8 @@ BENCH_SALT_CHECKS: Final = 3
 # count: "\n\n" before "```" is two tokens, at the end of a text one), the salt takes up to this
 # many words more or fewer, each word shifting the body by a token. On the bundled SmolLM2-135M
 # every depth of the corpus from 12 to 699 tokens was exact, 5 of the 688 with a word fewer
-# (measured once by hand); tests/bench/test_depth_cut_live.py shows a skipped count made exact.
+# (benchmarks/prefill_text.py --sweep 12:700); tests/bench/test_depth_cut_live.py shows a skipped
+# count made exact.
 BENCH_SALT_WORD_SPREAD: Final = 3
 # A freshly started engine decodes ~30% slower for its first requests (field notes:
 # warmup-penalty). A first request this much slower than the steady median is flagged as a cold
