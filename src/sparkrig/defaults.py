@@ -170,7 +170,8 @@ BENCH_PREFILL_DEPTHS: Final = (128, 256, 512)
 # beyond any served model here; 1024 streams is beyond any batch a few boxes run.
 BENCH_MAX_PREFILL_DEPTH: Final = 1_048_576
 BENCH_MAX_CONCURRENCY: Final = 1024
-# Unique tokens put in front of a cold prefill prompt so no cached prefix can match it.
+# Unique tokens put in front of a cold prompt so no cached prefix can match it: random token ids
+# of the filler, or (the prefill suite's cut text, bench/depth_cut.py) words of one token each.
 BENCH_SALT_TOKENS: Final = 8
 # A cold point is confirmed while the server's cache served at most this many prompt tokens per
 # request: with the salt first nothing longer can match, but an engine may reuse a BOS token,
@@ -178,6 +179,34 @@ BENCH_SALT_TOKENS: Final = 8
 BENCH_COLD_CACHE_ALLOWANCE_TOKENS: Final = 16
 # Without /tokenize, prompt lengths are estimated at this many characters per token.
 BENCH_CHARS_PER_TOKEN_ESTIMATE: Final = 4
+# Cutting the prefill text at an exact depth (bench/depth_cut.py): a cut that splits a merge can
+# re-tokenize a token either side, so the cut moves a token at a time, at most this many tries a
+# prompt (a project bound: the first jump lands on the count, or its neighbour does).
+BENCH_CUT_PROBES: Final = 8
+# A cut prompt is used while its text re-tokenizes at most this many tokens from its depth (the
+# count it has is recorded); past it the suite falls back to the filler's token ids, and the
+# receipt says why. 0: exact, since an exact depth is what the point's name claims, and the cut
+# with its salt spread reached every depth tried on the bundled model (BENCH_SALT_WORD_SPREAD).
+BENCH_DEPTH_TOLERANCE_TOKENS: Final = 0
+# Tokens tokenized past the deepest depth, so the last cut never ends where the tokenized text was
+# chopped (a chopped word tokenizes differently); above BENCH_CUT_PROBES with room to spare.
+BENCH_CUT_MARGIN_TOKENS: Final = 64
+# The first guess of text to tokenize for N tokens is N times this many characters (English and
+# code run 3-5 characters a token; a short guess is doubled, a long one only costs tokenizing).
+BENCH_CUT_CHARS_PER_TOKEN_BOUND: Final = 6
+# A cold prompt's salt draws BENCH_SALT_TOKENS words from those of its list that are one token each
+# on the server's tokenizer; fewer than this many such words leave too few salts (16^8 = 4e9), and
+# the suite falls back to the filler's token ids.
+BENCH_SALT_MIN_WORDS: Final = 16
+# Salts a depth's cut is re-tokenized with before it is used: every one must give the same count.
+BENCH_SALT_CHECKS: Final = 3
+# Where no prefix of the text re-tokenizes to the body's length (a merge at the cut skips a
+# count: "\n\n" before "```" is two tokens, at the end of a text one), the salt takes up to this
+# many words more or fewer, each word shifting the body by a token. On the bundled SmolLM2-135M
+# every depth of the corpus from 12 to 699 tokens was exact, 5 of the 688 with a word fewer
+# (benchmarks/prefill_text.py --sweep 12:700); tests/bench/test_depth_cut_live.py shows a skipped
+# count made exact.
+BENCH_SALT_WORD_SPREAD: Final = 3
 # A freshly started engine decodes ~30% slower for its first requests (field notes:
 # warmup-penalty). A first request this much slower than the steady median is flagged as a cold
 # start.

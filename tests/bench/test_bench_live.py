@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from sparkrig.bench.corpus import corpus_sha256
 from sparkrig.bench.point import BenchSettings, PointResult, measure_point
 from sparkrig.bench.receipt import load_receipt
 from sparkrig.bench.run import run_bench
@@ -125,6 +126,13 @@ async def test_prefill_prompts_have_exact_depths_and_replays_hit_the_cache(
         assert cold.cold_cache is not None
         assert cold.cold_cache.verdict == "confirmed", cold.cold_cache.note  # llama.cpp's counters
         assert cached.cold_cache is None  # a cached point claims nothing
+        for point in (cold, cached):  # real text by default, cut exactly through /tokenize
+            assert point.prompt_text is not None
+            assert point.prompt_text.text == "corpus"
+            assert point.prompt_text.method == "cut, re-tokenized"
+            assert point.prompt_text.exact
+            assert set(point.prompt_text.prompt_tokens) == {depth}
+            assert corpus_sha256() in point.prompt_text.source
         cold_ttft = min(r.ttft_s or 1e9 for s in cold.samples for r in s.requests)
         cached_ttft = max(r.ttft_s or 0 for s in cached.samples for r in s.requests)
         assert not cached.cold_start

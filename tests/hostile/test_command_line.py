@@ -141,6 +141,7 @@ CONTRADICTIONS = [
     (["bench", URL, "--arrivals", "poisson:fast"], "RATE"),
     (["bench", URL, "--arrivals", "poisson:2:-1"], "SEED"),
     (["bench", URL, "--arrivals", "poisson:2", "--suite", "decode"], "concurrency"),
+    (["bench", URL, "--prefill-text", "lorem"], "--prefill-text"),
     (["check", URL, "--guard", "nosuch"], "nosuch"),
     (["up"], "--local"),
     (["up", PAIR, "--local"], "--local"),

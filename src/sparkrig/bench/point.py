@@ -30,6 +30,7 @@ from sparkrig.bench.count_witness import CountWitness, take_witness, unread_warn
 from sparkrig.bench.goodput import PointGoodput, point_goodput
 from sparkrig.bench.modes import TWO_SPEEDS_PREFIX, TwoSpeeds, two_speeds
 from sparkrig.bench.multiturn_figures import REUSE_PREFIX, MultiturnFigures, multiturn_figures
+from sparkrig.bench.prefill_text import PromptText
 from sparkrig.bench.settings import BenchSettings as BenchSettings  # noqa: PLC0414 - re-exported
 from sparkrig.bench.speculative import SpecAccounting, spec_accounting
 from sparkrig.bench.spot_check import SpotCheck, spot_check, spot_check_warning
@@ -168,6 +169,12 @@ class PointResult(BaseModel):
     cold_cache: ColdCache | None = Field(
         default=None,
         description="for a cold point: whether the server's cache counters confirm it missed",
+    )
+    prompt_text: PromptText | None = Field(
+        default=None,
+        description="a prefill point's prompt: the text it was cut from, its length as the "
+        "server's /tokenize counts it, and how the depth was made (docs/metrics.md#prefill-text); "
+        "None for the other suites and in receipts from before it",
     )
     requests_sent: int = Field(
         default=0, description="requests sent, warm-up included, the logprobs witness not"

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from sparkrig.bench.idle_gap import IdleGap
 from sparkrig.bench.max_load import MaxLoadResult, max_load_result
@@ -59,6 +59,16 @@ class BenchReceipt(ReceiptHeader):
         "and every probe in order; set when the run closes",
     )
     warnings: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _prefill_text_before_the_corpus(cls, data: Any) -> Any:
+        """A receipt written before `--prefill-text` cut its prefill prompts from the filler:
+        read so, compare refuses to set it beside a corpus run (the setting's default)."""
+        settings = data.get("settings") if isinstance(data, dict) else None
+        if isinstance(settings, dict) and "prefill_text" not in settings:
+            return {**data, "settings": {**settings, "prefill_text": "filler"}}
+        return data
 
     @property
     def requests_sent(self) -> int:

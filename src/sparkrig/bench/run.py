@@ -12,9 +12,11 @@ from sparkrig.bench.arrivals import ScheduledSender
 from sparkrig.bench.client_shards import SendAll, ShardedSender, send_in_process
 from sparkrig.bench.idle_gap import idle_gap, idle_warning, note_activity
 from sparkrig.bench.point import BenchSettings, PointResult, measure_point
+from sparkrig.bench.prefill_text import prefill_prompts
 from sparkrig.bench.receipt import BenchReceipt, save_receipt
 from sparkrig.bench.steady_warmup import steady_warmup
 from sparkrig.bench.suites import SUITES, SuiteContext, planned_points
+from sparkrig.bench.workloads import filler_text
 from sparkrig.client import EndpointClient
 from sparkrig.client.live_kv_pool import read_kv_pool
 from sparkrig.client.metrics import try_scrape_metrics
@@ -32,17 +34,6 @@ def check_suites(names: list[str]) -> list[str]:
     return SUITES.check(names)
 
 
-def filler_text(words: int) -> str:
-    """Plain, varied prose to cut prompts from. Content does change prefill cost: a filler of one
-    repeated token prefilled 6,866 tok/s at 32K against 5,982 on real source text, because the
-    model's per-token table read one hot row (docs/field-notes.md#prefill-filler-content); this
-    text varies its tokens, and a prefill rate is still a rate on this text, not on code."""
-    return " ".join(
-        f"Line {i} notes that crate {i * 37 % 1009} holds {i % 13} apples."
-        for i in range(words // 8)
-    )
-
-
 async def _suite_context(
     client: EndpointClient,
     model: str,
@@ -50,8 +41,9 @@ async def _suite_context(
     suite: str,
     receipt: BenchReceipt,
 ) -> SuiteContext:
-    """A suite's context; prompts of exact token lengths (prefill, concurrency) are cut from
-    the server's tokens of a filler text."""
+    """A suite's context. The prefill suite's prompts are cut from the text --prefill-text
+    names (bench/prefill_text.py); the concurrency suite's, and the prefill suite's where that
+    cut cannot be made, from the server's tokens of a filler text."""
     context = SuiteContext(model=model, settings=settings)
     lengths = {
         "prefill": settings.prefill_depths,
@@ -60,19 +52,34 @@ async def _suite_context(
     }
     if suite not in lengths:
         return context
+    if suite == "prefill":
+        context.prefill = await prefill_prompts(client, model, settings)
+        if context.prefill.cuts:
+            return context
     deepest = max(lengths[suite])
     context.filler_text = filler_text(deepest * 2)
     try:
         tokens = await server_tokenize(client, model, context.filler_text)
     except EndpointError as exc:
-        receipt.warnings.append(f"{suite}: {exc}")
+        _fell_back(context, receipt, token_ids=False)
+        if context.prefill is None:  # the prefill note already names the failure
+            receipt.warnings.append(f"{suite}: {exc}")
         return context
     if len(tokens) < deepest:
         receipt.warnings.append(
             f"{suite}: the filler text has only {len(tokens)} tokens, under the {deepest} asked"
         )
     context.filler_tokens = tokens
+    _fell_back(context, receipt, token_ids=True)
     return context
+
+
+def _fell_back(context: SuiteContext, receipt: BenchReceipt, *, token_ids: bool) -> None:
+    """The prefill text could not be cut: its points say which fallback, and so does the
+    receipt."""
+    if context.prefill is not None:
+        context.prefill = context.prefill.fell_back(token_ids=token_ids)
+        receipt.warnings.append(context.prefill.note)
 
 
 async def text_counter(

@@ -4,11 +4,15 @@ Light on purpose (pydantic and defaults only), so the CLI can bind to it at impo
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 from sparkrig import defaults
 from sparkrig.bench.arrival_spec import Arrivals
 from sparkrig.bench.slo import Slo
+
+PrefillTextKind = Literal["corpus", "filler"]
 
 
 class BenchSettings(BaseModel):
@@ -53,6 +57,13 @@ class BenchSettings(BaseModel):
     )
     concurrency: list[int] = Field(default_factory=lambda: list(defaults.BENCH_CONCURRENCY_LADDER))
     prefill_depths: list[int] = Field(default_factory=lambda: list(defaults.BENCH_PREFILL_DEPTHS))
+    prefill_text: PrefillTextKind = Field(
+        default="corpus",
+        description="prefill suite: the text its prompts are cut from, at exact depths through "
+        "the server's /tokenize: corpus (sparkrig's own code and docs, bundled) or filler (a "
+        "generated template line); a server without /tokenize gets the filler at estimated "
+        "lengths, and the receipt says so (docs/metrics.md#prefill-text)",
+    )
     prompt_tokens: int = Field(
         default=defaults.BENCH_CONCURRENCY_PROMPT_TOKENS,
         ge=defaults.BENCH_SALT_TOKENS + 1,

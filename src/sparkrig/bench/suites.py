@@ -3,9 +3,10 @@
 decode: one stream per content type. concurrency: at each ladder step, a prompt of exact length
 with a fresh salt for every stream and sample (cold), and the same prompts replayed (cached);
 aggregate over the union window. spec: decode again, read for acceptance. prefill: exact prompt
-depths, cold (salted) and replayed (prefix cache). max-load: cold concurrency probes, each
-level chosen by the --find-max-load search from the probe measured before it. multiturn:
-conversations that grow turn by turn (bench/multiturn.py), each sample a fresh set of them.
+depths cut from the bundled corpus or the filler (bench/prefill_text.py), cold (salted) and
+replayed (prefix cache). max-load: cold concurrency probes, each level chosen by the
+--find-max-load search from the probe measured before it. multiturn: conversations that grow
+turn by turn (bench/multiturn.py), each sample a fresh set of them.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from sparkrig.bench.multiturn import (
     later_turns_prompt_rate,
 )
 from sparkrig.bench.point import BenchSettings, PointResult, ValueOf
+from sparkrig.bench.prefill_text import PrefillPrompts
 from sparkrig.bench.workloads import DECODE_PROMPTS, chat
 from sparkrig.client import ChatRequest, CompletionRequest, EndpointClient, RequestRecord
 from sparkrig.registry import Registry
@@ -55,6 +57,8 @@ class SuiteContext:
     # server token ids of a long text; None when the server has no /tokenize
     filler_tokens: list[int] | None = None
     filler_text: str = ""
+    # the prefill suite's prompts, cut from the text --prefill-text names; None: not cut
+    prefill: PrefillPrompts | None = None
 
 
 SuiteBuilder = Callable[[SuiteContext], Iterator[PointPlan]]
@@ -233,14 +237,15 @@ def _prompt_of_depth(context: SuiteContext, depth: int, salted: bool) -> str | l
     return salt + body
 
 
-def _prefill_requests(context: SuiteContext, depth: int, salted: bool) -> Callable[[], Requests]:
+def _prefill_requests(
+    prompt: Callable[[], str | list[int]], model: str, salted: bool
+) -> Callable[[], Requests]:
     def make() -> Requests:
-        prompt = _prompt_of_depth(context, depth, salted)
         extra = {"cache_salt": f"{random.getrandbits(64):016x}"} if salted else {}
         return [
             CompletionRequest(
-                model=context.model,
-                prompt=prompt,
+                model=model,
+                prompt=prompt(),
                 max_tokens=PREFILL_REPLY_TOKENS,
                 temperature=0.0,
                 extra=extra,
@@ -250,8 +255,24 @@ def _prefill_requests(context: SuiteContext, depth: int, salted: bool) -> Callab
     return make
 
 
+def _prefill_prompt(
+    context: SuiteContext, depth: int, salted: bool
+) -> Callable[[], str | list[int]]:
+    """A depth's prompt for each request: the cut text (a fresh salt in front when cold), or,
+    where the text could not be cut, the filler as before (token ids, or an estimate)."""
+    cut = context.prefill.cuts.get(depth) if context.prefill else None
+    if cut is None:
+        return lambda: _prompt_of_depth(context, depth, salted)
+    if salted:
+        return cut.cold
+    return lambda: cut.cached
+
+
 @register("prefill")
 def prefill_suite(context: SuiteContext) -> Iterator[PointPlan]:
+    """Each depth cold (a fresh salt every request) and cached (the same prompt again), the
+    prompts cut from the text --prefill-text names; each point records its prompt's text."""
+    prompts, ids = context.prefill, context.filler_tokens is not None
     for depth in context.settings.prefill_depths:
         yield PointPlan(
             point=PointResult(
@@ -259,8 +280,11 @@ def prefill_suite(context: SuiteContext) -> Iterator[PointPlan]:
                 name=f"{depth} cold",
                 metric="prefill tok/s = prompt tokens ÷ TTFT, unique prefix every request",
                 expects_cold=True,
+                prompt_text=prompts.record(depth, cold=True, token_ids=ids) if prompts else None,
             ),
-            make_requests=_prefill_requests(context, depth, salted=True),
+            make_requests=_prefill_requests(
+                _prefill_prompt(context, depth, salted=True), context.model, salted=True
+            ),
             value_of=prefill_rate,
         )
         yield PointPlan(
@@ -269,8 +293,11 @@ def prefill_suite(context: SuiteContext) -> Iterator[PointPlan]:
                 name=f"{depth} cached",
                 metric="prompt tokens ÷ TTFT on the same prompt again: the prefix-cache path",
                 warmup_primes_cache=True,
+                prompt_text=prompts.record(depth, cold=False, token_ids=ids) if prompts else None,
             ),
-            make_requests=_prefill_requests(context, depth, salted=False),
+            make_requests=_prefill_requests(
+                _prefill_prompt(context, depth, salted=False), context.model, salted=False
+            ),
             value_of=prefill_rate,
         )
 

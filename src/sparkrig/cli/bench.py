@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 
 from sparkrig import defaults
-from sparkrig.bench.settings import BenchSettings
+from sparkrig.bench.settings import BenchSettings, PrefillTextKind
 from sparkrig.bench.slo import parse_slo
 from sparkrig.cli.bench_output import (
     fail_when_no_valid_point,
@@ -110,6 +110,7 @@ def bench(
     prefill_depths: Annotated[
         str, typer.Option(help="prompt lengths in tokens for the prefill suite")
     ] = ",".join(map(str, defaults.BENCH_PREFILL_DEPTHS)),
+    prefill_text: PrefillTextKind = setting(BenchSettings, "prefill_text"),
     precision: float = setting(BenchSettings, "precision"),
     max_samples: int | None = setting(
         BenchSettings, "max_samples", default=None, note=_PAIRED_NOTE.format(*_SAMPLES)
@@ -197,6 +198,7 @@ def bench(
         prompt_tokens=prompt_tokens,
         cached_replays=cached,
         prefill_depths=depths,
+        prefill_text=prefill_text,
         slo=parse_slo(slo) if slo is not None else None,
         max_error_rate=max_error_rate,
         warmup_steady=warmup_steady,

@@ -1,4 +1,5 @@
-"""The server's own tokenizer through `/tokenize` (llama.cpp and vLLM both have one)."""
+"""The server's own tokenizer through `/tokenize` and `/detokenize` (llama.cpp and vLLM both
+have them)."""
 
 from __future__ import annotations
 
@@ -35,3 +36,39 @@ async def server_tokenize(client: EndpointClient, model: str, text: str) -> list
             f"{client.base_url}/tokenize gave no token list — prompt lengths will be estimated"
         )
     return tokens
+
+
+async def server_detokenize(client: EndpointClient, model: str, tokens: list[int]) -> str:
+    """The text of `tokens` as the server decodes it.
+
+    Both engines read `tokens`; llama.cpp answers `content`, vLLM `prompt` (and reads `model`).
+    """
+    body = {"tokens": tokens, "model": model}
+    try:
+        async with client.session.post(f"{client.base_url}/detokenize", json=body) as response:
+            if response.status >= 400:
+                raise EndpointError(
+                    f"{client.base_url}/detokenize answered HTTP {response.status} — this server "
+                    "cannot turn tokens back into text"
+                )
+            reply: Any = await response.json(content_type=None)
+    except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+        raise EndpointError(
+            f"{client.base_url}/detokenize failed ({exc.__class__.__name__}) — this server "
+            "cannot turn tokens back into text"
+        ) from exc
+    text = _detokenized_text(reply)
+    if text is None:
+        raise EndpointError(
+            f"{client.base_url}/detokenize gave no text (neither content nor prompt)"
+        )
+    return text
+
+
+def _detokenized_text(reply: Any) -> str | None:
+    if not isinstance(reply, dict):
+        return None
+    for key in ("content", "prompt"):
+        if isinstance(reply.get(key), str):
+            return str(reply[key])
+    return None

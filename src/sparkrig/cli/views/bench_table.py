@@ -28,6 +28,9 @@ def _flags(point: PointResult) -> str:
         flags.append(f"{len(point.discarded)} discarded")
     if notes := count_notes(point):
         flags.append(f"{notes} re-tokenized count notes")
+    text = point.prompt_text  # a prefill point's text: said when not the corpus cut exactly
+    if text is not None and (text.text != "corpus" or not text.exact):
+        flags.append(f"{text.text} text" + ("" if text.exact else f", {text.method} depth"))
     return ", ".join(flags)
 
 
