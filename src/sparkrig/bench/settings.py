@@ -51,8 +51,14 @@ class BenchSettings(BaseModel):
         ge=defaults.BENCH_MIN_DECODE_TOKENS,
         description="tokens generated per request",
     )
-    concurrency: list[int] = Field(default_factory=lambda: list(defaults.BENCH_CONCURRENCY_LADDER))
-    prefill_depths: list[int] = Field(default_factory=lambda: list(defaults.BENCH_PREFILL_DEPTHS))
+    concurrency: list[int] = Field(
+        default_factory=lambda: list(defaults.BENCH_CONCURRENCY_LADDER),
+        description="concurrency ladder",
+    )
+    prefill_depths: list[int] = Field(
+        default_factory=lambda: list(defaults.BENCH_PREFILL_DEPTHS),
+        description="prompt lengths in tokens for the prefill suite",
+    )
     prompt_tokens: int = Field(
         default=defaults.BENCH_CONCURRENCY_PROMPT_TOKENS,
         ge=defaults.BENCH_SALT_TOKENS + 1,

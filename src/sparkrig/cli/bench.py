@@ -27,12 +27,13 @@ from sparkrig.cli.common import (
     NON_NEGATIVE,
     ForceFlag,
     JsonFlag,
+    Ladder,
     TelemetryClusterOption,
     TelemetryFlag,
     app,
     console,
     err_console,
-    parse_ladder,
+    ladder,
     print_json,
     ranged,
     refuse_to_replace,
@@ -46,6 +47,8 @@ from sparkrig.errors import SparkrigError, UsageError
 _PAIRED_NOTE = "default {}; {} with --paired-with"
 _SAMPLES = (defaults.BENCH_MAX_SAMPLES, defaults.BENCH_PAIRED_MAX_SAMPLES)
 _ROUNDS = (defaults.BENCH_ROUNDS, defaults.BENCH_PAIRED_ROUNDS)
+_CONCURRENCY = ladder("--concurrency", defaults.BENCH_MAX_CONCURRENCY)
+_DEPTHS = ladder("--prefill-depths", defaults.BENCH_MAX_PREFILL_DEPTH)
 
 
 @app.command()
@@ -103,12 +106,8 @@ def bench(
     spec_type: Annotated[
         str | None, typer.Option(help="with --local: speculative decoding mode, e.g. draft-simple")
     ] = None,
-    concurrency: Annotated[str, typer.Option(help="concurrency ladder")] = ",".join(
-        map(str, defaults.BENCH_CONCURRENCY_LADDER)
-    ),
-    prefill_depths: Annotated[
-        str, typer.Option(help="prompt lengths in tokens for the prefill suite")
-    ] = ",".join(map(str, defaults.BENCH_PREFILL_DEPTHS)),
+    concurrency: Ladder = setting(BenchSettings, "concurrency", parse=_CONCURRENCY),
+    prefill_depths: Ladder = setting(BenchSettings, "prefill_depths", parse=_DEPTHS),
     precision: float = setting(BenchSettings, "precision"),
     max_samples: int | None = setting(
         BenchSettings, "max_samples", default=None, note=_PAIRED_NOTE.format(*_SAMPLES)
@@ -180,17 +179,16 @@ def bench(
             if name.strip()
         ]
     )
-    depths = parse_ladder(prefill_depths, "--prefill-depths", defaults.BENCH_MAX_PREFILL_DEPTH)
     settings = BenchSettings(
         precision=precision,
         max_samples=max_samples,
         decode_tokens=tokens,
-        concurrency=parse_ladder(concurrency),
+        concurrency=list(concurrency),
         rounds=rounds,
         client_processes=client_processes,
         prompt_tokens=prompt_tokens,
         cached_replays=cached,
-        prefill_depths=depths,
+        prefill_depths=list(prefill_depths),
         slo=parse_slo(slo) if slo is not None else None,
         max_error_rate=max_error_rate,
         warmup_steady=warmup_steady,

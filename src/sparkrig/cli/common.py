@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -175,6 +176,25 @@ def speculative_options(
     return SpeculativeOptions(
         spec_type=spec_type, draft_model=draft_model, draft_max=draft_max, synth_rates=rates
     )
+
+
+class Ladder(tuple[int, ...]):
+    """A comma-separated list of whole numbers from the command line (`--concurrency 1,2,4`),
+    already checked: the type of an option that `ladder` parses."""
+
+
+def ladder(option: str, most: int) -> Callable[[str], Ladder]:
+    """The parser of a ladder option (`setting(..., parse=ladder("--concurrency", 1024))`): each
+    value 1 to `most`, refused in one line naming `option` while the command line is parsed.
+    Its `metavar` is what the help shows in place of the value."""
+
+    def parse(text: str | Ladder) -> Ladder:
+        if isinstance(text, Ladder):  # click may hand a converted value back
+            return text
+        return Ladder(parse_ladder(text, option, most))
+
+    parse.metavar = "N,..."  # type: ignore[attr-defined]
+    return parse
 
 
 def parse_ladder(
