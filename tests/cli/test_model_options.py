@@ -3,6 +3,7 @@ bounds and help, and is range-checked while the command line is parsed."""
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from typer.testing import CliRunner
 from sparkrig.bench.settings import BenchSettings
 from sparkrig.cli import app
 from sparkrig.cli.common import COUNT, SHARE, Ladder, Range, ladder
-from sparkrig.cli.model_options import range_of, setting
+from sparkrig.cli.model_options import bound_values, range_of, setting
 from sparkrig.errors import UsageError
 from sparkrig.guards.settings import CheckSettings
 from tests.hostile.test_every_numeric_option_has_a_range import unranged_options
@@ -141,3 +142,64 @@ def test_bench_ladders_are_their_settings_fields() -> None:
     for name in ("concurrency", "prefill_depths"):
         assert params[name].default == ",".join(map(str, getattr(fields, name)))
         assert BenchSettings.model_fields[name].description in (params[name].help or "")
+
+
+def test_bound_values_are_the_bound_options_by_field_name() -> None:
+    probe = typer.Typer()
+
+    @probe.command()
+    def run(
+        ctx: typer.Context,
+        number: int = setting(Knobs, "count", "--number"),
+        name: str = setting(Knobs, "name"),
+        levels: Ladder = setting(Knobs, "levels", parse=LEVELS),
+        loose: int = typer.Option(1, help="bound to nothing"),
+    ) -> None:
+        """Print the bound values."""
+        typer.echo(repr(bound_values(run, ctx.params, Knobs)))
+        typer.echo(repr(bound_values(run, ctx.params, BenchSettings)))
+
+    @probe.command()
+    def other() -> None:
+        """A second command, so the probe is a group."""
+
+    result = CliRunner().invoke(probe, ["run", "--number", "7", "--levels", "2,3"])
+    assert result.exit_code == 0, result.output
+    knobs, bench = result.output.strip().splitlines()
+    assert knobs == "{'count': 7, 'name': 'x', 'levels': (2, 3)}"
+    assert bench == "{}"
+
+
+def test_bench_and_check_build_their_settings_from_every_bound_option() -> None:
+    """What `bench` and `check` hand to their settings models is every option bound to one of
+    their fields, and nothing else: the fields each command used to list by hand."""
+    group = typer.main.get_command(app)
+    bound = {}
+    for command, model in (("bench", BenchSettings), ("check", CheckSettings)):
+        callback = group.commands[command].callback  # type: ignore[attr-defined]
+        given = dict.fromkeys(inspect.signature(callback).parameters)
+        bound[command] = set(bound_values(callback, given, model))
+    assert bound["bench"] == {
+        "precision",
+        "max_samples",
+        "decode_tokens",
+        "concurrency",
+        "prefill_depths",
+        "prompt_tokens",
+        "cached_replays",
+        "rounds",
+        "client_processes",
+        "slo",
+        "max_error_rate",
+        "warmup_steady",
+        "steady_warmup_tokens",
+        "arrivals",
+        "find_max_load",
+    }
+    assert bound["check"] == {
+        "quick",
+        "kv_block_tokens",
+        "needle_cap_tokens",
+        "load_concurrency",
+        "slots",
+    }

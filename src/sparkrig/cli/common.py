@@ -7,6 +7,7 @@ import math
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -118,6 +119,26 @@ def refuse_to_replace(path: Path, *, force: bool, flag: str = "--out") -> None:
         raise UsageError(
             f"{flag} {path} already exists — pick another path, or add --force to replace it"
         )
+
+
+def receipt_out(out: Path | None, kind: str, *, force: bool) -> Path:
+    """`--out`, else `sparkrig-runs/KIND-<UTC time>.json`; refused before any work where it
+    would replace a file without --force."""
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    out_path = out or Path("sparkrig-runs") / f"{kind}-{stamp}.json"
+    refuse_to_replace(out_path, force=force)
+    return out_path
+
+
+def checked_target(url: str | None, local: bool, command: str) -> None:
+    """A command that runs against a server takes its URL or --local, never both or neither; a
+    URL that cannot work fails here, before anything runs."""
+    if (url is None) == (not local):
+        raise UsageError(f"give either a server URL or --local — e.g. `sparkrig {command} --local`")
+    if url is not None:
+        from sparkrig.client.http_failures import checked_base_url
+
+        checked_base_url(url)
 
 
 ApplyFlag = Annotated[bool, typer.Option("--apply", help="act; without it, only print the plan")]

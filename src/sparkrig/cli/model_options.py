@@ -12,7 +12,8 @@ out-of-range number.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import annotated_types
@@ -78,8 +79,24 @@ def setting(
         if isinstance(value, list | tuple):
             value = ",".join(map(str, value))
         shown = metavar or getattr(parse, "metavar", "TEXT")
-        return typer.Option(value, *flags, help=text, parser=parse, metavar=shown)
-    within = range_of(field)
-    if within is None:
-        return typer.Option(value, *flags, help=text)
-    return ranged(text, within, *flags, default=value)
+        option = typer.Option(value, *flags, help=text, parser=parse, metavar=shown)
+    elif (within := range_of(field)) is None:
+        option = typer.Option(value, *flags, help=text)
+    else:
+        option = ranged(text, within, *flags, default=value)
+    option.bound_field = (model, name)  # what `bound_values` reads back
+    return option
+
+
+def bound_values(
+    command: Callable[..., Any], values: Mapping[str, Any], model: type[BaseModel]
+) -> dict[str, Any]:
+    """The values `command` was given (`ctx.params`) for its options bound to `model`'s fields,
+    by field name: `BenchSettings(**bound_values(bench, ctx.params, BenchSettings))`, so a
+    command never lists its bound settings a second time."""
+    found: dict[str, Any] = {}
+    for name, parameter in inspect.signature(command).parameters.items():
+        bound = getattr(parameter.default, "bound_field", None)
+        if bound is not None and bound[0] is model and name in values:
+            found[bound[1]] = values[name]
+    return found
