@@ -3,6 +3,7 @@ bounds and help, and is range-checked while the command line is parsed."""
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import pytest
@@ -13,8 +14,9 @@ from typer.testing import CliRunner
 
 from sparkrig.bench.settings import BenchSettings
 from sparkrig.cli import app
-from sparkrig.cli.common import COUNT, SHARE, Range
-from sparkrig.cli.model_options import range_of, setting
+from sparkrig.cli.common import COUNT, SHARE, Ladder, Range, ladder
+from sparkrig.cli.model_options import bound_values, range_of, setting
+from sparkrig.errors import UsageError
 from sparkrig.guards.settings import CheckSettings
 from tests.hostile.test_every_numeric_option_has_a_range import unranged_options
 
@@ -24,7 +26,11 @@ class Knobs(BaseModel):
     count: int = Field(default=3, ge=1, description="a count")
     ceiling: int = Field(default=5, le=9, description="at most nine")
     name: str = Field(default="x", description="no bounds")
+    levels: list[int] = Field(default_factory=lambda: [1, 4], description="a ladder")
     bare: int = 1
+
+
+LEVELS = ladder("--levels", 8)
 
 
 def _probe() -> typer.Typer:
@@ -36,9 +42,10 @@ def _probe() -> typer.Typer:
         number: int = setting(Knobs, "count", "--number"),
         ceiling: int = setting(Knobs, "ceiling"),
         name: str = setting(Knobs, "name"),
+        levels: Ladder = setting(Knobs, "levels", parse=LEVELS),
     ) -> None:
         """Print what was parsed."""
-        typer.echo(f"{share} {number} {ceiling} {name}")
+        typer.echo(f"{share} {number} {ceiling} {name} {list(levels)}")
 
     @probe.command()
     def other() -> None:
@@ -61,8 +68,8 @@ def test_bounds_become_the_range_the_options_always_had() -> None:
 def test_defaults_and_names_come_from_the_field() -> None:
     result = _run()
     assert result.exit_code == 0, result.output
-    assert result.output.strip() == "0.5 3 5 x"
-    assert _run("--number", "7", "--share", "0.25").output.strip() == "0.25 7 5 x"
+    assert result.output.strip() == "0.5 3 5 x [1, 4]"
+    assert _run("--number", "7", "--share", "0.25").output.strip() == "0.25 7 5 x [1, 4]"
 
 
 @pytest.mark.parametrize(
@@ -105,3 +112,94 @@ def test_bench_and_check_options_are_their_settings_fields() -> None:
     assert bench["client_processes"] is fields.client_processes
     assert check["needle_cap"] == CheckSettings().needle_cap_tokens
     assert check["kv_block_tokens"] is None
+
+
+def test_a_list_setting_is_read_from_its_text_while_parsing() -> None:
+    assert _run("--levels", "2,8").output.strip() == "0.5 3 5 x [2, 8]"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("2,x", "--levels '2,x' is not a list of whole numbers"),
+        ("0", "--levels '0' needs values of 1 or more"),
+        ("2,9", "--levels 9 is above 8"),
+    ],
+)
+def test_a_list_setting_refused_while_parsing_never_runs_the_command(
+    text: str, message: str
+) -> None:
+    result = _run("--levels", text)
+    assert isinstance(result.exception, UsageError)
+    assert message in str(result.exception)
+    assert result.output == ""  # the command's body never ran
+
+
+def test_bench_ladders_are_their_settings_fields() -> None:
+    group = typer.main.get_command(app)
+    params = {p.name: p for p in group.commands["bench"].params}  # type: ignore[attr-defined]
+    fields = BenchSettings()
+    for name in ("concurrency", "prefill_depths"):
+        assert params[name].default == ",".join(map(str, getattr(fields, name)))
+        assert BenchSettings.model_fields[name].description in (params[name].help or "")
+
+
+def test_bound_values_are_the_bound_options_by_field_name() -> None:
+    probe = typer.Typer()
+
+    @probe.command()
+    def run(
+        ctx: typer.Context,
+        number: int = setting(Knobs, "count", "--number"),
+        name: str = setting(Knobs, "name"),
+        levels: Ladder = setting(Knobs, "levels", parse=LEVELS),
+        loose: int = typer.Option(1, help="bound to nothing"),
+    ) -> None:
+        """Print the bound values."""
+        typer.echo(repr(bound_values(run, ctx.params, Knobs)))
+        typer.echo(repr(bound_values(run, ctx.params, BenchSettings)))
+
+    @probe.command()
+    def other() -> None:
+        """A second command, so the probe is a group."""
+
+    result = CliRunner().invoke(probe, ["run", "--number", "7", "--levels", "2,3"])
+    assert result.exit_code == 0, result.output
+    knobs, bench = result.output.strip().splitlines()
+    assert knobs == "{'count': 7, 'name': 'x', 'levels': (2, 3)}"
+    assert bench == "{}"
+
+
+def test_bench_and_check_build_their_settings_from_every_bound_option() -> None:
+    """What `bench` and `check` hand to their settings models is every option bound to one of
+    their fields, and nothing else: the fields each command used to list by hand."""
+    group = typer.main.get_command(app)
+    bound = {}
+    for command, model in (("bench", BenchSettings), ("check", CheckSettings)):
+        callback = group.commands[command].callback  # type: ignore[attr-defined]
+        given = dict.fromkeys(inspect.signature(callback).parameters)
+        bound[command] = set(bound_values(callback, given, model))
+    assert bound["bench"] == {
+        "precision",
+        "max_samples",
+        "decode_tokens",
+        "concurrency",
+        "prefill_depths",
+        "prompt_tokens",
+        "cached_replays",
+        "rounds",
+        "client_processes",
+        "slo",
+        "max_error_rate",
+        "warmup_steady",
+        "steady_warmup_tokens",
+        "arrivals",
+        "find_max_load",
+    }
+    assert bound["check"] == {
+        "quick",
+        "kv_block_tokens",
+        "needle_cap_tokens",
+        "load_concurrency",
+        "slots",
+    }

@@ -1,11 +1,11 @@
 """The typer floor in pyproject.toml provides every typer name sparkrig and its tests use, and
 the private `typer._click` is imported only by its one shim (src/sparkrig/cli/click_exceptions.py).
 
-Installing the floor version in a fresh environment for every CI run would cost a download and a
-venv; instead tests/fixtures/typer/ holds the names that version provides, listed from the real
-package by benchmarks/typer_floor.py (which also runs the CLI under it). This test reads the
-floor, checks the list was made for it, and checks every name used against it: a new
-`typer.Something` that the floor lacks fails here, before a user with an older typer meets it.
+tests/fixtures/typer/ holds the names that version provides, listed from the real package by
+benchmarks/typer_floor.py. This test reads the floor, checks the list was made for it, and checks
+every name used against it: a new `typer.Something` that the floor lacks fails here, before a
+user with an older typer meets it, even where the floor's wheel cannot be fetched.
+tests/cli/test_typer_floor_run.py runs the CLI under the floor itself.
 """
 
 from __future__ import annotations

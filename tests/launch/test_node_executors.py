@@ -149,3 +149,29 @@ def test_every_refusal_is_a_sparkrig_error_with_a_fix() -> None:
     for choice in (ExecutorChoice("local"), ExecutorChoice("netns"), ExecutorChoice("x")):
         with pytest.raises(SparkrigError, match=" — "):
             resolve_executors(cluster(), choice)
+
+
+def test_loopback_makes_local_stand_for_every_node() -> None:
+    """The fabric test's `--executor local`: every rank a process on this machine."""
+    specs = resolve_executors(cluster(), ExecutorChoice("local", loopback=True))
+    assert specs == {"a": ExecutorSpec(kind="local"), "b": ExecutorSpec(kind="local")}
+    assert list(reach_nodes(cluster(), ExecutorChoice("local", loopback=True))) == ["a", "b"]
+
+
+def test_loopback_leaves_the_other_kinds_as_they_are() -> None:
+    choice = ExecutorChoice("netns", netns_prefix="ns-", loopback=True)
+    assert [s.target for s in resolve_executors(cluster(), choice).values()] == ["ns-a", "ns-b"]
+    with pytest.raises(UsageError, match="node b has no ssh destination"):
+        resolve_executors(cluster(b_extra=""), ExecutorChoice("ssh", loopback=True))
+
+
+def test_without_a_cluster_file_this_machine_is_the_one_node() -> None:
+    """doctor with no cluster file: this machine alone, by --node, else by its host name."""
+    here = ExecutorChoice(this_machine="spark-host")
+    assert resolve_executors(None, here) == {"spark-host": ExecutorSpec(kind="local")}
+    named = ExecutorChoice(node="spark1", this_machine="spark-host")
+    assert resolve_executors(None, named) == {"spark1": ExecutorSpec(kind="local")}
+    assert resolve_executors(None, ExecutorChoice()) == {"local": ExecutorSpec(kind="local")}
+    runners = reach_nodes(None, ExecutorChoice(kind="ssh", this_machine="h"))
+    assert list(runners) == ["h"]
+    assert isinstance(runners["h"], LocalExecutor)

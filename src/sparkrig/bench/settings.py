@@ -55,8 +55,14 @@ class BenchSettings(BaseModel):
         ge=defaults.BENCH_MIN_DECODE_TOKENS,
         description="tokens generated per request",
     )
-    concurrency: list[int] = Field(default_factory=lambda: list(defaults.BENCH_CONCURRENCY_LADDER))
-    prefill_depths: list[int] = Field(default_factory=lambda: list(defaults.BENCH_PREFILL_DEPTHS))
+    concurrency: list[int] = Field(
+        default_factory=lambda: list(defaults.BENCH_CONCURRENCY_LADDER),
+        description="concurrency ladder",
+    )
+    prefill_depths: list[int] = Field(
+        default_factory=lambda: list(defaults.BENCH_PREFILL_DEPTHS),
+        description="prompt lengths in tokens for the prefill suite",
+    )
     prefill_text: PrefillTextKind = Field(
         default="corpus",
         description="prefill suite: the text its prompts are cut from, at exact depths through "

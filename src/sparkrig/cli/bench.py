@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -12,33 +11,25 @@ from rich.markup import escape
 
 from sparkrig import defaults
 from sparkrig.bench.settings import BenchSettings, PrefillTextKind
-from sparkrig.bench.slo import parse_slo
-from sparkrig.cli.bench_output import (
-    fail_when_no_valid_point,
-    fail_when_nothing_measured,
-    max_load_suites,
-    open_loop,
-    paired_receipt_path,
-    pairing_defaults,
-    show_paired,
-    show_receipt,
-)
+from sparkrig.cli.bench_output import paired_receipt_path, show_bench
 from sparkrig.cli.common import (
     NON_NEGATIVE,
     ForceFlag,
     JsonFlag,
+    Ladder,
     TelemetryClusterOption,
     TelemetryFlag,
     app,
+    checked_target,
     console,
     err_console,
-    parse_ladder,
+    ladder,
     print_json,
     ranged,
-    refuse_to_replace,
+    receipt_out,
     speculative_options,
 )
-from sparkrig.cli.model_options import setting
+from sparkrig.cli.model_options import bound_values, setting
 from sparkrig.engines.llamacpp.server import LlamaServerSpec
 from sparkrig.errors import SparkrigError, UsageError
 
@@ -46,6 +37,8 @@ from sparkrig.errors import SparkrigError, UsageError
 _PAIRED_NOTE = "default {}; {} with --paired-with"
 _SAMPLES = (defaults.BENCH_MAX_SAMPLES, defaults.BENCH_PAIRED_MAX_SAMPLES)
 _ROUNDS = (defaults.BENCH_ROUNDS, defaults.BENCH_PAIRED_ROUNDS)
+_CONCURRENCY = ladder("--concurrency", defaults.BENCH_MAX_CONCURRENCY)
+_DEPTHS = ladder("--prefill-depths", defaults.BENCH_MAX_PREFILL_DEPTH)
 
 
 @app.command()
@@ -68,9 +61,7 @@ def demo(
     It starts and stops only its own engine, so it needs no --apply."""
     from sparkrig.cli.demo import run_demo
 
-    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    out_path = out or Path("sparkrig-runs") / f"demo-{stamp}.json"
-    refuse_to_replace(out_path, force=force)
+    out_path = receipt_out(out, "demo", force=force)
     speculative = speculative_options(spec_type, None, defaults.LOCAL_SPEC_DRAFT_MAX, None)
     receipt = asyncio.run(
         run_demo(console, model=model, out_path=out_path, speculative=speculative)
@@ -87,6 +78,7 @@ def demo(
 
 @app.command()
 def bench(
+    ctx: typer.Context,
     url: Annotated[
         str | None, typer.Argument(help="base URL of an OpenAI-compatible server")
     ] = None,
@@ -104,12 +96,8 @@ def bench(
     spec_type: Annotated[
         str | None, typer.Option(help="with --local: speculative decoding mode, e.g. draft-simple")
     ] = None,
-    concurrency: Annotated[str, typer.Option(help="concurrency ladder")] = ",".join(
-        map(str, defaults.BENCH_CONCURRENCY_LADDER)
-    ),
-    prefill_depths: Annotated[
-        str, typer.Option(help="prompt lengths in tokens for the prefill suite")
-    ] = ",".join(map(str, defaults.BENCH_PREFILL_DEPTHS)),
+    concurrency: Ladder = setting(BenchSettings, "concurrency", parse=_CONCURRENCY),
+    prefill_depths: Ladder = setting(BenchSettings, "prefill_depths", parse=_DEPTHS),
     prefill_text: PrefillTextKind = setting(BenchSettings, "prefill_text"),
     precision: float = setting(BenchSettings, "precision"),
     max_samples: int | None = setting(
@@ -167,55 +155,22 @@ def bench(
     each point repeated until its 95% interval is within --precision. `--suite multiturn`:
     conversations that grow turn by turn, with TTFT and cached share per turn. The receipt is
     rewritten after every sample, so an interrupted run keeps what it measured."""
-    from sparkrig.bench.run import check_suites, run_bench
+    from sparkrig.bench.run import run_bench
+    from sparkrig.bench.run_options import suites_and_settings
+    from sparkrig.cli.views.bench_progress import BenchProgress
     from sparkrig.client.endpoint import api_key_from_env
-    from sparkrig.client.http_failures import checked_base_url
+    from sparkrig.doctor.telemetry_record import cluster_nodes, sampled_beside
 
-    if (url is None) == (not local):
-        raise UsageError("give either a server URL or --local — e.g. `sparkrig bench --local`")
-    if url is not None:
-        checked_base_url(url)  # a URL that cannot work fails before anything runs
-    searched, rounds = max_load_suites(find_max_load, suite, slo, paired_with, rounds)
-    rounds, max_samples = pairing_defaults(local, paired_with, paired_out, rounds, max_samples)
+    checked_target(url, local, "bench")
     speculative = speculative_options(spec_type, None, defaults.LOCAL_SPEC_DRAFT_MAX, None)
     if spec_type and not local:
         raise UsageError("--spec-type starts the embedded engine — add --local, or drop it")
-    suites = searched or check_suites(
-        [
-            name.strip()
-            for name in (suite or "decode,concurrency,prefill,spec").split(",")
-            if name.strip()
-        ]
+    given = bound_values(bench, ctx.params, BenchSettings)
+    suites, settings = suites_and_settings(
+        given, suite=suite, local=local, paired_with=paired_with, paired_out=paired_out
     )
-    depths = parse_ladder(prefill_depths, "--prefill-depths", defaults.BENCH_MAX_PREFILL_DEPTH)
-    settings = BenchSettings(
-        precision=precision,
-        max_samples=max_samples,
-        decode_tokens=tokens,
-        concurrency=parse_ladder(concurrency),
-        rounds=rounds,
-        client_processes=client_processes,
-        prompt_tokens=prompt_tokens,
-        cached_replays=cached,
-        prefill_depths=depths,
-        prefill_text=prefill_text,
-        slo=parse_slo(slo) if slo is not None else None,
-        max_error_rate=max_error_rate,
-        warmup_steady=warmup_steady,
-        steady_warmup_tokens=steady_warmup_tokens,
-        find_max_load=find_max_load,
-        arrivals=open_loop(arrivals, suites),
-        conversations=conversations,
-        turns=turns,
-        parallel_conversations=parallel_conversations,
-        opening_tokens=opening_tokens,
-    )
-    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    out_path = out or Path("sparkrig-runs") / f"bench-{stamp}.json"
-    refuse_to_replace(out_path, force=force)
+    out_path = receipt_out(out, "bench", force=force)
     second_path = paired_receipt_path(out_path, paired_with, paired_out, force=force)
-
-    from sparkrig.cli.views.bench_progress import BenchProgress
 
     async def go(progress: BenchProgress) -> Any:
         kwargs: dict[str, Any] = {
@@ -246,15 +201,7 @@ def bench(
             )
         return await run_bench(str(url), suites=suites, api_key=key, **kwargs)
 
-    from sparkrig.config import load_cluster
-    from sparkrig.doctor.telemetry_record import sampled_beside
-    from sparkrig.launch.executors import reach_nodes
-
-    # every node by the file's [executor]: telemetry reads, it never changes a host
-    nodes = None
-    if telemetry and telemetry_cluster is not None:
-        nodes = reach_nodes(load_cluster(telemetry_cluster))
-
+    nodes = cluster_nodes(telemetry_cluster, enabled=telemetry)
     try:
         with (
             BenchProgress(err_console) as progress,
@@ -265,16 +212,7 @@ def bench(
         kept = f"{out_path} and {second_path}" if second_path else str(out_path)
         err_console.print(f"interrupted — the receipt keeps every finished sample: {kept}")
         raise
-    if second_path is not None:
-        show_paired(result, (out_path, second_path), as_json=as_json)
-        return
-    receipt = result
-    if as_json:
-        print_json(receipt.model_dump(mode="json"))
-    else:
-        show_receipt(receipt, out_path)
-    fail_when_nothing_measured(receipt, out_path)
-    fail_when_no_valid_point(receipt, out_path)
+    show_bench(result, out_path, second_path, as_json=as_json)
 
 
 @app.command()

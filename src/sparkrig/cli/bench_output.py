@@ -1,4 +1,5 @@
-"""What `sparkrig bench` prints and checks around a run: its tables, and the paired options."""
+"""What `sparkrig bench` prints and checks around a run: its tables, where the paired receipt
+goes, and the failures that end a run that measured nothing usable."""
 
 from __future__ import annotations
 
@@ -7,9 +8,8 @@ from typing import Any
 
 from rich.markup import escape
 
-from sparkrig import defaults
 from sparkrig.cli.common import console, print_json, refuse_to_replace
-from sparkrig.errors import SparkrigError, UsageError
+from sparkrig.errors import SparkrigError
 
 
 def show_receipt(receipt: Any, out_path: Path) -> None:
@@ -38,6 +38,20 @@ def show_receipt(receipt: Any, out_path: Path) -> None:
     console.print(f"receipt written to {out_path}; report {page}", highlight=False)
 
 
+def show_bench(result: Any, out_path: Path, second_path: Path | None, *, as_json: bool) -> None:
+    """What a bench run prints and how it ends: one receipt, or both of a paired run; a run
+    that measured nothing, or no valid point, fails here after its receipt is shown."""
+    if second_path is not None:
+        show_paired(result, (out_path, second_path), as_json=as_json)
+        return
+    if as_json:
+        print_json(result.model_dump(mode="json"))
+    else:
+        show_receipt(result, out_path)
+    fail_when_nothing_measured(result, out_path)
+    fail_when_no_valid_point(result, out_path)
+
+
 def show_paired(receipts: Any, paths: tuple[Path, Path], *, as_json: bool) -> None:
     """Both receipts of a paired run, each as a plain run shows one, then how to compare."""
     if as_json:
@@ -55,32 +69,6 @@ def show_paired(receipts: Any, paths: tuple[Path, Path], *, as_json: bool) -> No
         fail_when_nothing_measured(receipt, path)
     for receipt, path in zip(receipts, paths, strict=True):
         fail_when_no_valid_point(receipt, path)
-
-
-def pairing_defaults(
-    local: bool,
-    paired_with: str | None,
-    paired_out: Path | None,
-    rounds: int | None,
-    max_samples: int | None,
-) -> tuple[int, int]:
-    """Rounds and samples a round, defaulted for a paired or a plain run; bad pairings refused."""
-    from sparkrig.client.http_failures import checked_base_url
-
-    if paired_with is not None:
-        if local:
-            raise UsageError(
-                "--paired-with pairs two running servers — give the first one's URL, not --local"
-            )
-        checked_base_url(paired_with)
-    elif paired_out is not None:
-        raise UsageError("--paired-out names the --paired-with receipt — add --paired-with URL")
-    paired = paired_with is not None
-    if rounds is None:
-        rounds = defaults.BENCH_PAIRED_ROUNDS if paired else defaults.BENCH_ROUNDS
-    if max_samples is None:
-        max_samples = defaults.BENCH_PAIRED_MAX_SAMPLES if paired else defaults.BENCH_MAX_SAMPLES
-    return rounds, max_samples
 
 
 def paired_receipt_path(
@@ -127,46 +115,3 @@ def fail_when_no_valid_point(receipt: Any, out_path: Path) -> None:
         f"and rerun (--max-error-rate sets the failed-request ceiling); {out_path} records "
         "the run"
     )
-
-
-def max_load_suites(
-    find_max_load: bool,
-    suite: str | None,
-    slo: str | None,
-    paired_with: str | None,
-    rounds: int | None,
-) -> tuple[list[str] | None, int | None]:
-    """The one suite a --find-max-load run measures and its one round; (None, rounds) for a
-    plain run. Refused, before any request, without an SLO or beside options it replaces (a
-    probe is decided by its own samples: a second round would probe again)."""
-    if not find_max_load:
-        if suite is not None and "max-load" in suite:
-            raise UsageError("the max-load search runs with --find-max-load — use that flag")
-        return None, rounds
-    if slo is None:
-        raise UsageError(
-            "--find-max-load searches for the highest load meeting an SLO — add --slo, e.g. "
-            "--slo ttft_p99=2s"
-        )
-    if suite is not None:
-        raise UsageError("--find-max-load measures its own probes — drop --suite")
-    if paired_with is not None:
-        raise UsageError("--find-max-load searches one server — drop --paired-with")
-    if rounds not in (None, 1):
-        raise UsageError("--find-max-load measures each probe in one round — drop --rounds")
-    return ["max-load"], 1
-
-
-def open_loop(arrivals: str | None, suites: list[str]) -> Any:
-    """The parsed --arrivals, refused where no suite it shapes runs (only concurrency does)."""
-    if arrivals is None:
-        return None
-    from sparkrig.bench.arrival_spec import parse_arrivals
-
-    parsed = parse_arrivals(arrivals)
-    if "concurrency" not in suites:
-        raise UsageError(
-            "--arrivals shapes the concurrency suite (the max-load search is a closed loop) — "
-            "add concurrency to --suite, or drop --arrivals"
-        )
-    return parsed

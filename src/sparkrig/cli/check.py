@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,19 +17,21 @@ from sparkrig.cli.common import (
     TelemetryClusterOption,
     TelemetryFlag,
     app,
+    checked_target,
     console,
     err_console,
     print_json,
     ranged,
-    refuse_to_replace,
+    receipt_out,
 )
-from sparkrig.cli.model_options import setting
+from sparkrig.cli.model_options import bound_values, setting
 from sparkrig.errors import UsageError
 from sparkrig.guards.settings import CheckSettings
 
 
 @app.command()
 def check(
+    ctx: typer.Context,
     url: Annotated[
         str | None, typer.Argument(help="base URL of an OpenAI-compatible server")
     ] = None,
@@ -96,32 +97,20 @@ def check(
     guard, so an interrupted run keeps what it found."""
     from sparkrig.cli.views.check_table import check_table, result_line
     from sparkrig.client.endpoint import api_key_from_env
-    from sparkrig.client.http_failures import checked_base_url
-    from sparkrig.guards.battery import choose_guards
+    from sparkrig.doctor.telemetry_record import cluster_nodes, sampled_beside
+    from sparkrig.guards.battery import guard_names
 
-    if (url is None) == (not local):
-        raise UsageError("give either a server URL or --local — e.g. `sparkrig check --local`")
-    if url is not None:
-        checked_base_url(url)  # a URL that cannot work fails before anything runs
+    checked_target(url, local, "check")
     if quick and full:
         raise UsageError("--quick and --full contradict each other — pick one")
-    names = [name.strip() for name in guard.split(",") if name.strip()] if guard else None
-    settings = CheckSettings(
-        quick=quick,
-        kv_block_tokens=kv_block_tokens,
-        needle_cap_tokens=needle_cap,
-        load_concurrency=load_concurrency,
-        slots=slots,
-    )
-    choose_guards(names, quick)  # a bad guard name fails before any engine starts
+    settings = CheckSettings(**bound_values(check, ctx.params, CheckSettings))
+    names = guard_names(guard, quick)  # a bad guard name fails before any engine starts
     previous = None
     if against is not None:
         from sparkrig.guards.identity import load_previous_receipt
 
         previous = (against, load_previous_receipt(against))  # a bad file fails before any start
-    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    out_path = out or Path("sparkrig-runs") / f"check-{stamp}.json"
-    refuse_to_replace(out_path, force=force)
+    out_path = receipt_out(out, "check", force=force)
     debug = "--debug" in sys.argv
 
     async def go() -> Any:
@@ -150,15 +139,7 @@ def check(
         kwargs["api_key"] = api_key_from_env(api_key_env)
         return await check_with_soak(str(url), repeat_every, **kwargs)
 
-    from sparkrig.config import load_cluster
-    from sparkrig.doctor.telemetry_record import sampled_beside
-    from sparkrig.launch.executors import reach_nodes
-
-    # every node by the file's [executor]: telemetry reads, it never changes a host
-    nodes = None
-    if telemetry and telemetry_cluster is not None:
-        nodes = reach_nodes(load_cluster(telemetry_cluster))
-
+    nodes = cluster_nodes(telemetry_cluster, enabled=telemetry)
     try:
         with sampled_beside(out_path, enabled=telemetry, nodes=nodes):
             receipt = asyncio.run(go())

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -119,6 +121,26 @@ def refuse_to_replace(path: Path, *, force: bool, flag: str = "--out") -> None:
         )
 
 
+def receipt_out(out: Path | None, kind: str, *, force: bool) -> Path:
+    """`--out`, else `sparkrig-runs/KIND-<UTC time>.json`; refused before any work where it
+    would replace a file without --force."""
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    out_path = out or Path("sparkrig-runs") / f"{kind}-{stamp}.json"
+    refuse_to_replace(out_path, force=force)
+    return out_path
+
+
+def checked_target(url: str | None, local: bool, command: str) -> None:
+    """A command that runs against a server takes its URL or --local, never both or neither; a
+    URL that cannot work fails here, before anything runs."""
+    if (url is None) == (not local):
+        raise UsageError(f"give either a server URL or --local — e.g. `sparkrig {command} --local`")
+    if url is not None:
+        from sparkrig.client.http_failures import checked_base_url
+
+        checked_base_url(url)
+
+
 ApplyFlag = Annotated[bool, typer.Option("--apply", help="act; without it, only print the plan")]
 
 
@@ -175,6 +197,25 @@ def speculative_options(
     return SpeculativeOptions(
         spec_type=spec_type, draft_model=draft_model, draft_max=draft_max, synth_rates=rates
     )
+
+
+class Ladder(tuple[int, ...]):
+    """A comma-separated list of whole numbers from the command line (`--concurrency 1,2,4`),
+    already checked: the type of an option that `ladder` parses."""
+
+
+def ladder(option: str, most: int) -> Callable[[str], Ladder]:
+    """The parser of a ladder option (`setting(..., parse=ladder("--concurrency", 1024))`): each
+    value 1 to `most`, refused in one line naming `option` while the command line is parsed.
+    Its `metavar` is what the help shows in place of the value."""
+
+    def parse(text: str | Ladder) -> Ladder:
+        if isinstance(text, Ladder):  # click may hand a converted value back
+            return text
+        return Ladder(parse_ladder(text, option, most))
+
+    parse.metavar = "N,..."  # type: ignore[attr-defined]
+    return parse
 
 
 def parse_ladder(

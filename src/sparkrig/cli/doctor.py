@@ -57,7 +57,7 @@ def doctor(
     from sparkrig.cli.views.doctor_table import doctor_view
     from sparkrig.doctor.capture_files import load_captures, save_captures
     from sparkrig.doctor.session import check_captures, collect_for, local_node_name
-    from sparkrig.launch.executors import LocalExecutor, reach_nodes
+    from sparkrig.launch.executors import reach_nodes
     from sparkrig.launch.node_executors import ExecutorChoice
 
     cluster = None
@@ -68,10 +68,10 @@ def doctor(
     if load is not None:
         captures = load_captures(load)
     else:
-        runners: dict[str, CommandRunner] = {node or local_node_name(): LocalExecutor()}
-        if cluster is not None:
-            choice = ExecutorChoice(kind=executor, netns_prefix=netns_prefix, node=node)
-            runners = dict(reach_nodes(cluster, choice))
+        choice = ExecutorChoice(
+            kind=executor, netns_prefix=netns_prefix, node=node, this_machine=local_node_name()
+        )
+        runners: dict[str, CommandRunner] = dict(reach_nodes(cluster, choice))
         captures = collect_for(runners, cluster, model_dir)
     if save is not None:
         save_captures(captures, save)

@@ -79,9 +79,10 @@ def fabric_test_command(
     plan = plan_fabric(cluster)
     order = ring_of(plan)
     ladder = parse_sizes(sizes) if sizes is not None else None
+    # `--executor local` rehearses the whole cluster here: every rank a local process
+    choice = ExecutorChoice(executor, tuple(netns or ()), netns_prefix, loopback=True)
+    specs = resolve_executors(cluster, choice)
     loopback = executor == "local"
-    choice = ExecutorChoice(executor, tuple(netns or ()), netns_prefix)
-    specs = {} if loopback else resolve_executors(cluster, choice)
     settings = TestSettings(
         backend=backend,
         sizes=ladder,
@@ -162,13 +163,11 @@ def _run(
         default_ladder,
         save_receipt,
     )
-    from sparkrig.launch.executors import LocalExecutor, executor_for
+    from sparkrig.launch.executors import executors_for
     from sparkrig.launch.fabric_test_run import Worker, run_workers
 
     order = list(plan.rank_order)
-    runners: dict[str, Executor] = {
-        n: executor_for(specs[n]) if specs else LocalExecutor() for n in order
-    }
+    runners: dict[str, Executor] = executors_for(specs)
     probes = _probe_nodes(plan, runners, settings, python)
     backend = decide_backend(probes, settings.backend, order[0], settings.port)
     sizes = settings.sizes or default_ladder(gpu=backend == "nccl")

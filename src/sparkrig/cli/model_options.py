@@ -4,11 +4,16 @@ checked against those bounds while the command line is parsed (`ranged`), before
 
     tokens: int = setting(BenchSettings, "decode_tokens", "--tokens")
 
-is what aiperf writes as `Annotated[..., Field(...), CLIParameter(...)]`, in typer's terms.
+is what aiperf writes as `Annotated[..., Field(...), CLIParameter(...)]`, in typer's terms. A
+list field is written on the command line as text (`--concurrency 1,2,4`): `parse` turns it into
+the value, and checks it, while the command line is parsed, so a bad list fails as early as an
+out-of-range number.
 """
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import annotated_types
@@ -55,16 +60,43 @@ def setting(
     *flags: str,
     default: Any = FIELD_DEFAULT,
     note: str | None = None,
+    parse: Callable[[str], Any] | None = None,
+    metavar: str | None = None,
 ) -> Any:
     """The typer option (used as a parameter's default) for `model.name`. `default` replaces
     the field's where the command fills it in later (e.g. by another option); `note` adds what
-    only the command line needs to say, after the field's description."""
+    only the command line needs to say, after the field's description. `parse` reads the
+    option's text into the parameter's value while the command line is parsed (the field's
+    list default is shown, and parsed, as its comma-separated text; the help names the value
+    `metavar`, else the parser's own `metavar`); it raises a one-line `UsageError` on text it
+    refuses."""
     field = model.model_fields[name]
     if not field.description:
         raise TypeError(f"{model.__name__}.{name} has no description to be the option's help")
     text = f"{field.description} ({note})" if note else field.description
     value = field.get_default(call_default_factory=True) if default is FIELD_DEFAULT else default
-    within = range_of(field)
-    if within is None:
-        return typer.Option(value, *flags, help=text)
-    return ranged(text, within, *flags, default=value)
+    if parse is not None:
+        if isinstance(value, list | tuple):
+            value = ",".join(map(str, value))
+        shown = metavar or getattr(parse, "metavar", "TEXT")
+        option = typer.Option(value, *flags, help=text, parser=parse, metavar=shown)
+    elif (within := range_of(field)) is None:
+        option = typer.Option(value, *flags, help=text)
+    else:
+        option = ranged(text, within, *flags, default=value)
+    option.bound_field = (model, name)  # what `bound_values` reads back
+    return option
+
+
+def bound_values(
+    command: Callable[..., Any], values: Mapping[str, Any], model: type[BaseModel]
+) -> dict[str, Any]:
+    """The values `command` was given (`ctx.params`) for its options bound to `model`'s fields,
+    by field name: `BenchSettings(**bound_values(bench, ctx.params, BenchSettings))`, so a
+    command never lists its bound settings a second time."""
+    found: dict[str, Any] = {}
+    for name, parameter in inspect.signature(command).parameters.items():
+        bound = getattr(parameter.default, "bound_field", None)
+        if bound is not None and bound[0] is model and name in values:
+            found[bound[1]] = values[name]
+    return found

@@ -38,6 +38,18 @@ def telemetry_beside(receipt_path: Path) -> TelemetryRecord | None:
     )
 
 
+def cluster_nodes(cluster_file: Path | None, *, enabled: bool = True) -> dict[str, CommandRunner]:
+    """Every node of `cluster_file`, reached through the file's `[executor]` (telemetry only
+    reads, it never changes a host); none without a file, or with telemetry off."""
+    if not enabled or cluster_file is None:
+        return {}
+    # only a run given --telemetry-cluster loads these; `report` reads this module too
+    from sparkrig.config import load_cluster  # noqa: PLC0415
+    from sparkrig.launch.executors import reach_nodes  # noqa: PLC0415
+
+    return dict(reach_nodes(load_cluster(cluster_file)))
+
+
 @contextmanager
 def sampled_beside(
     receipt_path: Path,

@@ -9,19 +9,18 @@ import signal
 from pathlib import Path
 from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from sparkrig.config.serving import EngineSettings
 from sparkrig.engines.launch_spec import LaunchContext, ProcessSpec
 from sparkrig.engines.metric_map import EngineMetricMap
+from sparkrig.frozen_model import FrozenModel
 from sparkrig.process_exit import ProcessExit
 
 
-class LocalEngine(BaseModel):
+class LocalEngine(FrozenModel):
     """What this machine provides for an engine whose cluster file names no binary: sparkrig's
     own build of it, the arguments that build needs here, and the bundled model."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     binaries: tuple[str, str] | None = Field(
         default=None, description="the built server and RPC binaries; None when not built"

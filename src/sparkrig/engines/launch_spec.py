@@ -10,19 +10,18 @@ from __future__ import annotations
 import shlex
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from sparkrig.config.serving import EngineSettings, ModelSettings, ServingProfile
 from sparkrig.fabric.plan_model import EnvVar
+from sparkrig.frozen_model import FrozenModel
 
 ReadySignal = Literal["alive", "port", "health"]
 
 
-class ContainerRun(BaseModel):
+class ContainerRun(FrozenModel):
     """How a process runs in a container: the runtime and image, the name and labels it gets,
     and the host paths whose content must match on every node before it starts."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     runtime: Literal["docker", "podman"]
     runtime_args: list[str] = Field(default_factory=list)
@@ -41,9 +40,7 @@ class ContainerRun(BaseModel):
         return [self.runtime, *self.runtime_args, *args]
 
 
-class ProcessSpec(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class ProcessSpec(FrozenModel):
     node: str
     role: Literal["head", "worker"]
     name: str = Field(description="what the process is: vllm, ray, rpc, llama-server")
@@ -78,10 +75,8 @@ def merge_env(*layers: list[EnvVar]) -> list[EnvVar]:
     return list(merged.values())
 
 
-class LaunchNode(BaseModel):
+class LaunchNode(FrozenModel):
     """One node of the serving group, as the adapters see it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
     rank: int
@@ -100,10 +95,8 @@ class LaunchNode(BaseModel):
         return merge_env(self.fabric_env, engine_env, self.user_env)
 
 
-class LaunchContext(BaseModel):
+class LaunchContext(FrozenModel):
     """Everything an adapter needs to render the processes of one cluster."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     cluster: str
     engine: EngineSettings

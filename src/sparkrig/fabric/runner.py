@@ -11,6 +11,7 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from sparkrig.frozen_model import FrozenModel
 from sparkrig.process_exit import from_returncode
 
 
@@ -43,11 +44,9 @@ class CommandRunner(Protocol):
         ...
 
 
-class ExecutorSpec(BaseModel):
+class ExecutorSpec(FrozenModel):
     """How a node is reached; the journal keeps it so a restore reaches the node the same way.
     `sparkrig.launch.executors.executor_for` turns it into a runner."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: Literal["local", "netns", "ssh"]
     target: str | None = None

@@ -8,17 +8,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from sparkrig.fabric.plan_model import FabricPlan
+from sparkrig.frozen_model import FrozenModel
 
 FORWARDING_SYSCTL = "net.ipv4.ip_forward"
 KERNEL_DEFAULT_MTU = 1500
 
 
-class Step(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Step(FrozenModel):
     node: str
     kind: Literal["mtu", "link-up", "address", "route", "sysctl"]
     target: str

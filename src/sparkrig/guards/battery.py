@@ -111,6 +111,14 @@ for _entry in (
 GUARD_NAMES: Final = tuple(GUARDS.names())
 
 
+def guard_names(text: str | None, quick: bool) -> list[str] | None:
+    """`--guard margin,needle` as guard names, each checked before any engine starts; None
+    without it (the battery, or its quick part, runs)."""
+    names = [name.strip() for name in text.split(",") if name.strip()] if text else None
+    choose_guards(names, quick)
+    return names
+
+
 def choose_guards(names: list[str] | None, quick: bool) -> list[GuardEntry]:
     if names:
         GUARDS.check(names)

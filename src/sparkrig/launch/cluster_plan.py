@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from sparkrig.config.cluster import Cluster, Node
 from sparkrig.config.container import BindMount
@@ -19,24 +19,21 @@ from sparkrig.errors import ConfigError
 from sparkrig.fabric.plan import plan_fabric
 from sparkrig.fabric.plan_model import EnvVar, FabricPlan
 from sparkrig.fabric.runner import ExecutorSpec
+from sparkrig.frozen_model import FrozenModel
 from sparkrig.launch.containers import binds_rdma, containerize, pin_warning
 from sparkrig.launch.node_executors import executor_spec
 
 BUNDLED_MODEL = "bundled"
 
 
-class NodeAccess(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class NodeAccess(FrozenModel):
     node: str
     executor: ExecutorSpec
     log_dir: str
 
 
-class LaunchPlan(BaseModel):
+class LaunchPlan(FrozenModel):
     """What `sparkrig up` prints, and with `--apply` does, in order."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     version: int = 1
     cluster: str

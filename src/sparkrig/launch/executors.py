@@ -130,6 +130,9 @@ def executors_for(specs: Mapping[str, ExecutorSpec]) -> dict[str, Executor]:
     return {node: executor_for(spec) for node, spec in specs.items()}
 
 
-def reach_nodes(cluster: Cluster, choice: ExecutorChoice | None = None) -> dict[str, Executor]:
-    """Every node of a cluster, reached as the options (else the file's `[executor]`) say."""
+def reach_nodes(
+    cluster: Cluster | None, choice: ExecutorChoice | None = None
+) -> dict[str, Executor]:
+    """Every node of a cluster, reached as the options (else the file's `[executor]`) say;
+    without a cluster, this machine alone."""
     return executors_for(resolve_executors(cluster, choice or ExecutorChoice()))

@@ -1,6 +1,7 @@
 """Which executor reaches which node: one pure function from a cluster file and the command
 line's executor options to an `ExecutorSpec` per node. Every command that reaches nodes (fabric
-apply / discover / test, doctor, bench and check telemetry, up) asks here; nothing is run.
+apply / discover / test, doctor, bench and check telemetry, up) asks here, with or without a
+cluster file; nothing is run.
 """
 
 from __future__ import annotations
@@ -25,12 +26,22 @@ class ExecutorChoice:
     """namespace = prefix + node name (`--netns-prefix`)"""
     node: str | None = None
     """the node this machine is, for the local executor (`--node`)"""
+    loopback: bool = False
+    """the local executor stands for every node of the file, each run here on 127.0.0.1 (the
+    fabric test's rehearsal of a cluster on one machine), not for the one node this machine is"""
+    this_machine: str = "local"
+    """the name of the one node reached when there is no cluster file (doctor: the host name);
+    `node` wins over it"""
 
 
-def resolve_executors(cluster: Cluster, choice: ExecutorChoice) -> dict[str, ExecutorSpec]:
-    """The executor of each node reached. The local executor reaches one node (this machine);
-    netns and ssh reach every node. Without a kind, the file's executors are used, and a file
-    that names none is one local node."""
+def resolve_executors(cluster: Cluster | None, choice: ExecutorChoice) -> dict[str, ExecutorSpec]:
+    """The executor of each node reached. The local executor reaches one node (this machine),
+    or every node with `loopback`; netns and ssh reach every node. Without a kind, the file's
+    executors are used, and a file that names none is one local node. Without a cluster file,
+    this machine is the one node, reached locally (the executor options then have no nodes to
+    reach, and are not read)."""
+    if cluster is None:
+        return {choice.node or choice.this_machine: ExecutorSpec(kind="local")}
     if choice.kind is None:
         if choice.netns or choice.netns_prefix is not None:
             return _named(cluster, "netns", choice)
@@ -47,6 +58,8 @@ def resolve_executors(cluster: Cluster, choice: ExecutorChoice) -> dict[str, Exe
 
 def _named(cluster: Cluster, kind: str, choice: ExecutorChoice) -> dict[str, ExecutorSpec]:
     names = [n.name for n in cluster.nodes]
+    if kind == "local" and choice.loopback:
+        return {name: ExecutorSpec(kind="local") for name in names}
     if kind == "local":
         return _local(names, choice.node)
     if kind == "netns":

@@ -21,8 +21,9 @@ import fnmatch
 from collections.abc import Mapping
 from typing import Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from sparkrig.frozen_model import FrozenModel
 from sparkrig.registry import Registry
 
 ReplyKey = Literal["reasoning", "reasoning_content", "think_tags"]
@@ -34,12 +35,10 @@ FIX_NONE_WITH_THINKING = (
 )
 
 
-class ReasoningFamily(BaseModel):
+class ReasoningFamily(FrozenModel):
     """One family's thinking facts. `switch_key` is its `chat_template_kwargs` key (None: it has
     none, or the reports do not name one); `efforts` maps each `reasoning_effort` value to what it
     does on the family's reported runtime."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
     models: tuple[str, ...] = Field(
