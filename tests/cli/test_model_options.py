@@ -195,6 +195,11 @@ def test_bench_and_check_build_their_settings_from_every_bound_option() -> None:
         "steady_warmup_tokens",
         "arrivals",
         "find_max_load",
+        "prefill_text",
+        "conversations",
+        "turns",
+        "parallel_conversations",
+        "opening_tokens",
     }
     assert bound["check"] == {
         "quick",

@@ -7,18 +7,18 @@ sparkrig did not start (one it started has the pool of its boot log in `startup`
 from __future__ import annotations
 
 import aiohttp
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from sparkrig.client.endpoint import EndpointClient
 from sparkrig.client.metrics import MetricsSnapshot, parse_metrics
+from sparkrig.engines.registry import adapter_by_metrics_name
 from sparkrig.errors import EndpointError, MetricsError
+from sparkrig.frozen_model import FrozenModel
 from sparkrig.launch.kv_pool import kv_pool_from_cache_config, kv_pool_from_slots
 
 
-class LiveKvPool(BaseModel):
+class LiveKvPool(FrozenModel):
     """The KV pool as the server reported it, and where it was read."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     tokens: int = Field(description="tokens of KV cache the engine holds this boot")
     source: str = Field(
@@ -40,8 +40,9 @@ async def read_kv_pool(
     info = snapshot.samples.get("vllm:cache_config_info", []) if snapshot else []
     if info and (tokens := kv_pool_from_cache_config(info[0].labels)) is not None:
         return LiveKvPool(tokens=tokens, source=f"{client.base_url}/metrics vllm:cache_config_info")
-    if snapshot is not None and snapshot.engine == "vllm":
-        return None  # vLLM has no /slots; asking would only log a 404 on the server
+    adapter = adapter_by_metrics_name(snapshot.engine) if snapshot is not None else None
+    if adapter is not None and not adapter.serves_slots:
+        return None  # no /slots there; asking would only log a 404 on the server
     try:
         slots = await client.get_json("/slots")
     except (aiohttp.ClientError, TimeoutError, ValueError, EndpointError):

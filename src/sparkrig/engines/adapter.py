@@ -101,6 +101,11 @@ class EngineAdapter(Protocol):
         ships tensors to its workers (llama.cpp RPC): `up` compares the copies only then."""
 
     @property
+    def serves_slots(self) -> bool:
+        """Whether the server answers `/slots` (llama.cpp, each slot's context), where a live
+        KV pool can be read when /metrics holds none; asking vLLM would only log a 404."""
+
+    @property
     def jit_caches(self) -> tuple[tuple[str, str], ...]:
         """JIT cache variables and their folder under `engine.jit_cache_dir` (none: nothing
         compiles at start-up)."""

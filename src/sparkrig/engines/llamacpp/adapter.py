@@ -42,6 +42,7 @@ class LlamacppAdapter:
     jit_caches: tuple[tuple[str, str], ...] = ()
     collectives_over_nccl = False  # RPC is plain TCP
     every_rank_loads_weights = False  # RPC workers get their tensors from the head
+    serves_slots = True
 
     def backend(self, engine: EngineSettings) -> str:
         return "rpc"

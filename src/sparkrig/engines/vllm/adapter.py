@@ -28,6 +28,7 @@ class VllmAdapter:
     jit_caches = JIT_CACHES
     collectives_over_nccl = True
     every_rank_loads_weights = True
+    serves_slots = False  # no /slots: its pool is on /metrics (cache_config_info)
 
     def backend(self, engine: EngineSettings) -> str:
         return engine.backend
