@@ -50,6 +50,7 @@ CASES = {
     "engine-version-declared": ("engine-version-other", "engine-version-declared"),
     "sm-clock-spread": ("fleet-mixed", "fleet-same"),
     "same-python-stack": ("python-stack-mixed", "python-stack-same"),
+    "same-image-python-stack": ("image-stack-mixed", "image-stack-same"),
     "clock-offset": ("ring4-clock-skew", "ring4-clean"),
     "logind-remove-ipc": ("logind-remove-ipc", "logind-root"),
     "rdma-user-limits": ("rdma-limits-missing", "rdma-limits-ok"),

@@ -21,6 +21,7 @@ from sparkrig.doctor.probes import (
     container_store_probe,
     engine_python_probe,
     ethtool_probe,
+    image_python_probe,
     node_probes,
     unit_show_probe,
 )
@@ -104,6 +105,22 @@ def _container_store(runner: CommandRunner, outputs: dict[str, ToolOutput]) -> N
         outputs[probe.name] = run_probe(runner, probe)
 
 
+def _engine_probes(
+    engine_python: str | None,
+    container_runtime: str | None,
+    container_image: tuple[str, list[str]] | None,
+) -> list[Probe]:
+    """The runtime's probes for a contained engine, and the engine's packages: inside its
+    image when it runs from one, else in the venv beside its command on the host."""
+    probes = container_probes(container_runtime) if container_runtime is not None else []
+    if engine_python is not None and container_runtime is not None and container_image:
+        image, runtime_args = container_image
+        probes.append(image_python_probe(container_runtime, runtime_args, image, engine_python))
+    elif engine_python is not None:
+        probes.append(engine_python_probe(engine_python))
+    return probes
+
+
 def collect_node(
     node: str,
     runner: CommandRunner,
@@ -114,15 +131,15 @@ def collect_node(
     interfaces: list[str] | None = None,
     engine_python: str | None = None,
     container_runtime: str | None = None,
+    container_image: tuple[str, list[str]] | None = None,
 ) -> NodeCapture:
     """`interfaces`: netdevs to run ethtool on (default: every Ethernet device the node has);
-    `container_runtime`: docker or podman when the engine runs from an image."""
+    `container_runtime`: docker or podman when the engine runs from an image;
+    `container_image`: that image and the runtime's options before `run` (the engine's
+    packages are then listed inside the image, not in a host venv)."""
     outputs: dict[str, ToolOutput] = {}
     probes = node_probes(model_dir, jit_dir, engine_version)
-    if engine_python is not None:
-        probes.append(engine_python_probe(engine_python))
-    if container_runtime is not None:
-        probes += container_probes(container_runtime)
+    probes += _engine_probes(engine_python, container_runtime, container_image)
     try:
         for probe in probes:
             outputs[probe.name] = run_probe(runner, probe)
@@ -165,6 +182,7 @@ def collect_all(
     interfaces: Mapping[str, list[str]] | None = None,
     engine_python: str | None = None,
     container_runtime: str | None = None,
+    container_image: tuple[str, list[str]] | None = None,
 ) -> dict[str, NodeCapture]:
     with ThreadPoolExecutor(max_workers=max(1, len(runners))) as pool:
         futures = {
@@ -178,6 +196,7 @@ def collect_all(
                 interfaces=(interfaces or {}).get(node),
                 engine_python=engine_python,
                 container_runtime=container_runtime,
+                container_image=container_image,
             )
             for node, runner in runners.items()
         }

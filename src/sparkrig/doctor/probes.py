@@ -88,6 +88,34 @@ def container_probes(runtime: str) -> list[Probe]:
     ]
 
 
+# the engine's Python packages inside the image: the python beside the engine command, else
+# python3 or python on PATH; importlib.metadata, not pip (images built with uv hold no pip)
+_IMAGE_PYTHON = (
+    'b=$(command -v "$1") && d=${b%/*} || d=/nonexistent; '
+    'for py in "$d/python" "$d/python3" "$(command -v python3)" "$(command -v python)"; do '
+    '[ -n "$py" ] && [ -x "$py" ] && exec "$py" -c "$2"; done; exit 127'
+)
+_LIST_DISTRIBUTIONS = (
+    "import importlib.metadata as m\n"
+    "for d in sorted(m.distributions(), key=lambda d: (d.metadata['Name'] or '').lower()):\n"
+    "    print(f\"{d.metadata['Name']}=={d.version}\")"
+)
+
+
+def image_python_probe(runtime: str, runtime_args: list[str], image: str, binary: str) -> Probe:
+    """The same package listing as `engine_python`, run in a throwaway container of the engine
+    image: never pulled (a node without the image is a skip naming it), no network, no GPU."""
+    argv = [runtime, *runtime_args, "run", "--rm", "--pull", "never", "--network", "none"]
+    argv += ["--entrypoint", "sh", image, "-c", _IMAGE_PYTHON, "sh", binary, _LIST_DISTRIBUTIONS]
+    return Probe(
+        "image_python",
+        argv,
+        f"sh or python in the image {image}",
+        "build the image with its engine's python (doctor lists the image's torch and NCCL "
+        "builds with it), then `sparkrig sync`",
+    )
+
+
 def container_store_probe(store_root: str) -> Probe:
     """The filesystem under the runtime's image store (from its `info`)."""
     return Probe(

@@ -234,12 +234,17 @@ class _Run:
         contexts: Mapping[str, NodeContext],
     ) -> None:
         assert check.cluster_function is not None
-        usable = {
+        collected = {
             n: c
             for n, c in reachable.items()
-            if all(p in c.outputs and c.outputs[p].skipped is None for p in check.needs)
-            and check.runs_for(contexts[n])
+            if check.runs_for(contexts[n]) and all(p in c.outputs for p in check.needs)
         }
+        usable = {n: c for n, c in collected.items() if _blocked(c, check.needs) is None}
+        if len(collected) >= 2:
+            # a node left out of a comparison is said, not silently passed over
+            for name in [n for n in collected if n not in usable]:
+                reason = _blocked(collected[name], check.needs)
+                self.held.setdefault((name, str(reason)), []).append(check.name)
         if len(usable) < 2:
             return
         try:

@@ -58,6 +58,14 @@ def container_runtime_of(cluster: Cluster | None) -> str | None:
     return cluster.engine.container.runtime
 
 
+def container_image_of(cluster: Cluster | None) -> tuple[str, list[str]] | None:
+    """The engine image and the runtime's options before `run`; None on the host."""
+    if container_runtime_of(cluster) is None or cluster is None or cluster.engine is None:
+        return None
+    container = cluster.engine.container
+    return (container.image, list(container.runtime_args)) if container.image else None
+
+
 def rdma_bound(cluster: Cluster | None, plan: FabricPlan | None) -> bool:
     """Whether the engine container gets `--device /dev/infiniband`, by the launcher's rule."""
     if cluster is None or cluster.engine is None:
@@ -174,6 +182,7 @@ def collect_for(
         interfaces=interfaces,
         engine_python=engine_python_of(cluster),
         container_runtime=container_runtime_of(cluster),
+        container_image=container_image_of(cluster),
     )
 
 

@@ -234,13 +234,29 @@ _STACK = re.compile(
 )
 
 
-def _stack(capture: NodeCapture) -> dict[str, str]:
+def python_stack(listing: str) -> dict[str, str]:
+    """The engine's kernel-library packages from `name==version` lines (pip's freeze format)."""
     packages = {}
-    for line in (capture.text("engine_python") or "").splitlines():
+    for line in listing.splitlines():
         name, equals, version = line.partition("==")
         if equals and _STACK.match(name.strip().lower()):
             packages[name.strip().lower()] = version.strip()
     return packages
+
+
+def stack_differences(listings: Mapping[str, str]) -> list[str]:
+    """`package node version, node version` for each stack package the nodes do not share."""
+    stacks = {name: python_stack(listing) for name, listing in listings.items()}
+    differ = []
+    for package in sorted({package for stack in stacks.values() for package in stack}):
+        versions = {node: stack.get(package, "absent") for node, stack in stacks.items()}
+        if len(set(versions.values())) > 1:
+            differ.append(f"{package} " + ", ".join(f"{n} {v}" for n, v in versions.items()))
+    return differ
+
+
+def _on_host(context: NodeContext) -> bool:
+    return context.container_runtime is None
 
 
 @cluster_check(
@@ -249,16 +265,11 @@ def _stack(capture: NodeCapture) -> dict[str, str]:
     why=_SAME + "; pip wheels (nvidia-nccl-cu13, flashinfer) are not dpkg packages, and two "
     "builds of one kernel library differ silently",
     source=f"{NOTES} (one stack on every node)",
+    applies=_on_host,
     needs=("engine_python",),
 )
 def same_python_stack(captures: Captures, contexts: Contexts) -> list[Hit]:
-    stacks = {name: _stack(capture) for name, capture in captures.items()}
-    names = sorted({package for stack in stacks.values() for package in stack})
-    differ = []
-    for package in names:
-        versions = {node: stack.get(package, "absent") for node, stack in stacks.items()}
-        if len(set(versions.values())) > 1:
-            differ.append(f"{package} " + ", ".join(f"{n} {v}" for n, v in versions.items()))
+    differ = stack_differences({n: c.text("engine_python") or "" for n, c in captures.items()})
     if not differ:
         return []
     return [

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from sparkrig import defaults
+from sparkrig.doctor.checks.cluster import stack_differences
 from sparkrig.doctor.container_info import RuntimeInfo, gpu_support, runtime_info
 from sparkrig.doctor.model import NodeCapture
 from sparkrig.doctor.parse import first_filesystem
@@ -181,5 +182,30 @@ def container_runtime_version_same(
             f"{runtime} version differs — {listed}",
             f"install the same {runtime} release on every node (`sudo apt install "
             f"{runtime}=<version>`), the one the image was qualified with",
+        )
+    ]
+
+
+@cluster_check(
+    "same-image-python-stack",
+    summary="the engine image holds the same vLLM, torch, NCCL, FlashInfer, Triton on every node",
+    why="the builds that run are the ones inside the image, not a host venv; one tag pulled at "
+    "another time, or a local rebuild, gives one rank other kernel libraries, silently",
+    source=f"{SOURCE}; docs/field-notes.md (one stack on every node)",
+    applies=contained,
+    needs=("image_python",),
+)
+def same_image_python_stack(
+    captures: Mapping[str, NodeCapture], contexts: Mapping[str, NodeContext]
+) -> list[Hit]:
+    differ = stack_differences({n: c.text("image_python") or "" for n, c in captures.items()})
+    if not differ:
+        return []
+    return [
+        Hit(
+            "error",
+            "in the engine image: " + "; ".join(differ),
+            "make every node hold the one image build: pin engine.container.image by digest "
+            "(name@sha256:…) and run `sparkrig sync`, then doctor again",
         )
     ]
