@@ -21,6 +21,11 @@ Two phases per level, each a closed loop of `streams` requests bounded by --seco
   average (rate = streams ÷ a paced reply's duration), one batch as a bench sample sends it,
   its records kept as a bench keeps them. Besides the added latency it prints how late the
   client sent against the schedule.
+- staggered (the bench's `--arrivals staggered:GAP_S`): the poisson phase's path and rate, one
+  request every 1/rate s instead of Poisson gaps, one process.
+- replay (`soak --replay --paced`): the same requests as a trace, sent by the soak's own open
+  loop at their offsets; the soak keeps no records, so it reports how late each send was
+  against its offset and tokens/s (its per-token path is the closed loop's client).
 Tokens/s counts the server's token counts in complete replies over the phase's wall time; CPU%
 is this process only (the server has its own). Replies are reduced to numbers as they end;
 --keep-records keeps them all, as a bench run does, to show what their garbage collection
@@ -63,6 +68,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from loadgen_server import (
     MODEL,
@@ -78,7 +84,11 @@ from sparkrig import defaults
 from sparkrig.bench.arrival_spec import Arrivals
 from sparkrig.bench.arrivals import ArrivalSchedule
 from sparkrig.bench.client_shards import ShardedSender, processes_for, queued_ns, usable_cores
+from sparkrig.bench.soak import SoakRun, new_receipt
+from sparkrig.bench.soak_pacing import paced_replay
+from sparkrig.bench.soak_traffic import replayed_traffic
 from sparkrig.client import ChatRequest, EndpointClient, RequestRecord
+from sparkrig.wire.workload_log import WorkloadRecord
 
 LEVELS = (1, 16, 64, 256)
 LEVEL_SECONDS = 10.0
@@ -312,14 +322,18 @@ def poisson_rate(streams: int, settings: Settings) -> float:
 
 
 async def _poisson_phase(
-    url: str, streams: int, settings: Settings, processes: int
+    url: str,
+    streams: int,
+    settings: Settings,
+    processes: int,
+    process: Literal["poisson", "staggered"] = "poisson",
 ) -> tuple[Level, float]:
     """The bench's own open-loop path (--arrivals offsets through send_in_process, or through
     the ShardedSender's worker processes) against the paced server: one batch of the phase's
-    requests at Poisson times, as a bench sample sends it."""
+    requests at Poisson times (or one every 1/rate s, staggered), as a bench sample sends it."""
     rate = poisson_rate(streams, settings)
     count = max(1, min(settings.max_requests, round(rate * settings.seconds)))
-    arrivals = Arrivals(rate_per_s=rate, seed=0)
+    arrivals = Arrivals(process=process, rate_per_s=rate, seed=0)
     offsets = ArrivalSchedule(arrivals, f"loadgen {streams}").offsets(count)
     request = ChatRequest(
         model=MODEL,
@@ -339,7 +353,7 @@ async def _poisson_phase(
     complete = [r for r in records if r.ok and r.completion_tokens == settings.paced_tokens]
     level = Level(
         tool="sparkrig" if processes == 1 else f"sparkrig×{processes}",
-        phase="poisson",
+        phase=process,
         streams=streams,
         requests=count,
         errors=count - len(complete),
@@ -354,10 +368,88 @@ async def _poisson_phase(
 
 
 def run_poisson(
-    url: str, streams: int, settings: Settings, *, processes: int, server_pid: int | None
+    url: str,
+    streams: int,
+    settings: Settings,
+    *,
+    processes: int,
+    server_pid: int | None,
+    process: Literal["poisson", "staggered"] = "poisson",
 ) -> Level:
     before = server_cpu_s(server_pid)
-    level, wall_s = asyncio.run(_poisson_phase(url, streams, settings, processes))
+    level, wall_s = asyncio.run(_poisson_phase(url, streams, settings, processes, process))
+    after = server_cpu_s(server_pid)
+    if after is not None and before is not None:
+        level.server_cpu_percent = 100 * (after - before) / wall_s
+    return level
+
+
+async def _replay_phase(url: str, streams: int, settings: Settings) -> tuple[Level, float]:
+    """`soak --replay --paced`: a trace of the phase's requests at the poisson phase's times,
+    sent by the soak's own open loop (bench/soak.py) against the paced server. The soak keeps
+    no records, so this phase reports how late each send was against its trace offset (the
+    open loop's own error) and tokens/s; per-token latency is the closed loop's client path."""
+    rate = poisson_rate(streams, settings)
+    count = max(1, min(settings.max_requests, round(rate * settings.seconds)))
+    offsets = ArrivalSchedule(Arrivals(rate_per_s=rate, seed=0), f"loadgen {streams}").offsets(
+        count
+    )
+    records = [
+        WorkloadRecord(
+            request_id=f"r{n}",
+            time=offset,
+            api="chat",
+            stream=True,
+            status=200,
+            prompt_tokens=3,
+            completion_tokens=settings.paced_tokens,
+            params={"max_tokens": settings.paced_tokens},
+        )
+        for n, offset in enumerate(offsets)
+    ]
+    receipt = new_receipt(
+        url + PACED_PREFIX,
+        MODEL,
+        "loadgen replay",
+        concurrency=streams,
+        duration_s=offsets[-1] + REQUEST_TIMEOUT_S,
+        window_s=offsets[-1] + REQUEST_TIMEOUT_S,
+        seed=0,
+    )
+    start_ns = time.perf_counter_ns()
+    async with EndpointClient(url + PACED_PREFIX, timeout_s=REQUEST_TIMEOUT_S) as client:
+        run = SoakRun(
+            client,
+            receipt,
+            replayed_traffic(MODEL, records),
+            metrics_url=None,
+            on_window=lambda _: None,
+            paced=paced_replay(MODEL, records, 1.0),
+        )
+        done = await run.run()
+    wall_s = (time.perf_counter_ns() - start_ns) / 1e9
+    pacing = done.pacing
+    late = None
+    if pacing is not None and pacing.late_ms_p50 is not None and pacing.late_ms_p99 is not None:
+        late = (pacing.late_ms_p50, pacing.late_ms_p99)
+    level = Level(
+        tool="sparkrig",
+        phase="replay",
+        streams=streams,
+        requests=count,
+        errors=done.lost,
+        tokens_per_s=sum(w.output_tokens for w in done.windows) / wall_s,
+        first_byte_ms=None,
+        per_token_ms=None,
+        cpu_percent=None,
+        late_ms=late,
+    )
+    return level, wall_s
+
+
+def run_replay(url: str, streams: int, settings: Settings, *, server_pid: int | None) -> Level:
+    before = server_cpu_s(server_pid)
+    level, wall_s = asyncio.run(_replay_phase(url, streams, settings))
     after = server_cpu_s(server_pid)
     if after is not None and before is not None:
         level.server_cpu_percent = 100 * (after - before) / wall_s
@@ -655,6 +747,15 @@ def print_verdicts(levels: list[Level]) -> None:
             f"{_pair(mine.late_ms)} ms (limit: {mine.limit})"
         )
     for mine in ours:
+        if mine.phase not in ("staggered", "replay") or mine.streams != TARGET_STREAMS:
+            continue
+        pair = mine.per_token_ms
+        added = "" if pair is None else f"per token added {_pair(pair)} ms; "
+        print(
+            f"{mine.phase}, {TARGET_STREAMS} streams open on average ({mine.requests} requests, "
+            f"{mine.tool}): {added}sent late against the schedule {_pair(mine.late_ms)} ms"
+        )
+    for mine in ours:
         if (mine.phase, mine.streams) != ("paced", TARGET_STREAMS):
             continue
         for name, pair in (("first byte", mine.first_byte_ms), ("per token", mine.per_token_ms)):
@@ -719,6 +820,13 @@ def run_level(
         poisson = run_poisson(url, streams, settings, processes=shards, server_pid=server_pid)
         levels.append(poisson)
         print_rows(levels[-1:], header=False)
+    staggered = run_poisson(
+        url, streams, settings, processes=1, server_pid=server_pid, process="staggered"
+    )
+    levels.append(staggered)
+    print_rows(levels[-1:], header=False)
+    levels.append(run_replay(url, streams, settings, server_pid=server_pid))
+    print_rows(levels[-1:], header=False)
     for rival in rivals:
         if rival.exe is None:
             continue
@@ -746,7 +854,7 @@ def main(settings: Settings, guidellm_path: str | None, aiperf_path: str | None)
         )
     levels: list[Level] = []
     phase_s = settings.seconds + REQUEST_TIMEOUT_S
-    per_level_s = 6 * phase_s + 2 * GUIDELLM_SLACK_S  # every column, both rivals
+    per_level_s = 8 * phase_s + 2 * GUIDELLM_SLACK_S  # every column, both rivals
     lifetime_s = len(settings.levels) * per_level_s + SERVER_START_TIMEOUT_S
     process, url = start_server(
         ServerSettings(settings.tokens, settings.paced_tokens, settings.pace_ms, lifetime_s)

@@ -41,3 +41,8 @@ def test_a_tiny_run_prints_the_sharded_column_and_names_the_skipped_ones(tmp_pat
             assert requests > 0
             assert errors == 0
             assert tokens_per_s > 0
+    for phase in ("poisson", "staggered", "replay"):  # every open-loop arrival mode measured
+        row = rows[("sparkrig", phase, "2")]
+        assert int(row[3]) > 0, row
+        assert int(row[4]) == 0, row
+        assert float(row[5]) > 0, row
