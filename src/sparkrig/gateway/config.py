@@ -72,6 +72,14 @@ class GatewayConfig(BaseModel):
         description="diverge-when-full: a reply changes when its request arrives with this many "
         "generation requests in flight, itself included (the server's slots)",
     )
+    wrong_share: float = Field(
+        default=defaults.GATEWAY_WRONG_UNDER_LOAD_SHARE,
+        gt=0,
+        le=1,
+        description="wrong-under-load: the share of prompts whose replies are altered when "
+        "their request arrived beside another, chosen by the prompt's CRC-32 so the same "
+        "prompts are struck at every run (1: every one)",
+    )
     seed: int = Field(
         default=0,
         description="seed for any randomness a fault draws; the faults of today draw none and "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, NamedTuple
@@ -14,6 +15,7 @@ from sparkrig.gateway.reasoning import ReasoningEmulation, Split
 from sparkrig.gateway.request_faults import (
     Api,
     asks_logprobs,
+    prompt_text,
     truncate_context,
     without_stop,
 )
@@ -166,11 +168,25 @@ def _digit_faults(config: GatewayConfig, request: TrackedRequest) -> list[TextTr
     transforms: list[TextTransform] = []
     if request.block_corrupted:
         transforms.append(ShiftFirstDigitRun())
-    if config.has(Fault.WRONG_ANSWERS) or (
-        config.has(Fault.WRONG_UNDER_LOAD) and not request.started_alone
-    ):
+    if config.has(Fault.WRONG_ANSWERS) or request.wrong_under_load:
         transforms.append(ShiftAllDigits())
     return transforms
+
+
+def prompt_in_share(prompt: str, share: float) -> bool:
+    """Whether a prompt is among `share` of all prompts: its CRC-32 falls in the lowest `share`
+    of the range. The same prompt is picked at every run, whatever order the traffic arrives
+    in, so a fault at a share strikes the same items every time (share 1: every prompt)."""
+    return zlib.crc32(prompt.encode()) < share * 2**32
+
+
+def _mark_wrong_under_load(
+    config: GatewayConfig, request: TrackedRequest, body: dict[str, Any], api: Api
+) -> None:
+    """wrong-under-load: a request that arrived beside another, when its prompt is in the
+    fault's share."""
+    if config.has(Fault.WRONG_UNDER_LOAD) and not request.started_alone:
+        request.wrong_under_load = prompt_in_share(prompt_text(body, api), config.wrong_share)
 
 
 def _mark_block_corruption(
@@ -228,6 +244,7 @@ def plan_arrival(
         if "stop" in upstream_body:
             upstream_body, changed = without_stop(upstream_body), True
     _mark_block_corruption(config, ledger, request)
+    _mark_wrong_under_load(config, request, body, api)
     transforms = _content_faults(config, request)
     if config.has(Fault.SPLIT_MULTIBYTE) and body.get("stream") is True:
         transforms.append(SplitMultibyte())  # the streamed path: pieces decoded one by one

@@ -21,20 +21,25 @@ def _text_of(content: Any) -> str:
     return ""
 
 
-def prompt_chars(body: dict[str, Any], api: Api) -> int:
-    """Characters of the prompt: all message contents, or the prompt string(s). A prompt of token
-    ids has no characters to count and counts as 0."""
+def prompt_text(body: dict[str, Any], api: Api) -> str:
+    """The prompt's text: all message contents, or the prompt string(s), joined. A prompt of
+    token ids has no text."""
     if api == "chat":
         messages = body.get("messages")
         if not isinstance(messages, list):
-            return 0
-        return sum(len(_text_of(m.get("content"))) for m in messages if isinstance(m, dict))
+            return ""
+        return "".join(_text_of(m.get("content")) for m in messages if isinstance(m, dict))
     prompt = body.get("prompt")
     if isinstance(prompt, str):
-        return len(prompt)
+        return prompt
     if isinstance(prompt, list):
-        return sum(len(item) for item in prompt if isinstance(item, str))
-    return 0
+        return "".join(item for item in prompt if isinstance(item, str))
+    return ""
+
+
+def prompt_chars(body: dict[str, Any], api: Api) -> int:
+    """Characters of the prompt (`prompt_text`); a prompt of token ids counts as 0."""
+    return len(prompt_text(body, api))
 
 
 def asks_logprobs(body: dict[str, Any]) -> bool:
