@@ -45,6 +45,8 @@ def gateway_config(fault: str, settings: str) -> GatewayConfig:
             config.long_prompt_chars = int(match.group(1))
         elif match := re.fullmatch(r"full-at=(\d+)", setting):
             config.full_at_requests = int(match.group(1))
+        elif match := re.fullmatch(r"wrong-share=([\d.]+)", setting):
+            config.wrong_share = float(match.group(1))
         else:
             raise AssertionError(f"docs/guards.md: unknown gateway setting {setting!r}")
     return config
