@@ -29,6 +29,7 @@ class Fault(StrEnum):
     MERGED_EVENTS = "merged-events"
     STREAM_MISMATCH = "stream-mismatch"
     TRUNCATE_CONTEXT = "truncate-context"
+    DROP_MIDDLE_FACT = "drop-middle-fact"
     BROKEN_TOOL_ARGS = "broken-tool-args"
     WRONG_ANSWERS = "wrong-answers"
     INFLATED_COUNTS = "inflated-counts"
@@ -63,8 +64,8 @@ class GatewayConfig(BaseModel):
     long_prompt_chars: int = Field(
         default=defaults.GATEWAY_LONG_PROMPT_CHARS,
         ge=1,
-        description="a prompt this long (characters) counts as long for block-corruption and "
-        "truncate-context",
+        description="a prompt this long (characters) counts as long for block-corruption, "
+        "truncate-context and drop-middle-fact",
     )
     full_at_requests: int = Field(
         default=defaults.GATEWAY_FULL_AT_REQUESTS,

@@ -15,6 +15,7 @@ from sparkrig.gateway.reasoning import ReasoningEmulation, Split
 from sparkrig.gateway.request_faults import (
     Api,
     asks_logprobs,
+    drop_middle_fact,
     prompt_text,
     truncate_context,
     without_stop,
@@ -224,6 +225,24 @@ def _drift(config: GatewayConfig, request: TrackedRequest) -> float:
     return 0.0
 
 
+def _context_faults(
+    config: GatewayConfig, request: TrackedRequest, body: dict[str, Any], api: Api
+) -> tuple[dict[str, Any], bool]:
+    """The body with what truncate-context and drop-middle-fact take out of a long prompt, and
+    whether anything was."""
+    if not request.is_long:
+        return body, False
+    upstream_body, changed = body, False
+    if config.has(Fault.TRUNCATE_CONTEXT):
+        upstream_body, changed = truncate_context(body, api), True
+    if (
+        config.has(Fault.DROP_MIDDLE_FACT)
+        and (dropped := drop_middle_fact(upstream_body, api)) is not None
+    ):
+        upstream_body, changed = dropped, True
+    return upstream_body, changed
+
+
 def plan_arrival(
     config: GatewayConfig,
     ledger: ServingLedger,
@@ -232,9 +251,7 @@ def plan_arrival(
     api: Api,
 ) -> Arrival:
     """The body to send upstream and the plan for the reply. `request` has just arrived."""
-    upstream_body, changed = body, False
-    if config.has(Fault.TRUNCATE_CONTEXT) and request.is_long:
-        upstream_body, changed = truncate_context(body, api), True
+    upstream_body, changed = _context_faults(config, request, body, api)
     reasoning = None
     if config.emulate_reasoning and api == "chat":
         stops = stop_strings(body)
