@@ -11,6 +11,7 @@ import pytest
 
 from sparkrig import defaults
 from sparkrig.gateway import Fault, GatewayConfig
+from sparkrig.gateway.plan import prompt_in_share
 from sparkrig.gateway.soft_logprobs import SOFT_RUNNER_UP, SOFT_TOP1
 from tests.gateway.fake_upstream import FakeUpstream, last_prompt
 from tests.gateway.replies import Reply, chat, fake_behind_gateway, send
@@ -220,3 +221,28 @@ async def test_wrong_under_load_alters_every_reply_that_arrived_beside_another()
     for word, reply in zip(("bravo", "charlie"), later, strict=True):
         assert reply.content == reply_for(chat(word, stream=False)).replace("4096", "5107")
         assert "".join(item["token"] for item in reply.logprobs) == reply.content
+
+
+def test_a_share_of_prompts_is_the_same_prompts_at_every_run() -> None:
+    prompts = [f"What is {n} times 3?" for n in range(1000)]
+    assert all(prompt_in_share(prompt, 1.0) for prompt in prompts)
+    picked = [prompt for prompt in prompts if prompt_in_share(prompt, 0.2)]
+    assert 150 < len(picked) < 250
+    assert picked == [prompt for prompt in prompts if prompt_in_share(prompt, 0.2)]
+    assert set(picked) <= {prompt for prompt in prompts if prompt_in_share(prompt, 0.5)}
+
+
+async def test_wrong_under_load_at_a_share_alters_only_the_concurrent_prompts_in_it() -> None:
+    upstream = FakeUpstream(reply_for=reply_for, token_delay_s=TOKEN_DELAY_S)
+    config = GatewayConfig(faults=[Fault.WRONG_UNDER_LOAD], wrong_share=0.5)
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
+    async with fake_behind_gateway(upstream, config) as url:
+        replies = await staggered(url, [chat(word, stream=False) for word in words])
+    altered = [
+        word
+        for word, reply in zip(words, replies, strict=True)
+        if reply.content != reply_for(chat(word, stream=False))
+    ]
+    in_share = [word for word in words[1:] if prompt_in_share(word, 0.5)]
+    assert altered == in_share  # alpha arrived alone
+    assert 0 < len(altered) < len(words) - 1

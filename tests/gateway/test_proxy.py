@@ -6,9 +6,14 @@ from __future__ import annotations
 import aiohttp
 import pytest
 
+from sparkrig import defaults
 from sparkrig.client import ChatRequest, EndpointClient
 from sparkrig.detectors.text import loop_findings
 from sparkrig.gateway import Fault, GatewayConfig, running_gateway
+from sparkrig.gateway.request_faults import without_middle_fact
+from sparkrig.guards.kv_facts import SHARED_PREFIX, fact
+from sparkrig.guards.long_prompts import filler_sentence
+from sparkrig.guards.needle import ASK_DOOR, three_needle_prompt
 from tests.gateway.fake_upstream import TOOL_ARGUMENTS, FakeUpstream, last_prompt, serve_fake
 from tests.gateway.replies import chat, completion, fake_behind_gateway, send
 
@@ -171,3 +176,49 @@ async def test_truncate_context_only_for_long_prompts(api: str) -> None:
     sent = [last_prompt(body) for body in upstream.received]
     third = len(document) // 3
     assert sent == [document[:third] + document[-third:], "short"]
+
+
+def _three_needles_asking(door: str) -> str:
+    haystack = " ".join(filler_sentence(7, i) for i in range(60))
+    prompt = three_needle_prompt(haystack.split(". "))
+    return f"{prompt}\n\n{ASK_DOOR.format(door=door)}"
+
+
+def _kv_document_read() -> str:
+    """A KV-integrity read: one fact at the start of each of three blocks, then the question."""
+    blocks = [SHARED_PREFIX]
+    for block in range(3):
+        filler = " ".join(filler_sentence(block, i) for i in range(12))
+        blocks.append(f"{fact(0, block)} {filler}")
+    return "\n".join(blocks) + "\n\nWhat is the code of the silver falcon? Answer with the number."
+
+
+def test_drop_middle_fact_takes_the_middle_of_three_spread_facts_and_spares_kv_documents() -> None:
+    prompt = _three_needles_asking("red")
+    dropped = without_middle_fact(prompt)
+    assert dropped is not None
+    assert "415263" in dropped
+    assert "337104" in dropped
+    assert "902718" not in dropped
+    assert "blue door" not in dropped
+    assert len(prompt) - len(dropped) == len("The access code of the blue door is 902718. ")
+    kv_read = _kv_document_read()
+    assert len(kv_read) > defaults.GATEWAY_LONG_PROMPT_CHARS  # long, but its facts end 2/3 in
+    assert without_middle_fact(kv_read) is None
+    single = " ".join(filler_sentence(7, i) for i in range(60)) + " The secret code is 738291."
+    assert without_middle_fact(single) is None
+
+
+@pytest.mark.parametrize("api", ["chat", "completions"])
+async def test_drop_middle_fact_only_for_long_prompts_with_spread_facts(api: str) -> None:
+    upstream = fake()
+    long_prompt, kv_read = _three_needles_asking("blue"), _kv_document_read()
+    config = GatewayConfig(faults=[Fault.DROP_MIDDLE_FACT])
+    async with fake_behind_gateway(upstream, config) as url:
+        for prompt in (long_prompt, kv_read, "short 123456 234567 345678"):
+            if api == "chat":
+                await send(url, chat(prompt, stream=False))
+            else:
+                await send(url, completion(prompt, stream=False), "/v1/completions")
+    sent = [last_prompt(body) for body in upstream.received]
+    assert sent == [without_middle_fact(long_prompt), kv_read, "short 123456 234567 345678"]

@@ -8,6 +8,8 @@ import json
 import os
 import re
 import signal
+import socket
+import struct
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
@@ -223,3 +225,46 @@ async def test_the_fault_gateway_retries_a_kept_alive_connection_closed_under_a_
         server.close()
         await server.wait_closed()
     assert first[0] == second[0] == 200, second[1]
+
+
+async def _resets_the_second_request_mid_body(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> None:
+    """As `_closes_the_second_request`, but the second request's connection is reset (RST)
+    as soon as its head arrives, while the body is still being written: the race seen as
+    "Can not write request body" (a ClientOSError), not as a disconnect."""
+    answered = 0
+    try:
+        while True:
+            head = await reader.readuntil(b"\r\n\r\n")
+            if answered:
+                sock = writer.get_extra_info("socket")
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                break
+            length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))  # type: ignore[union-attr]
+            await reader.readexactly(length)
+            body = b'{"choices":[{"index":0,"finish_reason":"stop","message":{"content":"ok"}}]}'
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+            )
+            await writer.drain()
+            answered += 1
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass
+    writer.close()
+
+
+async def test_a_connection_reset_while_the_body_is_written_is_retried_once() -> None:
+    server = await asyncio.start_server(_resets_the_second_request_mid_body, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    long_body = chat("q " * 4_000_000, stream=False)  # 8 MB: far more than a socket buffer holds
+    try:
+        async with running_gateway(f"http://127.0.0.1:{port}") as url:
+            first = await raw_post(url, chat("q", stream=False))
+            second = await raw_post(url, long_body)
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert first[0] == 200
+    assert second[0] == 200, second[1]

@@ -45,6 +45,8 @@ def gateway_config(fault: str, settings: str) -> GatewayConfig:
             config.long_prompt_chars = int(match.group(1))
         elif match := re.fullmatch(r"full-at=(\d+)", setting):
             config.full_at_requests = int(match.group(1))
+        elif match := re.fullmatch(r"wrong-share=([\d.]+)", setting):
+            config.wrong_share = float(match.group(1))
         else:
             raise AssertionError(f"docs/guards.md: unknown gateway setting {setting!r}")
     return config
@@ -67,8 +69,18 @@ async def baseline(llama_server: LocalInstance, tmp_path_factory: pytest.TempPat
     return path
 
 
+def expected_failures(must_fail: list[str]) -> dict[str, str]:
+    """`needle(three@)` -> {"needle": "three@"}: the guard must FAIL, with that text in its
+    evidence (which part of the guard caught it); a bare name needs any evidence."""
+    expected = {}
+    for entry in must_fail:
+        guard, _, rest = entry.partition("(")
+        expected[guard] = rest.removesuffix(")")
+    return expected
+
+
 def test_the_matrix_covers_every_guard_but_the_engine_level_one() -> None:
-    failing = {guard for *_, must_fail in matrix_rows() for guard in must_fail}
+    failing = {guard for *_, must_fail in matrix_rows() for guard in expected_failures(must_fail)}
     assert failing == set(GUARD_NAMES) - {"acceptance"}  # acceptance: test below
 
 
@@ -99,7 +111,10 @@ async def test_guard_against_fault(
     verdicts = {result.guard: result.verdict for result in receipt.results}
     evidence = {result.guard: result.evidence for result in receipt.results}
     failed = sorted(guard for guard, verdict in verdicts.items() if verdict == "FAIL")
-    assert failed == sorted(must_fail), evidence
+    expected = expected_failures(must_fail)
+    assert failed == sorted(expected), evidence
+    for guard, text in expected.items():
+        assert text in evidence[guard], evidence[guard]
     if fault == "none" and not settings:  # clean: only what this engine cannot show may skip
         skipped = {guard for guard, verdict in verdicts.items() if verdict == "SKIP"}
         assert skipped == {"stop_in_reasoning", "acceptance"}, evidence

@@ -248,3 +248,16 @@ def test_the_three_needles_sit_at_their_depths_in_door_order() -> None:
         for door, code in THREE_NEEDLES
     }
     assert where == {"red": 10, "blue": 51, "green": 92}  # 0.1, 0.5, 0.9 of the filler, in order
+
+
+def test_a_door_is_found_by_its_own_code_alone_at_a_length_the_model_can_answer() -> None:
+    from sparkrig.guards.needle import door_found, three_needle_lengths
+
+    assert door_found("The access code of the red door is 415263", "", "red") == "content"
+    # the bundled model under drop-middle-fact: the blue door answered with the red one's code
+    blue = "The access code of the blue door is 415263."
+    assert door_found(blue, "", "blue") == "another door's code"
+    assert door_found("It is 902718 or 415263.", "", "blue") == "another door's code"
+    assert door_found("I do not know.", "902718", "blue") == "reasoning only"
+    assert three_needle_lengths(960) == [864]  # the test session's slot: one length
+    assert three_needle_lengths(8128) == [1024, 8032]  # vLLM's 8K: answerable, and the longest

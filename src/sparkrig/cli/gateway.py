@@ -12,7 +12,7 @@ from rich.console import Console
 from typer.core import TyperGroup
 
 from sparkrig import defaults
-from sparkrig.cli.common import COUNT, NON_NEGATIVE, PORT_OR_ZERO, ranged
+from sparkrig.cli.common import COUNT, FRACTION, NON_NEGATIVE, PORT_OR_ZERO, ranged
 from sparkrig.cli.gateway_serve import serve
 
 
@@ -62,6 +62,14 @@ def gateway(
     long_prompt_chars: Annotated[
         int, ranged("prompt characters that make a prompt long", COUNT)
     ] = defaults.GATEWAY_LONG_PROMPT_CHARS,
+    wrong_share: Annotated[
+        float,
+        ranged(
+            "wrong-under-load: share of the prompts whose replies are altered when they "
+            "arrive beside another, by the prompt's CRC-32 (1: every one)",
+            FRACTION,
+        ),
+    ] = defaults.GATEWAY_WRONG_UNDER_LOAD_SHARE,
 ) -> None:
     """Proxy UPSTREAM, injecting faults that guards must catch (docs/gateway.md lists them).
 
@@ -77,6 +85,7 @@ def gateway(
         emulate_reasoning=emulate_reasoning,
         reasoning_chars=reasoning_chars,
         long_prompt_chars=long_prompt_chars,
+        wrong_share=wrong_share,
     )
     console = Console()
 

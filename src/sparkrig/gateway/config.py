@@ -29,6 +29,7 @@ class Fault(StrEnum):
     MERGED_EVENTS = "merged-events"
     STREAM_MISMATCH = "stream-mismatch"
     TRUNCATE_CONTEXT = "truncate-context"
+    DROP_MIDDLE_FACT = "drop-middle-fact"
     BROKEN_TOOL_ARGS = "broken-tool-args"
     WRONG_ANSWERS = "wrong-answers"
     INFLATED_COUNTS = "inflated-counts"
@@ -64,14 +65,22 @@ class GatewayConfig(BaseModel):
     long_prompt_chars: int = Field(
         default=defaults.GATEWAY_LONG_PROMPT_CHARS,
         ge=1,
-        description="a prompt this long (characters) counts as long for block-corruption and "
-        "truncate-context",
+        description="a prompt this long (characters) counts as long for block-corruption, "
+        "truncate-context and drop-middle-fact",
     )
     full_at_requests: int = Field(
         default=defaults.GATEWAY_FULL_AT_REQUESTS,
         ge=2,
         description="diverge-when-full: a reply changes when its request arrives with this many "
         "generation requests in flight, itself included (the server's slots)",
+    )
+    wrong_share: float = Field(
+        default=defaults.GATEWAY_WRONG_UNDER_LOAD_SHARE,
+        gt=0,
+        le=1,
+        description="wrong-under-load: the share of prompts whose replies are altered when "
+        "their request arrived beside another, chosen by the prompt's CRC-32 so the same "
+        "prompts are struck at every run (1: every one)",
     )
     seed: int = Field(
         default=0,

@@ -19,6 +19,7 @@ class TrackedRequest:
     )
     received: list[str] = field(default_factory=list, repr=False)
     block_corrupted: bool = False
+    wrong_under_load: bool = False
     finished: bool = False
 
     @property

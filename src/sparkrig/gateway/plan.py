@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, NamedTuple
@@ -14,6 +15,8 @@ from sparkrig.gateway.reasoning import ReasoningEmulation, Split
 from sparkrig.gateway.request_faults import (
     Api,
     asks_logprobs,
+    drop_middle_fact,
+    prompt_text,
     stamped_first_message,
     truncate_context,
     without_stop,
@@ -167,11 +170,25 @@ def _digit_faults(config: GatewayConfig, request: TrackedRequest) -> list[TextTr
     transforms: list[TextTransform] = []
     if request.block_corrupted:
         transforms.append(ShiftFirstDigitRun())
-    if config.has(Fault.WRONG_ANSWERS) or (
-        config.has(Fault.WRONG_UNDER_LOAD) and not request.started_alone
-    ):
+    if config.has(Fault.WRONG_ANSWERS) or request.wrong_under_load:
         transforms.append(ShiftAllDigits())
     return transforms
+
+
+def prompt_in_share(prompt: str, share: float) -> bool:
+    """Whether a prompt is among `share` of all prompts: its CRC-32 falls in the lowest `share`
+    of the range. The same prompt is picked at every run, whatever order the traffic arrives
+    in, so a fault at a share strikes the same items every time (share 1: every prompt)."""
+    return zlib.crc32(prompt.encode()) < share * 2**32
+
+
+def _mark_wrong_under_load(
+    config: GatewayConfig, request: TrackedRequest, body: dict[str, Any], api: Api
+) -> None:
+    """wrong-under-load: a request that arrived beside another, when its prompt is in the
+    fault's share."""
+    if config.has(Fault.WRONG_UNDER_LOAD) and not request.started_alone:
+        request.wrong_under_load = prompt_in_share(prompt_text(body, api), config.wrong_share)
 
 
 def _mark_block_corruption(
@@ -209,6 +226,24 @@ def _drift(config: GatewayConfig, request: TrackedRequest) -> float:
     return 0.0
 
 
+def _context_faults(
+    config: GatewayConfig, request: TrackedRequest, body: dict[str, Any], api: Api
+) -> tuple[dict[str, Any], bool]:
+    """The body with what truncate-context and drop-middle-fact take out of a long prompt, and
+    whether anything was."""
+    if not request.is_long:
+        return body, False
+    upstream_body, changed = body, False
+    if config.has(Fault.TRUNCATE_CONTEXT):
+        upstream_body, changed = truncate_context(body, api), True
+    if (
+        config.has(Fault.DROP_MIDDLE_FACT)
+        and (dropped := drop_middle_fact(upstream_body, api)) is not None
+    ):
+        upstream_body, changed = dropped, True
+    return upstream_body, changed
+
+
 def plan_arrival(
     config: GatewayConfig,
     ledger: ServingLedger,
@@ -217,9 +252,7 @@ def plan_arrival(
     api: Api,
 ) -> Arrival:
     """The body to send upstream and the plan for the reply. `request` has just arrived."""
-    upstream_body, changed = body, False
-    if config.has(Fault.TRUNCATE_CONTEXT) and request.is_long:
-        upstream_body, changed = truncate_context(body, api), True
+    upstream_body, changed = _context_faults(config, request, body, api)
     if config.has(Fault.STAMP_FIRST_MESSAGE):
         stamp = f"[request {request.seq}] "
         upstream_body, changed = stamped_first_message(upstream_body, api, stamp), True
@@ -232,6 +265,7 @@ def plan_arrival(
         if "stop" in upstream_body:
             upstream_body, changed = without_stop(upstream_body), True
     _mark_block_corruption(config, ledger, request)
+    _mark_wrong_under_load(config, request, body, api)
     transforms = _content_faults(config, request)
     if config.has(Fault.SPLIT_MULTIBYTE) and body.get("stream") is True:
         transforms.append(SplitMultibyte())  # the streamed path: pieces decoded one by one

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import copy
-from typing import Any, Literal
+import re
+from typing import Any, Final, Literal
 
 Api = Literal["chat", "completions"]
 
@@ -21,20 +22,25 @@ def _text_of(content: Any) -> str:
     return ""
 
 
-def prompt_chars(body: dict[str, Any], api: Api) -> int:
-    """Characters of the prompt: all message contents, or the prompt string(s). A prompt of token
-    ids has no characters to count and counts as 0."""
+def prompt_text(body: dict[str, Any], api: Api) -> str:
+    """The prompt's text: all message contents, or the prompt string(s), joined. A prompt of
+    token ids has no text."""
     if api == "chat":
         messages = body.get("messages")
         if not isinstance(messages, list):
-            return 0
-        return sum(len(_text_of(m.get("content"))) for m in messages if isinstance(m, dict))
+            return ""
+        return "".join(_text_of(m.get("content")) for m in messages if isinstance(m, dict))
     prompt = body.get("prompt")
     if isinstance(prompt, str):
-        return len(prompt)
+        return prompt
     if isinstance(prompt, list):
-        return sum(len(item) for item in prompt if isinstance(item, str))
-    return 0
+        return "".join(item for item in prompt if isinstance(item, str))
+    return ""
+
+
+def prompt_chars(body: dict[str, Any], api: Api) -> int:
+    """Characters of the prompt (`prompt_text`); a prompt of token ids counts as 0."""
+    return len(prompt_text(body, api))
 
 
 def asks_logprobs(body: dict[str, Any]) -> bool:
@@ -65,6 +71,57 @@ def truncate_context(body: dict[str, Any], api: Api) -> dict[str, Any]:
     if users:
         longest = max(users, key=lambda message: len(message["content"]))
         longest["content"] = without_middle_third(longest["content"])
+    return body
+
+
+_CODE: Final = re.compile(r"(?<!\d)\d{6,}(?!\d)")  # a planted fact's code; filler has none
+SPREAD_EDGE: Final = 0.2  # the first code in the prompt's first fifth, the last in its last
+
+
+def without_middle_fact(text: str) -> str | None:
+    """drop-middle-fact: the text without the sentence holding the code nearest its middle, when
+    it holds three or more codes (numbers of six or more digits) spread over all of it, the first
+    in its first fifth and the last in its last (as a three-needle probe plants them; facts one
+    per block, as KV integrity plants them, end two thirds in); None when it does not."""
+    codes = list(_CODE.finditer(text))
+    if len(codes) < 3:
+        return None
+    if codes[0].start() > SPREAD_EDGE * len(text) or codes[-1].start() < (1 - SPREAD_EDGE) * len(
+        text
+    ):
+        return None
+    middle = min(codes[1:-1], key=lambda code: abs(code.start() - len(text) / 2))
+    start = max(text.rfind(". ", 0, middle.start()) + 2, text.rfind("\n", 0, middle.start()) + 1)
+    end = text.find(". ", middle.end())
+    end = len(text) if end < 0 else end + 2
+    return text[:start] + text[end:]
+
+
+def drop_middle_fact(body: dict[str, Any], api: Api) -> dict[str, Any] | None:
+    """The request with `without_middle_fact` applied to its longest user message (a string
+    content) or its prompt string; None when that holds no such spread of facts."""
+    body = copy.deepcopy(body)
+    if api == "completions":
+        prompt = body.get("prompt")
+        dropped = without_middle_fact(prompt) if isinstance(prompt, str) else None
+        if dropped is None:
+            return None
+        body["prompt"] = dropped
+        return body
+    users = [
+        message
+        for message in body.get("messages") or []
+        if isinstance(message, dict)
+        and message.get("role") == "user"
+        and isinstance(message.get("content"), str)
+    ]
+    if not users:
+        return None
+    longest = max(users, key=lambda message: len(message["content"]))
+    dropped = without_middle_fact(longest["content"])
+    if dropped is None:
+        return None
+    longest["content"] = dropped
     return body
 
 

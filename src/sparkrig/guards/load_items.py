@@ -2,16 +2,25 @@
 checkable answer — arithmetic with known results, a fact looked up in a given passage, a reply
 in a stated format.
 
-Chosen on the bundled SmolLM2-135M at temperature 0 alone (the real llama-server, 24 tokens per
-reply): 16 of the 24 are right. The other 8 stay in because a stronger model gets them right,
-and the guard compares the server with itself, alone against loaded, so a wrong item is just one
-that cannot be lost.
+They are generated, not written: each family turns an item number into operands, passages and
+answers by fixed modular formulas (no random numbers, so every build and every run asks the same
+items in the same order). How many there are is a matter of power: an all-loss drop leaves the
+exact paired interval only once 6 items are lost, whatever the item count (docs/guards.md,
+"Accuracy under load"), so an 11-point drop needs 6 / 0.11 = 55 items or more; 72 leave room
+for two items that a clean engine flips under load in the other direction.
+
+The guard compares the server with itself, alone against loaded, so an item the bundled model
+gets wrong is just one that cannot be lost. Every family's right reply fits in
+CHECK_LOAD_REPLY_TOKENS and carries digits, which is where the gateway's wrong-under-load fault
+strikes.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import chain
 from typing import Final, Literal
 
 from sparkrig.guards.exact import contains_answer
@@ -25,97 +34,92 @@ class LoadItem:
     prompt: str
     answer: str = ""  # the word or number that must appear as a word
     pattern: str = ""  # or: a regular expression the reply must contain (format items)
+    distractors: tuple[str, ...] = ()  # lookups: the passage's other values, none may appear
 
     def is_right(self, reply: str) -> bool:
+        """The answer (or pattern) is in the reply and no other value of the passage is: a reply
+        that echoes the whole passage is not right."""
+        if any(contains_answer(reply, other) for other in self.distractors):
+            return False
         if self.pattern:
             return re.search(self.pattern, reply, re.IGNORECASE) is not None
         return contains_answer(reply, self.answer)
 
 
 _NUMBER_ONLY: Final = "Answer with the number only."
+ITEMS_PER_FAMILY: Final = 11
+_COLOURS: Final = ("red", "blue", "green", "white", "black", "yellow", "grey")
+_NAMES: Final = ("Ada", "Ben", "Cora", "Dan", "Eva", "Finn", "Gia", "Hal", "Ines", "Jon")
+_PRODUCT_FIRST: Final = (10, 20, 11, 12, 25, 15, 40, 100)
+_JSON_KEYS: Final = ("id", "code")
+_PLACES: Final = ("Orla", "Brin", "Cask", "Dunmore", "Elm", "Fay", "Gort")
+_HOURS: Final = ("six", "seven", "eight", "nine")
 
 
-def _product(a: int, b: int) -> LoadItem:
+def _product(i: int) -> LoadItem:
+    a, b = _PRODUCT_FIRST[i % len(_PRODUCT_FIRST)], 2 + (5 * i) % 9
     return LoadItem("arithmetic", f"What is {a} times {b}? {_NUMBER_ONLY}", str(a * b))
 
 
-def _sum(a: int, b: int) -> LoadItem:
+def _sum(i: int) -> LoadItem:
+    a, b = 10 * (1 + (3 * i) % 9), 5 * (1 + (7 * i) % 8)
     return LoadItem("arithmetic", f"What is {a} + {b}? {_NUMBER_ONLY}", str(a + b))
 
 
-def _lookup(passage: str, question: str, answer: str) -> LoadItem:
-    return LoadItem("lookup", f"{passage}\n\n{question}", answer)
+def _door_codes(i: int) -> LoadItem:
+    """Three doors, each with a four-digit code; the question names one of them."""
+    colours = [_COLOURS[(i + k * 2) % len(_COLOURS)] for k in range(3)]
+    codes = [str(1000 + (1237 * (3 * i + k) + 411) % 9000) for k in range(3)]
+    passage = " ".join(
+        f"The code for the {c} door is {n}." for c, n in zip(colours, codes, strict=True)
+    )
+    asked = (i + 1) % 3
+    others = tuple(code for k, code in enumerate(codes) if k != asked)
+    prompt = f"{passage}\n\nWhat is the code for the {colours[asked]} door?"
+    return LoadItem("lookup", prompt, codes[asked], distractors=others)
 
 
-LOAD_ITEMS: Final = (
-    _product(12, 3),
-    _product(11, 11),
-    _product(25, 4),
-    _product(7, 7),
-    _product(4, 13),
-    _product(15, 3),
-    _product(20, 6),
-    _product(3, 4),  # the bundled model misses it
-    _sum(23, 45),  # misses it
-    _sum(120, 37),  # misses it
-    _lookup(
-        "The ferry to Orla leaves from pier 12 at seven in the morning.",
-        f"Which pier does the ferry to Orla leave from? {_NUMBER_ONLY}",
-        "12",
-    ),
-    _lookup(
-        "Mara keeps 14 goats and 3 horses on her farm.",
-        f"How many goats does Mara keep? {_NUMBER_ONLY}",
-        "14",
-    ),
-    _lookup(
-        "The library on Fenn Street opened in 1987 and has 40 reading desks.",
-        f"In which year did the library on Fenn Street open? {_NUMBER_ONLY}",
-        "1987",
-    ),
-    _lookup(
-        "The red train has 9 carriages and the blue train has 6.",
-        f"How many carriages does the red train have? {_NUMBER_ONLY}",
-        "9",
-    ),
-    _lookup(
-        "The password for the shed is 4821.",
-        f"What is the password for the shed? {_NUMBER_ONLY}",
-        "4821",
-    ),
-    _lookup(  # misses it (answers 210)
-        "Room 315 is the chemistry lab; room 210 is the music room.",
-        f"Which room is the chemistry lab? {_NUMBER_ONLY}",
-        "315",
-    ),
-    _lookup(  # misses it
-        "Tomas was born in the town of Velk, by the river Ansa.",
-        "In which town was Tomas born? Answer in one word.",
-        "Velk",
-    ),
-    _lookup(  # misses it
-        "Lena's cat is called Pepper and her dog is called Biscuit.",
-        "What is the name of Lena's dog? Answer in one word.",
-        "Biscuit",
-    ),
-    LoadItem("format", "Reply with exactly the word yes.", pattern=r"^\s*yes\b"),
-    LoadItem(
-        "format",
-        "Write the numbers 1 to 5 separated by commas.",
-        pattern=r"\b1,\s*2,\s*3,\s*4,\s*5\b",
-    ),
-    LoadItem(
-        "format",
-        'Reply with a JSON object with the key "name" and the value "Ada".',
-        pattern=r'\{\s*"name"\s*:\s*"Ada"',
-    ),
-    LoadItem("format", "Write the number seven as a digit.", answer="7"),
-    LoadItem(  # misses it
-        "format", "Write the word blue in capital letters and nothing else.", pattern=r"(?-i:BLUE)"
-    ),
-    LoadItem(  # misses it
-        "format",
-        "Write the letters A, B and C separated by dashes.",
-        pattern=r"\bA\s*-\s*B\s*-\s*C\b",
-    ),
+def _rooms(i: int) -> LoadItem:
+    """Three people, each in a three-digit room; the question names one of them."""
+    names = [_NAMES[(i + k * 3) % len(_NAMES)] for k in range(3)]
+    rooms = [str(100 + (37 * (3 * i + k) + 11) % 800) for k in range(3)]
+    passage = " ".join(f"{n} is in room {r}." for n, r in zip(names, rooms, strict=True))
+    asked = (2 * i) % 3
+    others = tuple(room for k, room in enumerate(rooms) if k != asked)
+    prompt = f"{passage}\n\nWhich room is {names[asked]} in? {_NUMBER_ONLY}"
+    return LoadItem("lookup", prompt, rooms[asked], distractors=others)
+
+
+def _ferry_pier(i: int) -> LoadItem:
+    """One fact in one sentence: the pier a ferry leaves from (the hour is a word)."""
+    place, hour = _PLACES[i % len(_PLACES)], _HOURS[i % len(_HOURS)]
+    pier = 2 + (13 * i) % 60
+    passage = f"The ferry to {place} leaves from pier {pier} at {hour} in the morning."
+    prompt = f"{passage}\n\nWhich pier does the ferry to {place} leave from? {_NUMBER_ONLY}"
+    return LoadItem("lookup", prompt, str(pier))
+
+
+def _json_value(i: int) -> LoadItem:
+    key, value = _JSON_KEYS[i % len(_JSON_KEYS)], 10 + (17 * i) % 90
+    prompt = f'Reply with a JSON object with the key "{key}" and the value {value}.'
+    return LoadItem("format", prompt, pattern=rf'\{{\s*"{key}"\s*:\s*"?{value}"?\s*[,}}]')
+
+
+FAMILIES: Final[tuple[Callable[[int], LoadItem], ...]] = (
+    _product,
+    _door_codes,
+    _json_value,
+    _sum,
+    _ferry_pier,
+    _rooms,
 )
+
+
+def load_items(per_family: int = ITEMS_PER_FAMILY) -> tuple[LoadItem, ...]:
+    """`per_family` items of each family, interleaved (one of each in turn), so that any run of
+    replies a fault strikes spans every family and both reply paths."""
+    rounds = ((family(i) for family in FAMILIES) for i in range(per_family))
+    return tuple(chain.from_iterable(rounds))
+
+
+LOAD_ITEMS: Final = load_items()

@@ -2,10 +2,13 @@
 (lengths from /tokenize), up to a cap (32K, or the server's context per request). Only the
 answer counts: a code found only in the reasoning is a miss, and the report says where it was.
 Scored against the baseline: a cell found there and missed now fails (research notes §3: ARLE's
-needle gate judges content only; MIA's sweep plants at 0.1/0.5/0.9). At the longest length, three
-different codes in one prompt, asked for together: the port's battery ended its needle ladder in
-a three-needle probe (docs/field-notes.md#needle-ladder), since keeping several facts apart at
-once is harder than finding one."""
+needle gate judges content only; MIA's sweep plants at 0.1/0.5/0.9). Then three different codes in
+one prompt, one door at a time: the port's battery ended its needle ladder in a three-needle probe
+(docs/field-notes.md#needle-ladder), since keeping several facts apart at once is harder than
+finding one. A door is found when its code, and no other door's, is in the answer. The prompt is
+CHECK_THREE_NEEDLE_TOKENS long, and as long as the ladder's longest too when that is longer: asked
+for all three at once at 8,032 tokens on vLLM, the bundled model found none, so the baseline held
+nothing for the cells to be judged by."""
 
 from __future__ import annotations
 
@@ -25,10 +28,8 @@ ANSWER_TOKENS: Final = 16
 QUESTION_ALLOWANCE: Final = 64  # tokens for the question, the template and the reply
 # three doors, each with its own code, planted at the ladder's depths in one prompt
 THREE_NEEDLES: Final = (("red", "415263"), ("blue", "902718"), ("green", "337104"))
-ASK_THREE: Final = (
-    "What are the access codes of the red, blue and green doors? Answer with the three numbers."
-)
-THREE_ANSWER_TOKENS: Final = 40
+ASK_DOOR: Final = "What is the access code of the {door} door? Answer with the number only."
+THREE_ANSWER_TOKENS: Final = 20  # "The access code of the red door is 415263" is 15
 # the three planted sentences (about 12 tokens each), the longer question and the longer reply,
 # beyond what QUESTION_ALLOWANCE keeps for one needle: the haystack is this much shorter
 THREE_EXTRA_TOKENS: Final = 96
@@ -51,10 +52,26 @@ def ladder(cap: int) -> list[int]:
     return [*lengths, cap]
 
 
+def three_needle_lengths(cap: int) -> list[int]:
+    """The three-needle prompt's lengths: CHECK_THREE_NEEDLE_TOKENS, and the ladder's longest
+    (less the room three needles take) when that is longer; one length when they meet."""
+    longest = cap - THREE_EXTRA_TOKENS
+    return sorted({min(defaults.CHECK_THREE_NEEDLE_TOKENS, longest), longest})
+
+
 def where_found(content: str, reasoning: str, code: str = CODE) -> str:
     if code in content:
         return "content"
     return "reasoning only" if code in reasoning else "nowhere"
+
+
+def door_found(content: str, reasoning: str, door: str) -> str:
+    """Where the door's code is, or that the answer holds another door's code (a fact not kept
+    apart from the others is not found)."""
+    others = [code for other, code in THREE_NEEDLES if other != door]
+    if any(code in content for code in others):
+        return "another door's code"
+    return where_found(content, reasoning, dict(THREE_NEEDLES)[door])
 
 
 async def needle_guard(context: GuardContext) -> GuardResult:
@@ -81,9 +98,9 @@ async def needle_guard(context: GuardContext) -> GuardResult:
                 "prompt_tokens": record.usage.prompt_tokens if record.usage else None,
                 "reply": record.content[:80],
             }
-    three_length = cap - THREE_EXTRA_TOKENS
-    if (problem := await _three_needles(context, counter, three_length, cells)) is not None:
-        return failed(NAME, problem)
+    for three_length in three_needle_lengths(cap):
+        if (problem := await _three_needles(context, counter, three_length, cells)) is not None:
+            return failed(NAME, problem)
     found = sum(cell["found"] for cell in cells.values())
     lengths = "estimated" if counter.estimated else "from /tokenize"
     summary = f"{found}/{len(cells)} found up to {cap} tokens ({lengths})"
@@ -113,16 +130,19 @@ async def needle_guard(context: GuardContext) -> GuardResult:
 async def _three_needles(
     context: GuardContext, counter: TokenCounter, length: int, cells: dict[str, dict[str, Any]]
 ) -> str | None:
-    """One prompt of `length` tokens holding all three codes: a cell per code found or not."""
+    """One haystack of `length` tokens holding all three codes, asked for one door at a time
+    (the same prompt but its last line, so the server's prefix cache serves the second and
+    third): a cell per door, found or not."""
     haystack, _ = await text_of_tokens(counter, length, lambda i: filler_sentence(7, i))
     prompt = three_needle_prompt(haystack.split(". "))
-    record = await context.send(
-        context.chat(f"{prompt}\n\n{ASK_THREE}", max_tokens=THREE_ANSWER_TOKENS)
-    )
-    if record.error is not None:
-        return f"three needles at {length} tokens: {record.error.message}"
-    for (door, code), depth in zip(THREE_NEEDLES, defaults.CHECK_NEEDLE_DEPTHS, strict=True):
-        where = where_found(record.content, record.reasoning, code)
+    for (door, _code), depth in zip(THREE_NEEDLES, defaults.CHECK_NEEDLE_DEPTHS, strict=True):
+        ask = ASK_DOOR.format(door=door)
+        record = await context.send(
+            context.chat(f"{prompt}\n\n{ask}", max_tokens=THREE_ANSWER_TOKENS)
+        )
+        if record.error is not None:
+            return f"three needles at {length} tokens, {door} door: {record.error.message}"
+        where = door_found(record.content, record.reasoning, door)
         cells[f"three@{length}@{depth}"] = {
             "found": where == "content",
             "where": where,

@@ -84,3 +84,14 @@ def paired_accuracy(alone: Sequence[bool], loaded: Sequence[bool]) -> PairedAccu
 def load_costs_accuracy(result: PairedAccuracy, min_drop: float) -> bool:
     """The drop is beyond chance (its interval excludes no change) and at least `min_drop`."""
     return result.drop_low > 0 and result.drop >= min_drop
+
+
+def fewest_losses_that_fail(items: int, gained: int, min_drop: float) -> int | None:
+    """The power of the gate: the fewest items lost (with `gained` items gained) among `items`
+    that make `load_costs_accuracy` true; None when even losing every other item would not."""
+    for lost in range(1, items - gained + 1):
+        alone = [True] * lost + [False] * gained + [True] * (items - lost - gained)
+        loaded = [False] * lost + [True] * gained + [True] * (items - lost - gained)
+        if load_costs_accuracy(paired_accuracy(alone, loaded), min_drop):
+            return lost
+    return None
