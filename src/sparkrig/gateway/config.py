@@ -39,6 +39,7 @@ class Fault(StrEnum):
     SOFT_BODY_ALONE = "soft-body-alone"
     DROP_REQUESTS = "drop-requests"
     DIVERGE_WHEN_FULL = "diverge-when-full"
+    REWORD = "reword"
 
 
 class GatewayConfig(BaseModel):
