@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from sparkrig import defaults
 from sparkrig.detectors.text import loop_findings
 from sparkrig.gateway.config import Fault, parse_faults
 from sparkrig.gateway.count_faults import inflate_counts
@@ -31,6 +32,8 @@ from sparkrig.gateway.text_faults import (
     LoopAfter,
     ShiftAllDigits,
     ShiftFirstDigitRun,
+    SwapWords,
+    SwapWordTokens,
     TextChain,
     TextTransform,
 )
@@ -316,3 +319,35 @@ def test_top_mismatch_moves_only_the_chosen_tokens_own_top_entry() -> None:
         "token_logprobs": [-0.1],
         "top_logprobs": [{"a": -0.6, "b": -3.0}],
     }
+
+
+@pytest.mark.parametrize("size", [1, 2, 5, 1000])
+def test_reword_swaps_whole_words_however_the_reply_is_cut(size: int) -> None:
+    text = "The capital of France is Paris. Then the theory: THE end, the."
+    swapped = run(SwapWords(defaults.GATEWAY_REWORD_WORDS), pieces(text, size))
+    assert swapped == "That capital of France is Paris. Then that theory: THE end, that."
+
+
+def test_reword_tokens_follow_a_whole_word_token_only() -> None:
+    tokens = SwapWordTokens(defaults.GATEWAY_REWORD_WORDS)
+    assert [tokens.feed(t) for t in ["The", " code", " for", " the", " green", " theory"]] == [
+        "That",
+        " code",
+        " for",
+        " that",
+        " green",
+        " theory",
+    ]
+
+
+def test_reword_holds_only_a_word_that_could_still_become_a_table_word() -> None:
+    words = SwapWords(defaults.GATEWAY_REWORD_WORDS)
+    sent = [words.feed(t) for t in ["The", " code", " for", " the", " green", " door", " is"]]
+    # "The" and " the" wait (their events carry no text) and go out with the next piece; a
+    # reply that ends in "the" sends it in the tail, in place of its own event
+    assert sent == ["", "That code", " for", "", " that green", " door", " is"]
+    assert words.feed(" the") == ""
+    assert words.finish() == " that"
+    cut = SwapWords(defaults.GATEWAY_REWORD_WORDS)
+    assert [cut.feed(t) for t in ["xt", "he", " end"]] == ["xt", "he", " end"]  # "xthe"
+    assert [cut.feed(t) for t in [" the", "ory"]] == ["", " theory"]

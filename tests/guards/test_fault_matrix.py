@@ -12,6 +12,7 @@ from sparkrig.engines.llamacpp.build import EngineInstall
 from sparkrig.gateway import GatewayConfig, parse_faults, running_gateway
 from sparkrig.guards.battery import GUARD_NAMES, run_battery
 from sparkrig.guards.context import CheckSettings
+from sparkrig.guards.identity import load_previous_receipt
 from sparkrig.guards.verdict import GuardResult
 from sparkrig.launch.local import LocalInstance
 from tests.conftest import _serve
@@ -21,6 +22,8 @@ pytestmark = pytest.mark.engine
 DOCS = Path(__file__).parents[2] / "docs" / "guards.md"
 # the session server has 1,024 tokens per slot: blocks of 128 keep 3 documents well inside it
 SETTINGS = CheckSettings(kv_block_tokens=128)
+# the baseline run's receipt: the earlier build that a row running `against` is compared with
+EARLIER_RECEIPT = "record.json"
 
 
 def matrix_rows() -> list[tuple[str, str, list[str], list[str]]]:
@@ -61,12 +64,19 @@ async def baseline(llama_server: LocalInstance, tmp_path_factory: pytest.TempPat
         llama_server.base_url,
         settings=SETTINGS,
         guards=["exact", "kv_integrity", "needle"],
-        out_path=path.with_name("record.json"),
+        out_path=path.with_name(EARLIER_RECEIPT),
         baseline_path=path,
         record_baseline=True,
     )
     assert [r.verdict for r in receipt.results] == ["PASS", "PASS", "PASS"]
     return path
+
+
+def row_id(fault: str, settings: str, guards: list[str], _must_fail: list[str]) -> str:
+    """`fault+settings`, and `+against` for a row compared with the earlier receipt."""
+    return "+".join(
+        [fault, *filter(None, [settings]), *(["against"] if "against" in guards else [])]
+    )
 
 
 def expected_failures(must_fail: list[str]) -> dict[str, str]:
@@ -81,13 +91,13 @@ def expected_failures(must_fail: list[str]) -> dict[str, str]:
 
 def test_the_matrix_covers_every_guard_but_the_engine_level_one() -> None:
     failing = {guard for *_, must_fail in matrix_rows() for guard in expected_failures(must_fail)}
-    assert failing == set(GUARD_NAMES) - {"acceptance"}  # acceptance: test below
+    assert failing == set(GUARD_NAMES) - {"acceptance"} | {"against"}  # acceptance: test below
 
 
 @pytest.mark.parametrize(
     ("fault", "settings", "guards", "must_fail"),
     matrix_rows(),
-    ids=[f"{row[0]}{'+' + row[1] if row[1] else ''}" for row in matrix_rows()],
+    ids=[row_id(*row) for row in matrix_rows()],
 )
 async def test_guard_against_fault(
     llama_server: LocalInstance,
@@ -99,6 +109,11 @@ async def test_guard_against_fault(
     must_fail: list[str],
 ) -> None:
     config = gateway_config(fault, settings)
+    against = None
+    if "against" in guards:  # `check --against` the clean engine's receipt of the baseline run
+        guards = [guard for guard in guards if guard != "against"]
+        earlier = baseline.with_name(EARLIER_RECEIPT)
+        against = (earlier, load_previous_receipt(earlier))
     async with running_gateway(llama_server.base_url, config) as url:
         receipt = await run_battery(
             url,
@@ -107,6 +122,7 @@ async def test_guard_against_fault(
             out_path=tmp_path / "check.json",
             baseline_path=baseline,
             reraise=True,
+            against=against,
         )
     verdicts = {result.guard: result.verdict for result in receipt.results}
     evidence = {result.guard: result.evidence for result in receipt.results}
@@ -115,7 +131,8 @@ async def test_guard_against_fault(
     assert failed == sorted(expected), evidence
     for guard, text in expected.items():
         assert text in evidence[guard], evidence[guard]
-    if fault == "none" and not settings:  # clean: only what this engine cannot show may skip
+    if fault == "none" and not settings and guards == list(GUARD_NAMES):
+        # clean: only what this engine cannot show may skip
         skipped = {guard for guard, verdict in verdicts.items() if verdict == "SKIP"}
         assert skipped == {"stop_in_reasoning", "acceptance"}, evidence
 

@@ -40,6 +40,7 @@ class Fault(StrEnum):
     DROP_REQUESTS = "drop-requests"
     DIVERGE_WHEN_FULL = "diverge-when-full"
     STAMP_FIRST_MESSAGE = "stamp-first-message"
+    REWORD = "reword"
 
 
 class GatewayConfig(BaseModel):

@@ -31,6 +31,8 @@ from sparkrig.gateway.text_faults import (
     ShiftFirstDigitRun,
     SplitMultibyte,
     StrayHashes,
+    SwapWords,
+    SwapWordTokens,
     TextChain,
     TextTransform,
 )
@@ -147,6 +149,8 @@ def _content_faults(config: GatewayConfig, request: TrackedRequest) -> list[Text
         and in_flight_at_arrival(request) >= config.full_at_requests
     ):
         transforms.append(InsertAfter.fixed(splice_at, defaults.GATEWAY_FULL_BATCH_WORD))
+    if config.has(Fault.REWORD):
+        transforms.append(SwapWords(defaults.GATEWAY_REWORD_WORDS))
     if config.has(Fault.CUT_REPLIES):
         transforms.append(CutAfter(defaults.GATEWAY_CUT_REPLY_CHARS))
     if config.has(Fault.LOOP):
@@ -173,6 +177,12 @@ def _digit_faults(config: GatewayConfig, request: TrackedRequest) -> list[TextTr
     if config.has(Fault.WRONG_ANSWERS) or request.wrong_under_load:
         transforms.append(ShiftAllDigits())
     return transforms
+
+
+def _token_faults(config: GatewayConfig, request: TrackedRequest) -> list[TextTransform]:
+    """The content faults the logprob tokens follow: the digit faults, and reword."""
+    reword = [SwapWordTokens(defaults.GATEWAY_REWORD_WORDS)] if config.has(Fault.REWORD) else []
+    return [*_digit_faults(config, request), *reword]
 
 
 def prompt_in_share(prompt: str, share: float) -> bool:
@@ -271,9 +281,10 @@ def plan_arrival(
         transforms.append(SplitMultibyte())  # the streamed path: pieces decoded one by one
     pipeline = None
     if reasoning or transforms:
-        # the tokens follow the digit faults only when they are all content (no reasoning split)
-        digits = _digit_faults(config, request) if reasoning is None else []
-        token_chain = TextChain(digits) if digits else None
+        # the tokens follow the digit faults and reword only when they are all content (no
+        # reasoning split)
+        following = _token_faults(config, request) if reasoning is None else []
+        token_chain = TextChain(following) if following else None
         pipeline = ContentPipeline(reasoning, TextChain(transforms), token_chain)
     plan = ReplyPlan(
         api=api,

@@ -8,7 +8,8 @@ the same way, and nothing waits for the whole reply unless the fault itself need
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 _NEXT_DIGIT = str.maketrans("0123456789", "1234567890")
@@ -228,6 +229,82 @@ class SplitMultibyte:
         if text and not text[0].isascii():
             return "\ufffd" + text[1:]
         return text
+
+    def finish(self) -> str:
+        return ""
+
+
+_WORD = re.compile(r"[A-Za-z]+")
+_TRAILING_WORD = re.compile(r"\s*([A-Za-z]+)$")
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def swap_words(text: str, table: Mapping[str, str]) -> str:
+    """Every whole word in `table` replaced (lower-case keys; a capital first letter stays)."""
+
+    def swapped(match: re.Match[str]) -> str:
+        word = match.group()
+        new = table.get(word.lower())
+        if new is None or word not in (word.lower(), word.capitalize()):
+            return word
+        return new.capitalize() if word[0].isupper() else new
+
+    return _WORD.sub(swapped, text)
+
+
+class SwapWords:
+    """reword: whole words swapped by a table, as pieces arrive, so a streamed reply comes out
+    as the whole one does. Only a piece's trailing word that could still grow into a table word
+    ("t", "th", "the") waits, with its leading space, for the next piece: a held word that ends
+    the reply then comes out in the tail in place of the event it was held from, so no event
+    carries text without a token of its own."""
+
+    ended: str | None = None
+
+    def __init__(self, table: Mapping[str, str]) -> None:
+        self._table = table
+        self._held = ""
+        self._in_word = False  # the last character sent was a letter: a word is under way
+
+    def _could_become(self, word: str) -> bool:
+        if word not in (word.lower(), word.capitalize()):
+            return False
+        return any(key.startswith(word.lower()) for key in self._table)
+
+    def feed(self, text: str) -> str:
+        text, self._held = self._held + text, ""
+        lead = ""
+        if self._in_word:  # letters that go on with a word already sent: never a table word
+            lead = text[: len(text) - len(text.lstrip(_LETTERS))]
+            text = text[len(lead) :]
+        tail = _TRAILING_WORD.search(text)
+        if tail and self._could_become(tail.group(1)):
+            text, self._held = text[: tail.start()], text[tail.start() :]
+        out = lead + swap_words(text, self._table)
+        if out:
+            self._in_word = out[-1].isalpha()
+        return out
+
+    def finish(self) -> str:
+        held, self._held = self._held, ""
+        return swap_words(held, self._table)
+
+
+class SwapWordTokens:
+    """reword in the logprob tokens: a token that is one whole word of the table (after its
+    leading space) is swapped as the text is. A word the tokenizer split is swapped in the text
+    only."""
+
+    ended: str | None = None
+
+    def __init__(self, table: Mapping[str, str]) -> None:
+        self._table = table
+
+    def feed(self, token: str) -> str:
+        word = token.lstrip()
+        if not word.isalpha():
+            return token
+        return token[: len(token) - len(word)] + swap_words(word, self._table)
 
     def finish(self) -> str:
         return ""
