@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import itertools
 import json
+import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -103,23 +106,59 @@ class _Session:
 
 
 def view_page(page: Path, chromium: str) -> PageView:
-    """Start Chromium with a fresh profile, look at `page`, stop Chromium."""
-    with tempfile.TemporaryDirectory(prefix="sparkrig-chromium-") as profile:
+    """Start Chromium with a fresh profile, look at `page`, stop Chromium and every process it
+    started (its own session), then remove the profile."""
+    profile = tempfile.mkdtemp(prefix="sparkrig-chromium-")
+    try:
         proc = subprocess.Popen(
             [chromium, *_FLAGS, f"--user-data-dir={profile}", "about:blank"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            start_new_session=True,
         )
         try:
             port = _devtools_port(Path(profile) / "DevToolsActivePort")
             return asyncio.run(_view(page.resolve().as_uri(), port))
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            _stop_session(proc)
+    finally:
+        _remove_profile(Path(profile))
+
+
+def _stop_session(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to Chromium's whole session (renderers and helpers write into the profile after
+    the browser process is gone), SIGKILL what is left after 10 s."""
+    for sig, wait_s in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 10.0)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(timeout=wait_s)
+        except subprocess.TimeoutExpired:
+            continue
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline and _session_alive(proc.pid):
+            time.sleep(0.05)
+        if not _session_alive(proc.pid):
+            return
+
+
+def _session_alive(session: int) -> bool:
+    try:
+        os.killpg(session, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _remove_profile(profile: Path) -> None:
+    """The profile goes even when a late write races the removal (a CI run once met a
+    'Directory not empty' there): a few tries, a moment apart."""
+    for _ in range(20):
+        shutil.rmtree(profile, ignore_errors=True)
+        if not profile.exists():
+            return
+        time.sleep(0.1)
+    shutil.rmtree(profile)  # still there: say why
 
 
 def _devtools_port(port_file: Path) -> str:
