@@ -622,7 +622,9 @@ def _flag_cold_start(point: PointResult) -> None:
         return
     first = point.warmup_values[0]
     slower = 1 - first / point.summary.median
-    if slower > defaults.BENCH_COLD_PENALTY and not point.cold_start:  # once, not every round
+    # a first request inside the steady samples' own spread is noise, not a cold engine
+    beyond_spread = first < point.summary.min
+    if slower > defaults.BENCH_COLD_PENALTY and beyond_spread and not point.cold_start:
         point.cold_start = True
         point.warnings.append(
             f"cold engine: first request {first:.1f} vs steady median {point.summary.median:.1f} "

@@ -1,0 +1,40 @@
+"""The cold-start flag on a point's numbers alone: it fires on a first request markedly slower
+than the steady median and outside the steady samples' spread, and stays quiet on a first
+request that noise alone explains (docs/metrics.md)."""
+
+from __future__ import annotations
+
+from sparkrig.bench.point import PointResult, _flag_cold_start
+from sparkrig.bench.statistics import summarize
+
+
+def _point(first: float, samples: list[float]) -> PointResult:
+    point = PointResult(suite="decode", name="c1", metric="tok/s")
+    point.warmup_values = [first]
+    point.summary = summarize(samples)
+    _flag_cold_start(point)
+    return point
+
+
+def test_a_first_request_far_below_every_steady_sample_is_a_cold_start() -> None:
+    point = _point(58.5, [83.1, 83.2, 83.3])  # docs/field-notes.md#warmup-penalty
+    assert point.cold_start
+    assert any(w.startswith("cold engine: first request 58.5") for w in point.warnings)
+
+
+def test_a_slow_first_request_inside_the_samples_spread_is_noise() -> None:
+    point = _point(94.8, [91.6, 132.6, 140.9])  # a warm engine on a loaded 2-core CI machine
+    assert not point.cold_start
+    assert not point.warnings
+
+
+def test_a_first_request_just_below_the_slowest_but_near_the_median_is_not_flagged() -> None:
+    point = _point(99.0, [100.0, 104.0, 108.0])
+    assert not point.cold_start
+
+
+def test_the_flag_is_raised_once_across_rounds() -> None:
+    point = _point(50.0, [100.0, 101.0, 102.0])
+    _flag_cold_start(point)
+    assert point.cold_start
+    assert sum(w.startswith("cold engine") for w in point.warnings) == 1
