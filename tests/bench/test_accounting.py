@@ -14,11 +14,11 @@ from sparkrig.bench.accounting import (
     count_tolerance,
     judge_counts,
     logprobs_count_finding,
-    max_tokens_finding,
     metrics_count_finding,
     text_count_note,
     withheld_entries,
 )
+from sparkrig.client.reply_consistency import max_tokens_finding
 
 
 def test_the_tolerance_is_a_share_of_the_count_with_a_floor() -> None:
@@ -138,6 +138,17 @@ def test_one_reply_is_not_numbered_and_no_metrics_judges_nothing_there() -> None
     verdict = judge_counts([reply], generated=None)
     assert verdict.findings == [
         "token count: the reply ran to length at 30 completion tokens, under its max_tokens 32 "
-        "— a wrong count, or the context ended the reply (lower --tokens or give the server "
-        "more context)"
+        "— a wrong count, or the context ended the reply (ask for fewer tokens or give the "
+        "server more context)"
     ]
+
+
+def test_a_stream_in_more_events_than_its_claimed_tokens_is_a_finding() -> None:
+    short = ReplyCount(claimed=3, max_tokens=8, finish_reason="stop", events=5)
+    verdict = judge_counts([short], generated=None)
+    assert verdict.findings == [
+        "token count: 5 content events carried 3 claimed tokens — every event carries at least "
+        "one token, so the count is short; check the engine's usage accounting"
+    ]
+    bunched = ReplyCount(claimed=8, max_tokens=8, finish_reason="length", events=3)  # spec decode
+    assert judge_counts([bunched], generated=None).findings == []

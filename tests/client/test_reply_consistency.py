@@ -80,10 +80,22 @@ def test_a_greedy_token_other_than_the_top_is_not_held_against_the_server() -> N
 
 def test_counts_beyond_max_tokens_or_below_the_events_fail() -> None:
     over = record(CLEAN_CHAT_LOGPROBS, usage=Usage(completion_tokens=8))
-    assert "claims 8 completion tokens with max_tokens 6" in reply_consistency(REQUEST, over)[0]
+    assert "claimed 8 completion tokens for max_tokens 6" in reply_consistency(REQUEST, over)[0]
     events = [SseEvent(t_ns=i, content_chars=1) for i in range(3)]
     short = record(CLEAN_CHAT_LOGPROBS, stream=True, events=events)
     assert "3 content events carried 2 claimed tokens" in reply_consistency(REQUEST, short)[0]
+
+
+def test_a_reply_that_stops_by_length_short_of_max_tokens_fails() -> None:
+    early = record(CLEAN_CHAT_LOGPROBS, finish_reason="length")  # 2 tokens, max_tokens 6
+    assert (
+        "ran to length at 2 completion tokens, under its max_tokens 6"
+        in (reply_consistency(REQUEST, early)[0])
+    )
+    full = record(CLEAN_CHAT_LOGPROBS, finish_reason="length", usage=Usage(completion_tokens=6))
+    assert reply_consistency(REQUEST, full) == []
+    stopped = record(CLEAN_CHAT_LOGPROBS, finish_reason="stop")
+    assert reply_consistency(REQUEST, stopped) == []
 
 
 def test_a_failed_reply_or_one_without_logprobs_has_nothing_to_disagree_on() -> None:

@@ -11,7 +11,8 @@ both numbers); any finding makes the point invalid:
   witness request per point asks (bench/count_witness.py), the timed requests never do
   (logprobs change the speed measured);
 - the request: no more than `max_tokens`, and exactly `max_tokens` when the reply ran to
-  `length`;
+  `length` (client/reply_consistency.py, the same rules every guard's reply meets);
+- the stream: no more content events than claimed tokens, as every event carries one or more;
 - `/metrics`: the sample's claimed total must not exceed what the server's counter says it
   generated (the other direction, more generated than claimed, is foreign traffic and handled
   by the point as a discarded sample).
@@ -31,6 +32,7 @@ from dataclasses import dataclass, field
 
 from sparkrig import defaults
 from sparkrig.client import EndpointClient, RequestRecord
+from sparkrig.client.reply_consistency import events_finding, max_tokens_finding
 from sparkrig.client.tokenize import server_tokenize
 from sparkrig.errors import EndpointError
 
@@ -61,27 +63,6 @@ def text_count_note(claimed: int | None, retokenized: int | None) -> str | None:
         f"re-tokenized: the server claimed {claimed} completion tokens, its text re-tokenizes to "
         f"{retokenized} (a note, not a count check)"
     )
-
-
-def max_tokens_finding(
-    claimed: int | None, max_tokens: int | None, finish_reason: str | None
-) -> str | None:
-    """A finding when the claimed count breaks the request's `max_tokens`: more than asked, or
-    fewer when the reply says it ran to length."""
-    if claimed is None or max_tokens is None:
-        return None
-    if claimed > max_tokens:
-        return (
-            f"token count: the server claimed {claimed} completion tokens for max_tokens "
-            f"{max_tokens}"
-        )
-    if finish_reason == "length" and claimed < max_tokens:
-        return (
-            f"token count: the reply ran to length at {claimed} completion tokens, under its "
-            f"max_tokens {max_tokens} — a wrong count, or the context ended the reply (lower "
-            "--tokens or give the server more context)"
-        )
-    return None
 
 
 def metrics_count_finding(claimed_total: int, generated: float | int | None) -> str | None:
@@ -148,6 +129,7 @@ class ReplyCount:
     max_tokens: int | None
     finish_reason: str | None
     retokenized: int | None = None
+    events: int | None = None  # content events of a streamed reply; None when not streamed
 
 
 @dataclass
@@ -162,9 +144,11 @@ def judge_counts(replies: Sequence[ReplyCount], generated: float | int | None) -
     verdict = CountVerdict()
     for index, reply in enumerate(replies):
         where = f"request {index + 1} of {len(replies)}: " if len(replies) > 1 else ""
-        finding = max_tokens_finding(reply.claimed, reply.max_tokens, reply.finish_reason)
-        if finding is not None:
-            verdict.findings.append(where + finding)
+        found = [
+            max_tokens_finding(reply.claimed, reply.max_tokens, reply.finish_reason),
+            events_finding(reply.claimed, reply.events),
+        ]
+        verdict.findings += [where + finding for finding in found if finding is not None]
         note = text_count_note(reply.claimed, reply.retokenized)
         if note is not None:
             verdict.notes.append(where + note)

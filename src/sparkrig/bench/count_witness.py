@@ -21,13 +21,12 @@ from pydantic import BaseModel, Field
 from sparkrig import defaults
 from sparkrig.bench.accounting import (
     logprobs_count_finding,
-    max_tokens_finding,
     reply_text,
     uncounted_entries,
     withheld_entries,
 )
 from sparkrig.client import ChatRequest, CompletionRequest, EndpointClient, RequestRecord
-from sparkrig.client.reply_consistency import logprob_problems
+from sparkrig.client.reply_consistency import logprob_problems, max_tokens_finding
 
 Request = ChatRequest | CompletionRequest
 

@@ -510,7 +510,13 @@ async def _judge_counts(
     for summary, count in zip(summaries, retokenized, strict=True):
         summary.retokenized_tokens = count
     replies = [
-        ReplyCount(record.completion_tokens, request.max_tokens, record.finish_reason, count)
+        ReplyCount(
+            record.completion_tokens,
+            request.max_tokens,
+            record.finish_reason,
+            count,
+            events=len(record.output_events) if record.stream else None,
+        )
         for request, record, count in zip(requests, records, retokenized, strict=True)
     ]
     return judge_counts(replies, generated)

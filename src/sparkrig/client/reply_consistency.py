@@ -3,9 +3,9 @@
 Free to check on every reply and never wrong on a healthy server (the issue that asked for it
 calls it "self-consistency"): the sampled token's logprob and its own entry among the top
 alternatives come from one distribution; a reply never claims more tokens than its max_tokens
-allowed, nor arrives in more content events than the tokens it claims. A reply that breaks one
-was rewritten between the engine's sampler and the wire, or its numbers were computed apart from
-its text.
+allowed, never stops by length short of it, nor arrives in more content events than the tokens
+it claims. A reply that breaks one was rewritten between the engine's sampler and the wire, or
+its numbers were computed apart from its text.
 """
 
 from __future__ import annotations
@@ -19,21 +19,50 @@ def reply_consistency(request: ChatRequest | CompletionRequest, record: RequestR
     """What the reply says twice and does not agree on, each as `what — what to check`."""
     if record.error is not None:
         return []
-    problems = logprob_problems(record.logprobs)
+    return logprob_problems(record.logprobs) + count_problems(request, record)
+
+
+def count_problems(request: ChatRequest | CompletionRequest, record: RequestRecord) -> list[str]:
+    """The reply's usage against its request and its own stream."""
+    events = len(record.output_events) if record.stream else None
     claimed = record.completion_tokens
-    if claimed is not None and request.max_tokens is not None and claimed > request.max_tokens:
-        problems.append(
-            f"the reply claims {claimed} completion tokens with max_tokens {request.max_tokens} "
-            "— the server's usage counts more than it was allowed to generate; check the "
-            "engine's usage accounting (or a proxy that rewrites it)"
+    found = [
+        max_tokens_finding(claimed, request.max_tokens, record.finish_reason),
+        events_finding(claimed, events),
+    ]
+    return [finding for finding in found if finding is not None]
+
+
+def max_tokens_finding(
+    claimed: int | None, max_tokens: int | None, finish_reason: str | None
+) -> str | None:
+    """A finding when the claimed count breaks the request's `max_tokens`: more than asked, or
+    fewer when the reply says it ran to length."""
+    if claimed is None or max_tokens is None:
+        return None
+    if claimed > max_tokens:
+        return (
+            f"token count: the server claimed {claimed} completion tokens for max_tokens "
+            f"{max_tokens}"
         )
-    events = len(record.output_events)
-    if record.stream and claimed is not None and events > claimed:
-        problems.append(
-            f"{events} content events carried {claimed} claimed tokens — every event carries at "
-            "least one token, so the count is short; check the engine's usage accounting"
+    if finish_reason == "length" and claimed < max_tokens:
+        return (
+            f"token count: the reply ran to length at {claimed} completion tokens, under its "
+            f"max_tokens {max_tokens} — a wrong count, or the context ended the reply (ask for "
+            "fewer tokens or give the server more context)"
         )
-    return problems
+    return None
+
+
+def events_finding(claimed: int | None, events: int | None) -> str | None:
+    """A finding when a streamed reply came in more content events than the tokens it claims:
+    every event carries at least one token."""
+    if claimed is None or events is None or events <= claimed:
+        return None
+    return (
+        f"token count: {events} content events carried {claimed} claimed tokens — every event "
+        "carries at least one token, so the count is short; check the engine's usage accounting"
+    )
 
 
 def logprob_problems(logprobs: list[TokenLogprob]) -> list[str]:
