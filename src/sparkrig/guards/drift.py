@@ -1,11 +1,13 @@
 """Guard 12, drift over uptime: the same greedy probes late must answer as they did early.
 
-A fixed set of temperature-0 probes, on both reply paths and with logprobs, is taken when the
-battery opens (before any other guard's load) and again when it closes; under `check
---repeat-every` every repeat is compared with that first set. Text is compared as determinism
-compares it (a near-tie flip is reported, a defect fails). Where the text agrees, the chosen
-tokens' logprobs must agree too: a server whose numbers move with uptime while its text stays
-right (field notes: c128a-alone-soft, soft only after hours warm) shows here first.
+A fixed set of temperature-0 probes, on both endpoints (two chat prompts and one completions
+prompt, as agent clients use the first and the margin probe the second) and both reply paths,
+with logprobs, is taken when the battery opens (before any other guard's load) and again when
+it closes; under `check --repeat-every` every repeat is compared with that first set. Text is
+compared as determinism compares it (a near-tie flip is reported, a defect fails). Where the
+text agrees, the chosen tokens' logprobs must agree too: a server whose numbers move with uptime
+while its text stays right (field notes: c128a-alone-soft, soft only after hours warm) shows
+here first.
 
 Each set is sent twice and the second send is the one compared, so both sets take the prefix
 cache's path: on a GPU engine a cold and a cached prefill differ by near-tie flips (determinism).
@@ -18,7 +20,7 @@ from typing import Final
 from pydantic import BaseModel, Field
 
 from sparkrig import defaults
-from sparkrig.client import RequestRecord
+from sparkrig.client import ChatRequest, CompletionRequest, RequestRecord
 from sparkrig.guards.context import GuardContext
 from sparkrig.guards.determinism import both_paths, path_label
 from sparkrig.guards.divergence import Divergence, first_divergence, reference_problem, token_at
@@ -29,6 +31,7 @@ PROMPTS: Final = (
     "Describe a quiet harbour town at dawn in two sentences.",
     "Name three metals and one use of each.",
 )
+COMPLETION_PROMPT: Final = "A short guide to baking bread at home. Step 1:"
 QUICK_REPLY_TOKENS: Final = 32
 
 
@@ -36,6 +39,9 @@ class ProbeSet(BaseModel):
     """One taking of the probes: each prompt streamed and whole, in `both_paths` order."""
 
     records: list[RequestRecord]
+    labels: list[str] = Field(
+        default_factory=list, description="each record's endpoint, prompt and reply path"
+    )
     problem: str | None = Field(
         default=None, description="why this set cannot serve as a reference, if it cannot"
     )
@@ -52,19 +58,45 @@ class DriftComparison(BaseModel):
     shift_token: str | None = Field(default=None, description="the token where it was largest")
 
 
-async def take_probes(context: GuardContext) -> ProbeSet:
-    """The probes, sent alone and in order: once to warm the cache, once to keep."""
-    tokens = QUICK_REPLY_TOKENS if context.settings.quick else defaults.CHECK_REPLY_TOKENS
-    requests = both_paths(
+def probe_requests(
+    context: GuardContext, tokens: int
+) -> list[tuple[str, ChatRequest | CompletionRequest]]:
+    """The probes with their labels: each chat prompt streamed and whole, then the completions
+    prompt streamed and whole."""
+    chat = both_paths(
         [
             context.chat(prompt, max_tokens=tokens, logprobs=defaults.CHECK_TOP_LOGPROBS)
             for prompt in PROMPTS
         ]
     )
-    for request in requests:
+    completion = CompletionRequest(
+        model=context.model,
+        prompt=COMPLETION_PROMPT,
+        max_tokens=tokens,
+        temperature=0.0,
+        logprobs=defaults.CHECK_TOP_LOGPROBS,
+    )
+    probes: list[tuple[str, ChatRequest | CompletionRequest]] = [
+        (f"chat {path_label(index)}", request) for index, request in enumerate(chat)
+    ]
+    for stream in (True, False):
+        label = f"completions {'streamed' if stream else 'non-streamed'}"
+        probes.append((label, completion.model_copy(update={"stream": stream})))
+    return probes
+
+
+async def take_probes(context: GuardContext) -> ProbeSet:
+    """The probes, sent alone and in order: once to warm the cache, once to keep."""
+    tokens = QUICK_REPLY_TOKENS if context.settings.quick else defaults.CHECK_REPLY_TOKENS
+    probes = probe_requests(context, tokens)
+    for _, request in probes:
         await context.send(request)
-    records = [await context.send(request) for request in requests]
-    return ProbeSet(records=records, problem=reference_problem(records, "drift probe"))
+    records = [await context.send(request) for _, request in probes]
+    return ProbeSet(
+        records=records,
+        labels=[label for label, _ in probes],
+        problem=reference_problem(records, "drift probe"),
+    )
 
 
 async def drift_opening(context: GuardContext) -> None:
@@ -94,9 +126,10 @@ def compare_sets(first: ProbeSet, late: ProbeSet) -> list[DriftComparison]:
         text = first_divergence(a, b)
         up_to = None if text.char_offset is None else token_at(a, text.char_offset)
         shift = logprob_shift(a, b, up_to)
+        label = first.labels[index] if index < len(first.labels) else path_label(index)
         comparisons.append(
             DriftComparison(
-                request=path_label(index),
+                request=label,
                 text=text,
                 logprob_shift_nats=None if shift is None else round(shift[0], 4),
                 shift_token=None if shift is None else shift[1],
@@ -128,8 +161,8 @@ def drift_verdict(
         )
     near_ties = sum(c.text.kind == "near_tie" for c in comparisons)
     summary = (
-        f"{len(comparisons)} late replies vs the first (each prompt streamed and "
-        f"non-streamed): {near_ties} near-tie flips, largest logprob change "
+        f"{len(comparisons)} late replies vs the first (chat and completions, each prompt "
+        f"streamed and non-streamed): {near_ties} near-tie flips, largest logprob change "
         f"{max(shifts):.4f} nats (tolerance {tolerance_nats})"
     )
     for c in comparisons:
