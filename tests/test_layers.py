@@ -19,7 +19,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "sparkrig"
 # The one declaration of the stage order, lowest first; docs/architecture.md quotes it. A name
 # is a top-level package or module of src/sparkrig ("sparkrig" is the package's __init__).
 STAGES: list[set[str]] = [
-    {"sparkrig", "errors", "defaults", "process_exit", "frozen_model"},
+    {"sparkrig", "errors", "defaults", "process_exit", "frozen_model", "secret_names"},
     {"paths", "local_process", "registry", "outside_numbers"},
     {"json_files"},
     {"wire", "detectors", "receipts"},

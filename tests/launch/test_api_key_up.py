@@ -86,3 +86,53 @@ def test_readiness_sends_the_key_api_key_env_names_and_never_shows_it(
     assert any(p.name.endswith(".log") for p in files)
     for path in files:
         assert KEY.encode() not in path.read_bytes(), path
+
+
+@pytest.mark.engine
+def test_a_key_in_the_files_env_table_reaches_the_engine_and_nothing_sparkrig_shows(
+    tmp_path: Path, engine: EngineInstall, bundled_model: Path, session_state_dir: Path
+) -> None:
+    """The common shape: VLLM_API_KEY set in the cluster file's [env]. The engine gets the real
+    value (readiness, which sends the key, passes); the plan, its JSON and the launch state
+    show it hidden."""
+    port = free_port("127.0.0.1")
+    cluster_file = tmp_path / "keyed.toml"
+    one_node_file(cluster_file, port, name=NAME, engine_extra=f'api_key_env = "{SPARKRIG_VAR}"')
+    cluster_file.write_text(cluster_file.read_text() + f'[env]\nVLLM_API_KEY = "{KEY}"\n')
+    said: list[str] = []
+
+    def cli(*args: str) -> tuple[int, str]:
+        run = sparkrig(
+            *args,
+            engine=engine,
+            bundled_model=bundled_model,
+            extra_env={SPARKRIG_VAR: KEY},
+            cwd=tmp_path,
+        )
+        said.append(run.stdout + run.stderr)
+        return run.returncode, run.stdout
+
+    try:
+        code, out = cli("up", str(cluster_file))
+        assert code == 0, said[-1]
+        assert "VLLM_API_KEY='[hidden]'" in out
+        code, out = cli("up", str(cluster_file), "--json")
+        assert code == 0, said[-1]
+        env = json.loads(out)["processes"][0]["env"]
+        assert {"name": "VLLM_API_KEY", "value": "[hidden]"}.items() <= next(
+            var for var in env if var["name"] == "VLLM_API_KEY"
+        ).items()
+        code, out = cli("up", str(cluster_file), "--apply")
+        assert code == 0, said[-1]  # the engine had the real key: readiness sent it and passed
+        state = load_state(NAME)
+        assert state is not None
+        assert KEY not in state_path(state).read_text()
+        assert _unauthorised_completion(port) == 401
+    finally:
+        cli("down", str(cluster_file), "--apply")
+    assert load_state(NAME) is None
+    for output in said:
+        assert KEY not in output
+    written = [p for folder in (session_state_dir, tmp_path) for p in folder.rglob("*")]
+    for path in (p for p in written if p.is_file() and p != cluster_file):
+        assert KEY.encode() not in path.read_bytes(), path

@@ -8,12 +8,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from sparkrig.secret_names import SECRET_FLAGS, SECRET_NAME
+
 REMOVED = "[removed]"
-# a key or variable name that holds a secret: HF_TOKEN, api_key, Authorization; not max_tokens
-_SECRET_NAME = re.compile(
-    r"(?i)(?:^|[_-])(?:api[_-]?key|token|secret|password|passwd|authorization|cookie)$"
-)
-_SECRET_FLAGS = frozenset({"--api-key", "--hf-token", "--token", "--password"})
 _PROMPT_KEYS = frozenset(
     {
         "prompt",
@@ -70,7 +67,7 @@ def redact_text(text: str) -> str:
 
 
 def _hidden(key: str | None) -> bool:
-    return key is not None and (key.lower() in _PROMPT_KEYS or bool(_SECRET_NAME.search(key)))
+    return key is not None and (key.lower() in _PROMPT_KEYS or bool(SECRET_NAME.search(key)))
 
 
 def _redact_list(items: list[Any]) -> list[Any]:
@@ -78,7 +75,7 @@ def _redact_list(items: list[Any]) -> list[Any]:
     hide_next = False
     for item in items:
         out.append(REMOVED if hide_next else redact_json(item))
-        hide_next = not hide_next and isinstance(item, str) and item in _SECRET_FLAGS
+        hide_next = not hide_next and isinstance(item, str) and item in SECRET_FLAGS
     return out
 
 
@@ -87,7 +84,7 @@ def redact_json(value: Any, key: str | None = None) -> Any:
     if isinstance(value, dict):
         named = value.get("name")
         copy = {k: redact_json(v, k) for k, v in value.items()}
-        if isinstance(named, str) and _SECRET_NAME.search(named) and "value" in value:
+        if isinstance(named, str) and SECRET_NAME.search(named) and "value" in value:
             copy["value"] = REMOVED  # an environment entry: {"name": "HF_TOKEN", "value": …}
         return copy
     if isinstance(value, list | str) and value and _hidden(key):

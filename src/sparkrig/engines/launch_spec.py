@@ -10,11 +10,12 @@ from __future__ import annotations
 import shlex
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_serializer
 
 from sparkrig.config.serving import EngineSettings, ModelSettings, ServingProfile
 from sparkrig.fabric.plan_model import EnvVar
 from sparkrig.frozen_model import FrozenModel
+from sparkrig.secret_names import hide_secret_args
 
 ReadySignal = Literal["alive", "port", "health"]
 
@@ -59,11 +60,15 @@ class ProcessSpec(FrozenModel):
     def key(self) -> str:
         return f"{self.node}/{self.name}"
 
+    @field_serializer("argv")
+    def _written_argv(self, argv: list[str]) -> list[str]:
+        return hide_secret_args(argv)  # the process gets the key; the plan and state do not
+
     def shell_line(self) -> str:
-        """The command as a person would type it on the node."""
-        assignments = [f"{var.name}={shlex.quote(var.value)}" for var in self.env]
+        """The command as a person would type it on the node, with secrets hidden."""
+        assignments = [f"{var.name}={shlex.quote(var.shown_value)}" for var in self.env]
         prefix = ["env", *assignments] if assignments else []
-        return " ".join([*prefix, shlex.join(self.argv)])
+        return " ".join([*prefix, shlex.join(hide_secret_args(self.argv))])
 
 
 def merge_env(*layers: list[EnvVar]) -> list[EnvVar]:

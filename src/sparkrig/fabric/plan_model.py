@@ -6,9 +6,10 @@ from __future__ import annotations
 import ipaddress
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_serializer
 
 from sparkrig.frozen_model import FrozenModel
+from sparkrig.secret_names import HIDDEN, is_secret_name
 
 
 class RailEnd(FrozenModel):
@@ -60,9 +61,21 @@ class Route(FrozenModel):
 
 
 class EnvVar(FrozenModel):
+    """One variable of a process's environment. A secret's value (by its name: HF_TOKEN,
+    VLLM_API_KEY) is the real one in memory, for the process, and hidden wherever the model is
+    written out: the plan's JSON, the launch state."""
+
     name: str
     value: str
     reason: str = Field(description="why, with the field report that shows it")
+
+    @property
+    def shown_value(self) -> str:
+        return HIDDEN if is_secret_name(self.name) else self.value
+
+    @field_serializer("value")
+    def _written(self, value: str) -> str:
+        return self.shown_value
 
 
 class NodePlan(FrozenModel):
