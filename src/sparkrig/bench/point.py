@@ -443,10 +443,10 @@ async def _take_sample(
     idle = await wait_until_idle(client, defaults.BENCH_IDLE_WAIT_S)
     if idle is False:
         return f"server still busy after {defaults.BENCH_IDLE_WAIT_S:g}s (foreign traffic)"
-    if idle is None and "no /metrics" not in " ".join(point.warnings):
-        point.warnings.append("no /metrics: idle check and foreign-traffic check are off")
     requests = make_requests()
     before = await try_scrape_metrics(client)
+    if idle is None:
+        _warn_once(point, _no_idle_check(before))
     records, load = await send(requests)
     point.count_requests(records)
     after = await _settled_snapshot(client)
@@ -596,6 +596,17 @@ def _flag_client_limited(point: PointResult, load: ClientLoad) -> None:
         f"core or queued for one; limit {defaults.BENCH_CLIENT_BUSY_LIMIT:.0%}) — its timings "
         "include queueing in the client; raise --client-processes, free the client's cores, "
         "or read this point as the client's ceiling"
+    )
+
+
+def _no_idle_check(snapshot: MetricsSnapshot | None) -> str:
+    """Why the sample could not wait for an idle server: no /metrics, or no gauge in it."""
+    if snapshot is None:
+        return "no /metrics: idle check and foreign-traffic check are off"
+    engine = snapshot.engine or "an engine sparkrig does not recognise"
+    return (
+        f"/metrics answered ({engine}) but holds no running-requests gauge: idle check and "
+        "foreign-traffic check are off"
     )
 
 

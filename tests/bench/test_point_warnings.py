@@ -1,11 +1,13 @@
-"""The cold-start flag on a point's numbers alone: it fires on a first request markedly slower
-than the steady median and outside the steady samples' spread, and stays quiet on a first
-request that noise alone explains (docs/metrics.md)."""
+"""A point's flags and warnings from its numbers alone. The cold-start flag fires on a first
+request markedly slower than the steady median and outside the steady samples' spread, and stays
+quiet on a first request that noise alone explains (docs/metrics.md); a /metrics page without
+the running-requests gauge is said to be that, not missing."""
 
 from __future__ import annotations
 
-from sparkrig.bench.point import PointResult, _flag_cold_start
+from sparkrig.bench.point import PointResult, _flag_cold_start, _no_idle_check
 from sparkrig.bench.statistics import summarize
+from sparkrig.client.metrics import parse_metrics
 
 
 def _point(first: float, samples: list[float]) -> PointResult:
@@ -38,3 +40,13 @@ def test_the_flag_is_raised_once_across_rounds() -> None:
     _flag_cold_start(point)
     assert point.cold_start
     assert sum(w.startswith("cold engine") for w in point.warnings) == 1
+
+
+def test_a_metrics_page_without_the_running_gauge_is_not_called_missing() -> None:
+    assert _no_idle_check(None).startswith("no /metrics:")
+    page = parse_metrics(
+        "# TYPE llamacpp:tokens_predicted_total counter\nllamacpp:tokens_predicted_total 5\n"
+    )
+    said = _no_idle_check(page)
+    assert said.startswith("/metrics answered (")
+    assert "no running-requests gauge" in said
