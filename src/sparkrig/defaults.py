@@ -407,6 +407,12 @@ CHECK_AGAINST_MAX_KL_NATS: Final = 0.05
 # The embedded engine for `check --local`: more context than the bench engine, so that three KV
 # documents and the needle ladder fit a slot (4 slots share it).
 CHECK_LOCAL_CONTEXT_TOKENS: Final = 16_384
+# ... and every core for prompt processing (llama-server --threads-batch; decode keeps
+# LOCAL_THREADS). check --full on the embedded engine is mostly prefill (needle ladder, KV
+# integrity's long documents: 35,624 prompt tokens, 536 s of a 683 s run on 2 cores), and the
+# check times nothing a busy core would skew. benchmarks/prefill_threads.py on 2 cores, median
+# prefill of 1,422-token cold prompts: 69.6 tok/s with 1 thread, 141.1 with --threads-batch 2.
+CHECK_LOCAL_PREFILL_THREADS: Final = max(1, os.cpu_count() or 1)
 
 # --- gateway (fault-injecting proxy) --------------------------------------------------------
 # A fault that splices text into a reply does it after this many characters of content, so the

@@ -133,7 +133,9 @@ def check(
 
             kwargs["baseline_scope"] = "embedded"
             async with embedded_engine(
-                err_console, context_tokens=defaults.CHECK_LOCAL_CONTEXT_TOKENS
+                err_console,
+                context_tokens=defaults.CHECK_LOCAL_CONTEXT_TOKENS,
+                prefill_threads=defaults.CHECK_LOCAL_PREFILL_THREADS,
             ) as record:
                 return await check_with_soak(record.base_url, repeat_every, **kwargs)
         kwargs["api_key"] = api_key_from_env(api_key_env)

@@ -33,7 +33,10 @@ async def embedded_engine(
     speculative: SpeculativeOptions | None = None,
     parallel_slots: int = defaults.LOCAL_PARALLEL_SLOTS,
     context_tokens: int = defaults.LOCAL_CONTEXT_TOKENS,
+    prefill_threads: int | None = None,
 ) -> AsyncIterator[LocalInstance]:
+    """The embedded llama-server, stopped on the way out; `prefill_threads` sets its
+    --threads-batch (default: its decode threads)."""
     engine = find_or_build_engine(console)
     model_path = resolve_model(model)
     server = embedded_server(
@@ -43,6 +46,7 @@ async def embedded_engine(
         parallel_slots=parallel_slots,
         context_tokens=context_tokens,
         speculative=speculative,
+        extra_args=() if prefill_threads is None else ("--threads-batch", str(prefill_threads)),
     )
     console.print(f"starting llama-server on {server.host}:{server.port} with {model_path.name}")
     plan = plan_local(server, port_was_chosen=True, engine_build=engine.label)
