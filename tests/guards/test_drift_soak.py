@@ -17,8 +17,9 @@ from sparkrig.launch.local import LocalInstance
 
 pytestmark = pytest.mark.engine
 
-# the battery's drift guard sends 16 requests (8 when it opens, 8 at its end)
-BATTERY_REQUESTS = 16
+# the battery's drift guard sends 24 requests: its 6 probes (2 chat prompts and 1 completions
+# prompt, each streamed and whole) twice when it opens, and twice at its end
+BATTERY_REQUESTS = 24
 WANTED = ["drift", "margin", "drift"]  # the battery, then one soak repeat
 
 
