@@ -50,6 +50,7 @@ from sparkrig.client.metrics import (
     metrics_delta,
     try_scrape_metrics,
 )
+from sparkrig.client.reply_consistency import streamed_events
 from sparkrig.engines.metric_map import Quantity
 
 _SETTLE_READS = 10
@@ -515,7 +516,7 @@ async def _judge_counts(
             request.max_tokens,
             record.finish_reason,
             count,
-            events=len(record.output_events) if record.stream else None,
+            events=streamed_events(record),
         )
         for request, record, count in zip(requests, records, retokenized, strict=True)
     ]

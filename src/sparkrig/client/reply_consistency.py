@@ -24,11 +24,10 @@ def reply_consistency(request: ChatRequest | CompletionRequest, record: RequestR
 
 def count_problems(request: ChatRequest | CompletionRequest, record: RequestRecord) -> list[str]:
     """The reply's usage against its request and its own stream."""
-    events = len(record.output_events) if record.stream else None
     claimed = record.completion_tokens
     found = [
         max_tokens_finding(claimed, request.max_tokens, record.finish_reason),
-        events_finding(claimed, events),
+        events_finding(claimed, streamed_events(record)),
     ]
     return [finding for finding in found if finding is not None]
 
@@ -52,6 +51,11 @@ def max_tokens_finding(
             "fewer tokens or give the server more context)"
         )
     return None
+
+
+def streamed_events(record: RequestRecord) -> int | None:
+    """The content events of a streamed reply; None when it was not streamed."""
+    return len(record.output_events) if record.stream else None
 
 
 def events_finding(claimed: int | None, events: int | None) -> str | None:
