@@ -21,17 +21,26 @@ def is_secret_name(name: str) -> bool:
     return bool(SECRET_NAME.search(name))
 
 
+def after_secret_flags(argv: Sequence[object]) -> set[int]:
+    """The positions of argv that hold a secret flag's value (`--api-key K`: K's position);
+    items that are not strings (a JSON list) are never flags."""
+    positions: set[int] = set()
+    for index, arg in enumerate(argv):
+        if index not in positions and isinstance(arg, str) and arg in SECRET_FLAGS:
+            positions.add(index + 1)
+    return positions
+
+
 def hide_secret_args(argv: Sequence[str]) -> list[str]:
     """argv with the value of every secret flag (`--api-key K` or `--api-key=K`) hidden."""
+    values = after_secret_flags(argv)
     shown: list[str] = []
-    hide_next = False
-    for arg in argv:
+    for index, arg in enumerate(argv):
         flag, equals, _ = arg.partition("=")
-        if hide_next:
+        if index in values:
             shown.append(HIDDEN)
         elif equals and flag in SECRET_FLAGS:
             shown.append(f"{flag}={HIDDEN}")
         else:
             shown.append(arg)
-        hide_next = not hide_next and arg in SECRET_FLAGS
     return shown

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sparkrig.secret_names import SECRET_FLAGS, SECRET_NAME
+from sparkrig.secret_names import after_secret_flags, is_secret_name
 
 REMOVED = "[removed]"
 _PROMPT_KEYS = frozenset(
@@ -67,16 +67,12 @@ def redact_text(text: str) -> str:
 
 
 def _hidden(key: str | None) -> bool:
-    return key is not None and (key.lower() in _PROMPT_KEYS or bool(SECRET_NAME.search(key)))
+    return key is not None and (key.lower() in _PROMPT_KEYS or is_secret_name(key))
 
 
 def _redact_list(items: list[Any]) -> list[Any]:
-    out: list[Any] = []
-    hide_next = False
-    for item in items:
-        out.append(REMOVED if hide_next else redact_json(item))
-        hide_next = not hide_next and isinstance(item, str) and item in SECRET_FLAGS
-    return out
+    values = after_secret_flags(items)
+    return [REMOVED if i in values else redact_json(item) for i, item in enumerate(items)]
 
 
 def redact_json(value: Any, key: str | None = None) -> Any:
@@ -84,7 +80,7 @@ def redact_json(value: Any, key: str | None = None) -> Any:
     if isinstance(value, dict):
         named = value.get("name")
         copy = {k: redact_json(v, k) for k, v in value.items()}
-        if isinstance(named, str) and SECRET_NAME.search(named) and "value" in value:
+        if isinstance(named, str) and is_secret_name(named) and "value" in value:
             copy["value"] = REMOVED  # an environment entry: {"name": "HF_TOKEN", "value": …}
         return copy
     if isinstance(value, list | str) and value and _hidden(key):
