@@ -380,6 +380,11 @@ CHECK_ACCEPTANCE_SIGMAS: Final = 3.5
 # printed from one float: equal on llama.cpp (measured: identical to the last digit). 1e-3 nats
 # leaves room for an engine that rounds one of them; a rewritten value moves far more.
 REPLY_LOGPROB_TOLERANCE_NATS: Final = 1e-3
+# A reply that stopped by length short of its max_tokens is honest when the server's context
+# ended it: its prompt and reply fill the context to within this many tokens. Measured on the
+# embedded llama-server (one slot of 512 tokens): a 490-token prompt with max_tokens 100 and 400
+# stopped by length at 22 tokens, exactly full (vLLM refuses such a request with a 400 instead).
+REPLY_CONTEXT_END_SLACK: Final = 0
 # Accuracy under load (guards/load_accuracy.py): the bundled items alone, then at c = N, the
 # server's slots (llama.cpp's /props total_slots) or this when the server does not say (vLLM):
 # the example fell at concurrency 16; 8 keeps a small server's queue short.
@@ -474,6 +479,11 @@ GATEWAY_MERGE_EVENTS: Final = 3
 # (rounded up). 1.25 is a subtle lie, the size of counting a step's rejected draft tokens as
 # generated at ~75% acceptance of 1-token drafts, well past the accounting tolerance (5%).
 GATEWAY_INFLATE_COUNTS_FACTOR: Final = 1.25
+# Undercounted-stream: a streamed reply's completion counts are this share of the true one
+# (rounded up), so its content events outnumber the tokens it claims. Half is what a server
+# that counts a speculative step (target token plus one accepted draft) as one token would
+# report at 100% acceptance of 1-token drafts; the event rule needs only one event too many.
+GATEWAY_UNDERCOUNT_STREAM_FACTOR: Final = 0.5
 # Drop-requests: every this-many-th generation request (by arrival) loses its connection with no
 # reply. One in four keeps successes between the drops, so a soak counts each drop as a lost
 # request instead of calling the upstream gone (SOAK_LOST_AFTER_FAILURES in a row).

@@ -92,6 +92,23 @@ async def test_inflated_counts_make_every_point_invalid_with_both_numbers(
     assert all(point.summary is not None for point in receipt.points)  # there was a figure
 
 
+async def test_a_stream_that_claims_fewer_tokens_than_its_events_makes_the_point_invalid(
+    llama_server: LocalInstance, tmp_path: Path
+) -> None:
+    """undercounted-stream halves the usage of streamed replies only: every timed request
+    streams, so each claims 16 tokens for the 32 content events it delivered."""
+    settings = SETTINGS.model_copy(update={"cached_replays": False})
+    config = GatewayConfig(faults=[Fault.UNDERCOUNTED_STREAM])
+    async with running_gateway(llama_server.base_url, config) as url:
+        receipt = await run_bench(
+            url, suites=["concurrency"], settings=settings, out_path=tmp_path / "under.json"
+        )
+    (point,) = receipt.points
+    assert INVALID_COUNTS in point.invalid_reasons
+    text = " ".join(count_findings(point))
+    assert f"{TOKENS} content events carried {TOKENS // 2} claimed tokens" in text
+
+
 async def test_counts_hold_up_a_concurrency_ladder(
     llama_server: LocalInstance, tmp_path: Path
 ) -> None:

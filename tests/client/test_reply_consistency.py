@@ -98,6 +98,22 @@ def test_a_reply_that_stops_by_length_short_of_max_tokens_fails() -> None:
     assert reply_consistency(REQUEST, stopped) == []
 
 
+def test_a_reply_the_context_ended_is_honest_where_the_context_is_known() -> None:
+    """The embedded llama-server with one slot of 512 tokens stopped a 490-token prompt's reply
+    by length at 22 tokens whatever its max_tokens (100 or 400): exactly full."""
+    asked = REQUEST.model_copy(update={"max_tokens": 100})
+    usage = Usage(prompt_tokens=490, completion_tokens=22)
+    ended = record(CLEAN_CHAT_LOGPROBS, finish_reason="length", usage=usage)
+    assert reply_consistency(asked, ended, context_tokens=512) == []
+    # the same reply with room left in the context, or where the context is not known
+    assert "ran to length at 22" in reply_consistency(asked, ended, context_tokens=4096)[0]
+    assert "ran to length at 22" in reply_consistency(asked, ended)[0]
+    unknown_prompt = record(
+        CLEAN_CHAT_LOGPROBS, finish_reason="length", usage=Usage(completion_tokens=22)
+    )
+    assert reply_consistency(asked, unknown_prompt, context_tokens=512) != []
+
+
 def test_a_failed_reply_or_one_without_logprobs_has_nothing_to_disagree_on() -> None:
     plain = record({"content": []})
     assert reply_consistency(REQUEST, plain) == []

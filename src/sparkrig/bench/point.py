@@ -422,7 +422,11 @@ def _counter_problem(
             "its counters give no rate"
         )
     ours = sum(record.completion_tokens or 0 for record in records)
-    if generated is not None and generated > ours:
+    # every content event carries a token, so a stream's events bound what it generated from
+    # below: a server that under-reports its usage is not foreign traffic (its sample is kept
+    # and its counts judged), only tokens past what this sample can have made are
+    delivered = sum(max(r.completion_tokens or 0, streamed_events(r) or 0) for r in records)
+    if generated is not None and generated > delivered:
         return (
             f"foreign traffic: server generated {generated:.0f} tokens, this sample claimed "
             f"{ours} (or the server under-reports its counts)"

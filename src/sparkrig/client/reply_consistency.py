@@ -12,31 +12,58 @@ from __future__ import annotations
 
 from sparkrig import defaults
 from sparkrig.client.endpoint import ChatRequest, CompletionRequest
-from sparkrig.client.records import RequestRecord, TokenLogprob
+from sparkrig.client.records import RequestRecord, TokenLogprob, carries_output
 
 
-def reply_consistency(request: ChatRequest | CompletionRequest, record: RequestRecord) -> list[str]:
-    """What the reply says twice and does not agree on, each as `what — what to check`."""
+def reply_consistency(
+    request: ChatRequest | CompletionRequest,
+    record: RequestRecord,
+    context_tokens: int | None = None,
+) -> list[str]:
+    """What the reply says twice and does not agree on, each as `what — what to check`.
+    `context_tokens`: the server's context per request, where it says (a reply the context
+    ended stops by length short of its max_tokens, honestly)."""
     if record.error is not None:
         return []
-    return logprob_problems(record.logprobs) + count_problems(request, record)
+    return logprob_problems(record.logprobs) + count_problems(request, record, context_tokens)
 
 
-def count_problems(request: ChatRequest | CompletionRequest, record: RequestRecord) -> list[str]:
+def count_problems(
+    request: ChatRequest | CompletionRequest,
+    record: RequestRecord,
+    context_tokens: int | None = None,
+) -> list[str]:
     """The reply's usage against its request and its own stream."""
     claimed = record.completion_tokens
     found = [
-        max_tokens_finding(claimed, request.max_tokens, record.finish_reason),
+        max_tokens_finding(
+            claimed,
+            request.max_tokens,
+            record.finish_reason,
+            room=context_room(context_tokens, record.usage.prompt_tokens if record.usage else None),
+        ),
         events_finding(claimed, streamed_events(record)),
     ]
     return [finding for finding in found if finding is not None]
 
 
+def context_room(context_tokens: int | None, prompt_tokens: int | None) -> int | None:
+    """The tokens a reply had room for after its prompt in the server's context; None when
+    either number is unknown."""
+    if context_tokens is None or prompt_tokens is None:
+        return None
+    return max(context_tokens - prompt_tokens, 0)
+
+
 def max_tokens_finding(
-    claimed: int | None, max_tokens: int | None, finish_reason: str | None
+    claimed: int | None,
+    max_tokens: int | None,
+    finish_reason: str | None,
+    room: int | None = None,
 ) -> str | None:
     """A finding when the claimed count breaks the request's `max_tokens`: more than asked, or
-    fewer when the reply says it ran to length."""
+    fewer when the reply says it ran to length and the context (`room`: what it left the
+    reply, where known) did not end it first."""
     if claimed is None or max_tokens is None:
         return None
     if claimed > max_tokens:
@@ -44,7 +71,8 @@ def max_tokens_finding(
             f"token count: the server claimed {claimed} completion tokens for max_tokens "
             f"{max_tokens}"
         )
-    if finish_reason == "length" and claimed < max_tokens:
+    ended_by_context = room is not None and claimed >= room - defaults.REPLY_CONTEXT_END_SLACK
+    if finish_reason == "length" and claimed < max_tokens and not ended_by_context:
         return (
             f"token count: the reply ran to length at {claimed} completion tokens, under its "
             f"max_tokens {max_tokens} — a wrong count, or the context ended the reply (ask for "
@@ -54,8 +82,17 @@ def max_tokens_finding(
 
 
 def streamed_events(record: RequestRecord) -> int | None:
-    """The content events of a streamed reply; None when it was not streamed."""
-    return len(record.output_events) if record.stream else None
+    """The events of a streamed reply that carried text (content, reasoning or a tool call);
+    None when it was not streamed. Counted by what they carry, not by the server's per-event
+    counts: a server that under-reports shows its low count on every event too (an event with
+    text and a zero count), and would hide behind it."""
+    if not record.stream:
+        return None
+    return sum(
+        1
+        for event in record.events
+        if carries_output(None, event.content_chars, event.reasoning_chars, event.tool_call)
+    )
 
 
 def events_finding(claimed: int | None, events: int | None) -> str | None:

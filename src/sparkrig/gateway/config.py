@@ -33,6 +33,7 @@ class Fault(StrEnum):
     BROKEN_TOOL_ARGS = "broken-tool-args"
     WRONG_ANSWERS = "wrong-answers"
     INFLATED_COUNTS = "inflated-counts"
+    UNDERCOUNTED_STREAM = "undercounted-stream"
     BODY_UNDER_LOAD = "body-under-load"
     WRONG_UNDER_LOAD = "wrong-under-load"
     CUT_REPLIES = "cut-replies"

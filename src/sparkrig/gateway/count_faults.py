@@ -11,8 +11,9 @@ _TIMING_RATES = ("predicted_per_second",)
 
 
 def inflate_counts(chunk: dict[str, Any], factor: float) -> bool:
-    """inflated-counts: every completion count in a reply body or stream chunk times `factor`
-    (rounded up), in `usage` (vLLM, OpenAI; cumulative on every chunk with continuous usage)
+    """inflated-counts (factor above 1) and undercounted-stream (below 1): every completion
+    count in a reply body or stream chunk times `factor` (rounded up), in `usage` (vLLM,
+    OpenAI; cumulative on every chunk with continuous usage)
     and llama.cpp's `timings`, with totals and rates kept consistent, so the lie agrees with
     itself everywhere but in the text. True when anything changed."""
     changed = False

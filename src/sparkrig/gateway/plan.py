@@ -129,6 +129,17 @@ class Arrival(NamedTuple):
     plan: ReplyPlan
 
 
+def _count_factor(config: GatewayConfig, *, streamed: bool) -> float:
+    """What the reply's completion counts are multiplied by (0: left alone): inflated-counts on
+    every reply, undercounted-stream on streamed ones."""
+    factor = 1.0
+    if config.has(Fault.INFLATED_COUNTS):
+        factor *= defaults.GATEWAY_INFLATE_COUNTS_FACTOR
+    if streamed and config.has(Fault.UNDERCOUNTED_STREAM):
+        factor *= defaults.GATEWAY_UNDERCOUNT_STREAM_FACTOR
+    return 0.0 if factor == 1.0 else factor
+
+
 def _content_faults(config: GatewayConfig, request: TrackedRequest) -> list[TextTransform]:
     splice_at = defaults.GATEWAY_SPLICE_AFTER_CHARS
     transforms: list[TextTransform] = []
@@ -296,9 +307,7 @@ def plan_arrival(
         drop_last_word=config.has(Fault.STREAM_MISMATCH),
         merge_events=defaults.GATEWAY_MERGE_EVENTS if config.has(Fault.MERGED_EVENTS) else 0,
         emulated_reasoning=reasoning is not None,
-        inflate_counts=defaults.GATEWAY_INFLATE_COUNTS_FACTOR
-        if config.has(Fault.INFLATED_COUNTS)
-        else 0.0,
+        inflate_counts=_count_factor(config, streamed=body.get("stream") is True),
         corrupt_body_under_load=config.has(Fault.BODY_UNDER_LOAD),
         drop=config.has(Fault.DROP_REQUESTS)
         and request.seq % defaults.GATEWAY_DROP_EVERY == defaults.GATEWAY_DROP_EVERY - 1,

@@ -28,6 +28,7 @@ from sparkrig.guards.load_accuracy import load_accuracy_guard
 from sparkrig.guards.margin import margin_guard
 from sparkrig.guards.needle import needle_guard
 from sparkrig.guards.receipt import CheckReceipt, save_check_receipt
+from sparkrig.guards.server_shape import context_tokens
 from sparkrig.guards.stop_in_reasoning import stop_in_reasoning_guard
 from sparkrig.guards.stream_parity import stream_parity_guard
 from sparkrig.guards.structured import structured_guard
@@ -172,6 +173,7 @@ async def run_battery(
             same_server_kind(against[0], against[1], receipt)
         save_check_receipt(receipt, out_path)
         context = GuardContext(client, model_id, settings, baseline, record_baseline)
+        context.server_context = await context_tokens(context)
         if openings is not None:
             context.openings = openings
         for entry in chosen:

@@ -26,6 +26,13 @@ class GuardContext:
         default_factory=dict,
         metadata={"description": "what guards took when the battery opened, by guard name"},
     )
+    server_context: int | None = field(
+        default=None,
+        metadata={
+            "description": "the server's context per request where it says (read when the "
+            "battery opens): a reply it ended by length short of max_tokens is honest"
+        },
+    )
     replies_judged: int = 0
     reply_problems: list[str] = field(
         default_factory=list,
@@ -40,7 +47,9 @@ class GuardContext:
         record = await self.client.send(request)
         self.replies_judged += 1
         where = f"{request.api}{', streamed' if request.stream else ''}"
-        self.reply_problems += [f"{where}: {p}" for p in reply_consistency(request, record)]
+        self.reply_problems += [
+            f"{where}: {p}" for p in reply_consistency(request, record, self.server_context)
+        ]
         return record
 
     async def send_all(
