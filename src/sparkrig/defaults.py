@@ -361,6 +361,8 @@ CHECK_NEEDLE_DEPTHS: Final = (0.1, 0.5, 0.9)
 CHECK_NEEDLE_CAP_TOKENS: Final = 32_768
 CHECK_MIN_NEEDLE_CAP_TOKENS: Final = 128  # below this no needle ladder fits
 CHECK_NEEDLE_FIRST_TOKENS: Final = 256
+# the needle ladder's last rung (the cap) is at least this many times the rung before it
+CHECK_NEEDLE_MIN_STEP: Final = 1.5
 # The three-needle prompt's length (and the ladder's longest too, when longer). The bundled
 # 135M model found the single needle at every depth up to 1,024 tokens on llama.cpp and vLLM,
 # but none of three doors asked for together at 8,032 tokens on vLLM (benchmarks/results/
@@ -409,9 +411,13 @@ CHECK_LOAD_REPLY_TOKENS: Final = 12
 # disagreeing -> 10%, 0.023 -> 0.05 nats) before a change counts as more than a precision change.
 CHECK_AGAINST_MIN_TOP_TOKEN_AGREEMENT: Final = 0.90
 CHECK_AGAINST_MAX_KL_NATS: Final = 0.05
-# The embedded engine for `check --local`: more context than the bench engine, so that three KV
-# documents and the needle ladder fit a slot (4 slots share it).
-CHECK_LOCAL_CONTEXT_TOKENS: Final = 16_384
+# The embedded engine for `check --local`: more context than the bench engine, 2,304 tokens for
+# each of its 4 slots (llama.cpp pads a slot's context to a multiple of 256): KV integrity's long
+# documents at their cap (CHECK_KV_LONG_DOCUMENT_TOKENS plus CHECK_KV_LONG_ALLOWANCE_TOKENS), the
+# needle ladder to 2,240. It was 4,096 a slot: the ladder's 4,032-token rung and a 3,936-token
+# three-needle prompt made the needle guard most of the check's time on 2 cores (docs/guards.md:
+# MEASURED side by side).
+CHECK_LOCAL_CONTEXT_TOKENS: Final = 4 * 2_304
 # ... and every core for prompt processing (llama-server --threads-batch; decode keeps
 # LOCAL_THREADS). check --full on the embedded engine is mostly prefill (needle ladder, KV
 # integrity's long documents: 35,624 prompt tokens, 536 s of a 683 s run on 2 cores), and the

@@ -68,7 +68,7 @@ def test_identical_passes_a_near_tie_warns_a_confident_change_fails() -> None:
     changed = [_token(" Lyon", (" Lyon", -0.01), (" Nice", -5.0)), _token(".", (".", -0.01))]
     result = against_verdict(previous, _output("What is the capital of France?", changed), "o")
     assert result.verdict == "FAIL"
-    assert "exact 'What is the capital of France?' (streamed) changed at char 1" in (
+    assert "exact 'What is the capital of France?' (chat, streamed) changed at char 1" in (
         result.evidence
     )
     assert result.details["top_token_agreement"] == 0.0

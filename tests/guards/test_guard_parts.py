@@ -13,7 +13,13 @@ from sparkrig.detectors.schema import schema_problems
 from sparkrig.errors import UsageError
 from sparkrig.guards.baseline import Baseline, load_baseline, save_baseline
 from sparkrig.guards.battery import choose_guards
-from sparkrig.guards.determinism import both_paths, path_label
+from sparkrig.guards.determinism import (
+    COMPLETIONS_AT,
+    PROMPTS,
+    QUICK_PROMPTS,
+    both_paths,
+    path_label,
+)
 from sparkrig.guards.divergence import first_difference, first_divergence, reference_problem
 from sparkrig.guards.exact import contains_answer, counts_correctly
 from sparkrig.guards.kv_facts import fact, item_code, item_name, result_if_reference_bad
@@ -111,6 +117,8 @@ def test_block_size_comes_from_a_real_vllm_metrics_capture() -> None:
 def test_needle_ladder_and_where_the_code_was_found() -> None:
     assert ladder(4032) == [256, 512, 1024, 2048, 4032]
     assert ladder(256) == [256]
+    assert ladder(2112) == [256, 512, 1024, 2112]  # not 2,048 beside 2,112
+    assert ladder(960) == [256, 512, 960]  # the test server's 1,024-token slots
     assert where_found("It is 738291.", "") == "content"
     assert where_found("I do not know.", "the code is 738291") == "reasoning only"
 
@@ -208,6 +216,13 @@ def test_determinism_sends_every_prompt_on_both_reply_paths_interleaved() -> Non
         "prompt 2 streamed",
         "prompt 2 non-streamed",
     ]
+
+
+def test_determinism_asks_both_endpoints_in_quick_and_full_runs() -> None:
+    """Completions prompts sit among the chat ones, one of them inside --quick's share."""
+    assert 0 < len(COMPLETIONS_AT) < len(PROMPTS)
+    assert min(COMPLETIONS_AT) < QUICK_PROMPTS
+    assert path_label(7, "completions") == "prompt 4 (completions) non-streamed"
 
 
 def _reply(content: str = "", error: str | None = None) -> RequestRecord:

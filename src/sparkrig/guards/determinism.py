@@ -9,15 +9,19 @@ they are not in this repository). On a GPU engine cold and cached runs differ by
 cached prompt's last tokens go through other kernels), so the reference is the cached one.
 Outside --quick the same requests also run at half and all of the server's slots, and seeded
 sampling alone vs full (guards/occupancy.py).
+
+Two of the prompts go to /v1/completions as they stand (no chat template), the rest to chat, so
+every scenario has both endpoints in flight together: the templates, parsers and a gateway's
+rewriting differ between them, and many harnesses (and the margin probe) use completions.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Final
 
 from sparkrig import defaults
-from sparkrig.client import ChatRequest, RequestRecord
+from sparkrig.client import ChatRequest, CompletionRequest, RequestRecord
 from sparkrig.guards.context import GuardContext
 from sparkrig.guards.divergence import Divergence, first_divergence, reference_problem
 from sparkrig.guards.identity import kept
@@ -29,15 +33,18 @@ PROMPTS: Final = (
     "Write two sentences about a lighthouse keeper.",
     "List three uses of copper, one per line.",
     "Explain in two sentences why the sea is salty.",
-    "Write a Python function that returns the square of a number.",
+    'def square(number):\n    """Return the square of a number."""\n',
     "Describe a red apple to someone who has never seen one.",
-    "Give four tips for a job interview.",
+    "Four tips for a job interview:\n1.",
 )
+# the prompts (by index) sent to /v1/completions as they stand; one of them is in --quick
+COMPLETIONS_AT: Final = frozenset({3, 5})
 QUICK_PROMPTS: Final = 4
 QUICK_REPLY_TOKENS: Final = 32
 LONG_PROMPT_SENTENCES: Final = 40  # about 600 tokens: fits a 1,024-token slot
 
-Scenario = Callable[[GuardContext, list[ChatRequest]], Awaitable[list[RequestRecord]]]
+Request = ChatRequest | CompletionRequest
+Scenario = Callable[[GuardContext, list[Request]], Awaitable[list[RequestRecord]]]
 
 
 def long_neighbour(context: GuardContext) -> ChatRequest:
@@ -49,21 +56,34 @@ def long_neighbour(context: GuardContext) -> ChatRequest:
     return context.chat(text + "\n\nSummarise the ferry log in one sentence.")
 
 
-async def _alone(context: GuardContext, requests: list[ChatRequest]) -> list[RequestRecord]:
+def probe_request(context: GuardContext, index: int, prompt: str, tokens: int) -> Request:
+    """The temperature-0 request of PROMPTS[index], on the endpoint COMPLETIONS_AT gives it."""
+    if index not in COMPLETIONS_AT:
+        return context.chat(prompt, max_tokens=tokens, logprobs=defaults.CHECK_TOP_LOGPROBS)
+    return CompletionRequest(
+        model=context.model,
+        prompt=prompt,
+        max_tokens=tokens,
+        temperature=0.0,
+        logprobs=defaults.CHECK_TOP_LOGPROBS,
+    )
+
+
+async def _alone(context: GuardContext, requests: list[Request]) -> list[RequestRecord]:
     return [await context.send(request) for request in requests]
 
 
-async def _concurrent(context: GuardContext, requests: list[ChatRequest]) -> list[RequestRecord]:
+async def _concurrent(context: GuardContext, requests: list[Request]) -> list[RequestRecord]:
     width = max(context.settings.concurrency, len(requests))
     batch = [requests[i % len(requests)] for i in range(width)]
     return (await context.send_all(batch))[: len(requests)]
 
 
-async def _staggered(context: GuardContext, requests: list[ChatRequest]) -> list[RequestRecord]:
+async def _staggered(context: GuardContext, requests: list[Request]) -> list[RequestRecord]:
     return await context.send_staggered(requests, defaults.CHECK_STAGGER_S)
 
 
-async def _beside_long(context: GuardContext, requests: list[ChatRequest]) -> list[RequestRecord]:
+async def _beside_long(context: GuardContext, requests: list[Request]) -> list[RequestRecord]:
     records = await context.send_all([long_neighbour(context), *requests])
     return records[1:]
 
@@ -76,36 +96,35 @@ SCENARIOS: Final[dict[str, Scenario]] = {
 QUICK_SCENARIOS: Final = ("concurrent",)
 
 
-def both_paths(requests: list[ChatRequest]) -> list[ChatRequest]:
+def both_paths(requests: Sequence[Request]) -> list[Request]:
     """Every request streamed and again whole, interleaved: under load both reply paths run
     beside each other (many agent clients never stream; issue 12 found corruption confined to
     the non-streamed path under concurrency)."""
     return [r.model_copy(update={"stream": stream}) for r in requests for stream in (True, False)]
 
 
-def path_label(index: int) -> str:
-    """The label of `both_paths(requests)[index]`."""
-    return f"prompt {index // 2 + 1} {'streamed' if index % 2 == 0 else 'non-streamed'}"
+def path_label(index: int, api: str = "chat") -> str:
+    """The label of `both_paths(requests)[index]`; a completions request says so."""
+    endpoint = " (completions)" if api == "completions" else ""
+    return f"prompt {index // 2 + 1}{endpoint} {'streamed' if index % 2 == 0 else 'non-streamed'}"
 
 
 async def determinism_guard(context: GuardContext) -> GuardResult:
     quick = context.settings.quick
     prompts = PROMPTS[:QUICK_PROMPTS] if quick else PROMPTS
     tokens = QUICK_REPLY_TOKENS if quick else defaults.CHECK_REPLY_TOKENS
-    requests = [
-        context.chat(p, max_tokens=tokens, logprobs=defaults.CHECK_TOP_LOGPROBS) for p in prompts
-    ]
+    requests = [probe_request(context, i, p, tokens) for i, p in enumerate(prompts)]
     cold = await _alone(context, requests)  # fills the prefix cache
     reference = await _alone(context, requests)
     if problem := reference_problem(cold + reference):
         return failed(NAME, problem)
     names = QUICK_SCENARIOS if quick else tuple(SCENARIOS)
-    alone = [f"prompt {i + 1} streamed" for i in range(len(prompts))]
+    alone = [path_label(2 * i, r.api) for i, r in enumerate(requests)]
     outcomes: dict[str, list[tuple[str, Divergence]]] = {
         "cold (first run)": _compared(reference, cold, alone)
     }
     mixed = both_paths(requests)
-    labels = [path_label(i) for i in range(len(mixed))]
+    labels = [path_label(i, r.api) for i, r in enumerate(mixed)]
     for name in names:
         records = await SCENARIOS[name](context, mixed)
         outcomes[name] = _compared([reference[i // 2] for i in range(len(mixed))], records, labels)
@@ -151,8 +170,9 @@ def _verdict(
             counts[divergence.kind] += 1
     compared = sum(len(rows) for rows in outcomes.values())
     summary = (
-        f"{len(outcomes)} scenarios × {len(prompts)} prompts, streamed and non-streamed under "
-        f"load, {compared} replies vs alone: {counts['identical']} identical, "
+        f"{len(outcomes)} scenarios × {len(prompts)} prompts (chat and completions), streamed "
+        f"and non-streamed under load, {compared} replies vs alone: "
+        f"{counts['identical']} identical, "
         f"{counts['near_tie']} near-tie flips, {counts['defect']} defects"
     )
     if notes:

@@ -23,12 +23,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
 from sparkrig import defaults
-from sparkrig.client import ChatRequest, RequestRecord
+from sparkrig.client import ChatRequest, CompletionRequest, RequestRecord
 from sparkrig.client.records import TokenLogprob
 from sparkrig.errors import UsageError, validation_problem
 from sparkrig.guards.divergence import Divergence, first_divergence
@@ -43,6 +43,10 @@ class KeptOutput(BaseModel):
 
     guard: str
     prompt: str
+    api: Literal["chat", "completions"] = Field(
+        default="chat",
+        description="the endpoint that answered (receipts from before it was kept: chat)",
+    )
     stream: bool
     max_tokens: int | None = Field(
         description="the reply's token budget: a shorter budget's reply is a prefix, not a change"
@@ -52,17 +56,20 @@ class KeptOutput(BaseModel):
 
     @property
     def key(self) -> OutputKey:
-        return self.guard, self.prompt, self.stream, self.max_tokens
+        return self.guard, self.prompt, self.api, self.stream, self.max_tokens
 
 
-OutputKey = tuple[str, str, bool, int | None]
+OutputKey = tuple[str, str, str, bool, int | None]
 
 
-def kept(guard: str, prompt: str, request: ChatRequest, record: RequestRecord) -> dict[str, Any]:
+def kept(
+    guard: str, prompt: str, request: ChatRequest | CompletionRequest, record: RequestRecord
+) -> dict[str, Any]:
     """The JSON a guard puts in `details["outputs"]` for one reply."""
     output = KeptOutput(
         guard=guard,
         prompt=prompt,
+        api=request.api,
         stream=record.stream,
         max_tokens=request.max_tokens,
         content=record.content,
@@ -84,7 +91,7 @@ def outputs_of(results: Iterable[Any]) -> dict[OutputKey, KeptOutput]:
 def _record(output: KeptOutput) -> RequestRecord:
     return RequestRecord(
         url="",
-        api="chat",
+        api=output.api,
         stream=output.stream,
         model="",
         send_ns=0,
@@ -96,6 +103,7 @@ def _record(output: KeptOutput) -> RequestRecord:
 class Compared(BaseModel):
     guard: str
     prompt: str
+    api: Literal["chat", "completions"] = "chat"
     stream: bool
     text: Divergence
     positions: int = Field(description="positions with a chosen token on both sides compared")
@@ -139,6 +147,7 @@ def compare_one(previous: KeptOutput, current: KeptOutput) -> Compared:
     return Compared(
         guard=current.guard,
         prompt=current.prompt,
+        api=current.api,
         stream=current.stream,
         text=text,
         positions=positions,
@@ -191,7 +200,7 @@ def against_verdict(
     )
     for row in rows:
         if row.text.kind == "defect":
-            path = "streamed" if row.stream else "non-streamed"
+            path = f"{row.api}, {'streamed' if row.stream else 'non-streamed'}"
             return failed(
                 NAME,
                 f"{summary}; {row.guard} {row.prompt[:50]!r} ({path}) changed at char "

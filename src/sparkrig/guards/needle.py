@@ -45,10 +45,15 @@ def three_needle_prompt(sentences: list[str]) -> str:
 
 
 def ladder(cap: int) -> list[int]:
+    """Doubling lengths from CHECK_NEEDLE_FIRST_TOKENS, then the cap; a doubling rung within
+    CHECK_NEEDLE_MIN_STEP of the cap is left out (2,048 beside 2,112 tells nothing the cap does
+    not, and costs three long prefills)."""
     lengths, length = [], defaults.CHECK_NEEDLE_FIRST_TOKENS
     while length < cap:
         lengths.append(length)
         length *= 2
+    if lengths and cap < lengths[-1] * defaults.CHECK_NEEDLE_MIN_STEP:
+        lengths.pop()
     return [*lengths, cap]
 
 

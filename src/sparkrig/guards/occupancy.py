@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Final, TypeVar
 
 from sparkrig import defaults
-from sparkrig.client import ChatRequest, RequestRecord
+from sparkrig.client import ChatRequest, CompletionRequest, RequestRecord
 from sparkrig.guards.context import GuardContext
 from sparkrig.guards.divergence import Divergence, first_divergence
 from sparkrig.guards.server_shape import server_slots
@@ -47,7 +47,7 @@ def widened(items: Sequence[T], width: int) -> list[T]:
 
 
 async def at_occupancy(
-    context: GuardContext, requests: Sequence[ChatRequest], width: int
+    context: GuardContext, requests: Sequence[ChatRequest | CompletionRequest], width: int
 ) -> list[RequestRecord]:
     """`widened(requests, width)` with `width` in flight: in waves of `width` when there are
     more requests, else all at once; every record, the repeats' too (the last to arrive is one)."""
@@ -69,7 +69,7 @@ def compared(
 
 async def occupancy_outcomes(
     context: GuardContext,
-    mixed: Sequence[ChatRequest],
+    mixed: Sequence[ChatRequest | CompletionRequest],
     references: Sequence[RequestRecord],
     labels: Sequence[str],
     slots: int,
