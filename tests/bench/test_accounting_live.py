@@ -38,6 +38,19 @@ async def _bench(url: str, out: Path, settings: BenchSettings = SETTINGS) -> Ben
     return receipt
 
 
+async def _one_point_behind(
+    fault: Fault, llama_server: LocalInstance, tmp_path: Path
+) -> PointResult:
+    """The one cold concurrency point measured through the gateway injecting `fault`."""
+    settings = SETTINGS.model_copy(update={"cached_replays": False})
+    async with running_gateway(llama_server.base_url, GatewayConfig(faults=[fault])) as url:
+        receipt = await run_bench(
+            url, suites=["concurrency"], settings=settings, out_path=tmp_path / f"{fault}.json"
+        )
+    (point,) = receipt.points
+    return point
+
+
 def _witnessed_honestly(point: PointResult) -> None:
     """The point's witness was read and held: every logprobs entry a claimed token."""
     witness = point.witness
@@ -97,13 +110,7 @@ async def test_a_stream_that_claims_fewer_tokens_than_its_events_makes_the_point
 ) -> None:
     """undercounted-stream halves the usage of streamed replies only: every timed request
     streams, so each claims 16 tokens for the 32 content events it delivered."""
-    settings = SETTINGS.model_copy(update={"cached_replays": False})
-    config = GatewayConfig(faults=[Fault.UNDERCOUNTED_STREAM])
-    async with running_gateway(llama_server.base_url, config) as url:
-        receipt = await run_bench(
-            url, suites=["concurrency"], settings=settings, out_path=tmp_path / "under.json"
-        )
-    (point,) = receipt.points
+    point = await _one_point_behind(Fault.UNDERCOUNTED_STREAM, llama_server, tmp_path)
     assert INVALID_COUNTS in point.invalid_reasons
     text = " ".join(count_findings(point))
     assert f"{TOKENS} content events carried {TOKENS // 2} claimed tokens" in text
@@ -132,13 +139,7 @@ async def test_a_witness_reply_that_disagrees_with_itself_makes_the_point_invali
     nats from its logprob; the text and the counts stay right, so only the witness sees it."""
     from sparkrig.bench.point import INVALID_INCONSISTENT
 
-    settings = SETTINGS.model_copy(update={"cached_replays": False})
-    config = GatewayConfig(faults=[Fault.TOP_MISMATCH])
-    async with running_gateway(llama_server.base_url, config) as url:
-        receipt = await run_bench(
-            url, suites=["concurrency"], settings=settings, out_path=tmp_path / "top.json"
-        )
-    (point,) = receipt.points
+    point = await _one_point_behind(Fault.TOP_MISMATCH, llama_server, tmp_path)
     assert point.invalid_reasons == [INVALID_INCONSISTENT]
     assert point.witness is not None
     assert "in its own top_logprobs" in point.witness.inconsistent[0]
