@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sparkrig.bench.accounting import CountVerdict, ReplyCount, judge_counts
-from sparkrig.bench.point import INVALID_COUNTS, Sample
+from sparkrig.bench.point_result import INVALID_COUNTS, Sample
 from sparkrig.bench.receipt import BenchReceipt, load_receipt
 from sparkrig.engines.metric_map import Quantity
 

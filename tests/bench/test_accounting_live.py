@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from sparkrig.bench.point import INVALID_COUNTS, BenchSettings, PointResult, count_findings
+from sparkrig.bench.point import BenchSettings
+from sparkrig.bench.point_result import INVALID_COUNTS, PointResult, count_findings
 from sparkrig.bench.receipt import BenchReceipt, load_receipt
 from sparkrig.bench.run import run_bench
 from sparkrig.cli.views.bench_table import bench_table
@@ -137,7 +138,7 @@ async def test_a_witness_reply_that_disagrees_with_itself_makes_the_point_invali
 ) -> None:
     """The gateway's top-mismatch fault moves the sampled token's own top_logprobs entry 0.5
     nats from its logprob; the text and the counts stay right, so only the witness sees it."""
-    from sparkrig.bench.point import INVALID_INCONSISTENT
+    from sparkrig.bench.point_result import INVALID_INCONSISTENT
 
     point = await _one_point_behind(Fault.TOP_MISMATCH, llama_server, tmp_path)
     assert point.invalid_reasons == [INVALID_INCONSISTENT]

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from sparkrig.bench.corpus import corpus_sha256
-from sparkrig.bench.point import BenchSettings, PointResult, measure_point
+from sparkrig.bench.point import BenchSettings, measure_point
+from sparkrig.bench.point_result import PointResult
 from sparkrig.bench.receipt import load_receipt
 from sparkrig.bench.run import run_bench
 from sparkrig.bench.suites import prefill_rate, single_decode_rate

@@ -14,7 +14,8 @@ import pytest
 from sparkrig import defaults
 from sparkrig.bench.compare import compare_receipts
 from sparkrig.bench.paired import run_paired_bench
-from sparkrig.bench.point import BenchSettings, PointResult
+from sparkrig.bench.point import BenchSettings
+from sparkrig.bench.point_result import PointResult
 from sparkrig.bench.receipt import BenchReceipt, load_receipt
 from sparkrig.bench.workloads import DECODE_PROMPTS
 from sparkrig.client import EndpointClient

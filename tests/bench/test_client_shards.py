@@ -30,7 +30,8 @@ from sparkrig.bench.client_shards import (
     send_in_process,
     split,
 )
-from sparkrig.bench.point import BenchSettings, PointResult, measure_point
+from sparkrig.bench.point import BenchSettings, measure_point
+from sparkrig.bench.point_result import PointResult
 from sparkrig.bench.run import run_bench
 from sparkrig.client import ChatRequest, EndpointClient
 from sparkrig.errors import EndpointError, UsageError

@@ -11,7 +11,8 @@ import pytest
 
 from sparkrig import defaults
 from sparkrig.bench.compare import compare_receipts
-from sparkrig.bench.point import BenchSettings, PointResult, RequestSummary, Sample
+from sparkrig.bench.point import BenchSettings
+from sparkrig.bench.point_result import PointResult, RequestSummary, Sample
 from sparkrig.bench.receipt import BenchReceipt, load_receipt, save_receipt
 from sparkrig.bench.statistics import summarize
 from sparkrig.errors import UsageError

@@ -54,14 +54,15 @@ def test_close_groups_are_one_speed() -> None:
 
 
 def test_a_point_with_two_speeds_says_so_in_its_warnings_table_and_page() -> None:
-    from sparkrig.bench.point import PointResult, Sample, _flag_two_speeds
+    from sparkrig.bench.point_flags import flag_two_speeds
+    from sparkrig.bench.point_result import PointResult, Sample
     from sparkrig.cli.views.bench_table import _flags as table_flags
     from sparkrig.report.html_report import _flags as page_flags
 
     point = PointResult(suite="concurrency", name="c=8 cold", metric="aggregate tok/s, 8 streams")
     point.samples = [Sample(value=v, requests=[]) for v in LADDER["per_slot_kv"]["c=8 cold"]]
-    _flag_two_speeds(point)
-    _flag_two_speeds(point)  # a later round looks again: still one warning
+    flag_two_speeds(point)
+    flag_two_speeds(point)  # a later round looks again: still one warning
     assert point.two_speeds is not None
     warnings = [w for w in point.warnings if w.startswith("two speeds:")]
     assert len(warnings) == 1
@@ -71,7 +72,7 @@ def test_a_point_with_two_speeds_says_so_in_its_warnings_table_and_page() -> Non
     assert "two speeds" in page_flags(point)
 
     point.samples = [Sample(value=v, requests=[]) for v in LADDER["unified_kv"]["c=8 cold"]]
-    _flag_two_speeds(point)
+    flag_two_speeds(point)
     assert point.two_speeds is None
     assert not any(w.startswith("two speeds:") for w in point.warnings)
     assert "two speeds" not in table_flags(point) + page_flags(point)

@@ -19,7 +19,8 @@ from sparkrig.bench.multiturn import (
     turn_kind,
 )
 from sparkrig.bench.multiturn_figures import multiturn_figures
-from sparkrig.bench.point import BenchSettings, RequestSummary
+from sparkrig.bench.point import BenchSettings
+from sparkrig.bench.point_result import RequestSummary
 from sparkrig.client import EndpointClient, RequestRecord
 from sparkrig.client.accumulate import StreamAccumulator
 from sparkrig.client.records import Usage

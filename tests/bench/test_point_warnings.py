@@ -5,7 +5,8 @@ the running-requests gauge is said to be that, not missing."""
 
 from __future__ import annotations
 
-from sparkrig.bench.point import PointResult, _flag_cold_start, _no_idle_check
+from sparkrig.bench.point_flags import flag_cold_start, no_idle_check_warning
+from sparkrig.bench.point_result import PointResult
 from sparkrig.bench.statistics import summarize
 from sparkrig.client.metrics import parse_metrics
 
@@ -14,7 +15,7 @@ def _point(first: float, samples: list[float]) -> PointResult:
     point = PointResult(suite="decode", name="c1", metric="tok/s")
     point.warmup_values = [first]
     point.summary = summarize(samples)
-    _flag_cold_start(point)
+    flag_cold_start(point)
     return point
 
 
@@ -37,16 +38,16 @@ def test_a_first_request_just_below_the_slowest_but_near_the_median_is_not_flagg
 
 def test_the_flag_is_raised_once_across_rounds() -> None:
     point = _point(50.0, [100.0, 101.0, 102.0])
-    _flag_cold_start(point)
+    flag_cold_start(point)
     assert point.cold_start
     assert sum(w.startswith("cold engine") for w in point.warnings) == 1
 
 
 def test_a_metrics_page_without_the_running_gauge_is_not_called_missing() -> None:
-    assert _no_idle_check(None).startswith("no /metrics:")
+    assert no_idle_check_warning(None).startswith("no /metrics:")
     page = parse_metrics(
         "# TYPE llamacpp:tokens_predicted_total counter\nllamacpp:tokens_predicted_total 5\n"
     )
-    said = _no_idle_check(page)
+    said = no_idle_check_warning(page)
     assert said.startswith("/metrics answered (")
     assert "no running-requests gauge" in said

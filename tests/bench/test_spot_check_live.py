@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from sparkrig.bench.point import INVALID_NONSENSE, BenchSettings
+from sparkrig.bench.point import BenchSettings
+from sparkrig.bench.point_result import INVALID_NONSENSE
 from sparkrig.bench.run import run_bench
 from sparkrig.bench.spot_check import spot_check
 from sparkrig.client import EndpointClient

@@ -6,13 +6,12 @@ from __future__ import annotations
 import pytest
 
 from sparkrig import defaults
-from sparkrig.bench.point import (
+from sparkrig.bench.point import BenchSettings, account
+from sparkrig.bench.point_result import (
     INVALID_DEGENERATE,
-    BenchSettings,
     PointResult,
     RequestSummary,
     Sample,
-    account,
     mark_invalid,
 )
 from sparkrig.bench.validity import INVALID_ERRORS, coverage_of, error_rate_reason

@@ -6,7 +6,8 @@ generation and keeps warming past it."""
 
 from __future__ import annotations
 
-from sparkrig.bench.point import BenchSettings, PointResult, measure_point
+from sparkrig.bench.point import BenchSettings, measure_point
+from sparkrig.bench.point_result import PointResult
 from sparkrig.bench.steady_warmup import agreed, steady_warmup
 from sparkrig.bench.suites import single_decode_rate
 from sparkrig.bench.workloads import chat

@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 
 from sparkrig.bench.goodput import point_goodput
-from sparkrig.bench.point import BenchSettings, PointResult, RequestSummary, Sample
+from sparkrig.bench.point import BenchSettings
+from sparkrig.bench.point_result import PointResult, RequestSummary, Sample
 from sparkrig.bench.receipt import BenchReceipt
 from sparkrig.bench.slo import parse_slo
 from sparkrig.bench.statistics import summarize

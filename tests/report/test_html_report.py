@@ -12,7 +12,8 @@ import pytest
 from rich.console import Console
 
 from sparkrig.bench.count_witness import CountWitness
-from sparkrig.bench.point import BenchSettings, PointResult, RequestSummary, Sample
+from sparkrig.bench.point import BenchSettings
+from sparkrig.bench.point_result import PointResult, RequestSummary, Sample
 from sparkrig.bench.receipt import BenchReceipt, save_receipt
 from sparkrig.bench.speculative import SpecAccounting
 from sparkrig.bench.statistics import summarize

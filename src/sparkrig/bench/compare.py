@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from sparkrig.bench.point import PointResult
+from sparkrig.bench.point_result import PointResult
 from sparkrig.bench.receipt import BenchReceipt
 from sparkrig.bench.statistics import (
     ChangeVerdict,

@@ -22,7 +22,7 @@ NS_PER_S = 1_000_000_000
 
 
 class RequestTimes(Protocol):
-    """What goodput reads of one request (bench/point.py's RequestSummary has it)."""
+    """What goodput reads of one request (bench/point_result.py's RequestSummary has it)."""
 
     @property
     def send_ns(self) -> int | None: ...

@@ -23,7 +23,7 @@ PRECISION = "adjacent levels"
 
 
 class ProbedPoint(Protocol):
-    """What the result reads of a probe point (bench/point.py's PointResult has it)."""
+    """What the result reads of a probe point (bench/point_result.py's PointResult has it)."""
 
     @property
     def load(self) -> int | None: ...

@@ -23,7 +23,7 @@ ReuseVerdict = Literal["reused", "missed", "unverified"]
 
 
 class TurnRequest(Protocol):
-    """What the figures read of one turn (bench/point.py's RequestSummary has it)."""
+    """What the figures read of one turn (bench/point_result.py's RequestSummary has it)."""
 
     @property
     def prompt_tokens(self) -> int | None: ...

@@ -14,7 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sparkrig.bench.client_shards import ShardedSender
-from sparkrig.bench.point import BenchSettings, PointResult
+from sparkrig.bench.point import BenchSettings
+from sparkrig.bench.point_result import PointResult
 from sparkrig.bench.receipt import BenchReceipt, save_receipt
 from sparkrig.bench.run import check_suites, measure_round, open_side
 from sparkrig.client import EndpointClient

@@ -9,7 +9,8 @@ from pydantic import Field, model_validator
 
 from sparkrig.bench.idle_gap import IdleGap
 from sparkrig.bench.max_load import MaxLoadResult, max_load_result
-from sparkrig.bench.point import BenchSettings, PointResult
+from sparkrig.bench.point import BenchSettings
+from sparkrig.bench.point_result import PointResult
 from sparkrig.bench.steady_warmup import SteadyWarmup
 from sparkrig.bench.validity import INVALID_ERRORS
 from sparkrig.client.live_kv_pool import LiveKvPool

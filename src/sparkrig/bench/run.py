@@ -11,7 +11,8 @@ from sparkrig.bench.accounting import CountText, server_text_counter
 from sparkrig.bench.arrivals import ScheduledSender
 from sparkrig.bench.client_shards import SendAll, ShardedSender, send_in_process
 from sparkrig.bench.idle_gap import idle_gap, idle_warning, note_activity
-from sparkrig.bench.point import BenchSettings, PointResult, measure_point
+from sparkrig.bench.point import BenchSettings, measure_point
+from sparkrig.bench.point_result import PointResult
 from sparkrig.bench.prefill_text import prefill_prompts
 from sparkrig.bench.receipt import BenchReceipt, save_receipt
 from sparkrig.bench.steady_warmup import steady_warmup

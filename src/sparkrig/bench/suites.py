@@ -27,7 +27,8 @@ from sparkrig.bench.multiturn import (
     conversation_requests,
     later_turns_prompt_rate,
 )
-from sparkrig.bench.point import BenchSettings, PointResult, ValueOf
+from sparkrig.bench.point import BenchSettings, ValueOf
+from sparkrig.bench.point_result import PointResult
 from sparkrig.bench.prefill_text import PrefillPrompts
 from sparkrig.bench.workloads import DECODE_PROMPTS, chat
 from sparkrig.client import ChatRequest, CompletionRequest, EndpointClient, RequestRecord

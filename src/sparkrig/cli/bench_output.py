@@ -103,7 +103,7 @@ def fail_when_nothing_measured(receipt: Any, out_path: Path) -> None:
 
 def fail_when_no_valid_point(receipt: Any, out_path: Path) -> None:
     """Something was measured, but every point that was is INVALID: no figure stands."""
-    from sparkrig.bench.point import invalid_reasons
+    from sparkrig.bench.point_result import invalid_reasons
 
     measured = [point for point in receipt.points if point.samples]
     if not measured or any(not point.invalid for point in measured):

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from html import escape
 
 from sparkrig.bench.goodput import PointGoodput
-from sparkrig.bench.point import PointResult
+from sparkrig.bench.point_result import PointResult
 from sparkrig.bench.receipt import BenchReceipt
 from sparkrig.bench.slo import SloTerm
 from sparkrig.report.svg_charts import Bar, Cell, bar_chart, limit_chart

@@ -12,13 +12,8 @@ from collections import Counter
 from collections.abc import Sequence
 from html import escape
 
-from sparkrig.bench.point import (
-    BenchSettings,
-    PointResult,
-    count_findings,
-    count_notes,
-    invalid_reasons,
-)
+from sparkrig.bench.point import BenchSettings
+from sparkrig.bench.point_result import PointResult, count_findings, count_notes, invalid_reasons
 from sparkrig.bench.receipt import BenchReceipt
 from sparkrig.bench.statistics import precision_checkpoints
 from sparkrig.bench.suites import per_stream_mean

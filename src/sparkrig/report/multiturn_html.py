@@ -8,7 +8,7 @@ from __future__ import annotations
 from html import escape
 
 from sparkrig.bench.multiturn_figures import MultiturnFigures, TurnFigures
-from sparkrig.bench.point import PointResult
+from sparkrig.bench.point_result import PointResult
 from sparkrig.bench.receipt import BenchReceipt
 from sparkrig.report.svg_charts import Bar, bar_chart
 

@@ -7,7 +7,7 @@ import statistics
 from rich.table import Table
 
 from sparkrig.bench.compare import SAMPLES_ONLY, PointComparison
-from sparkrig.bench.point import PointResult, count_notes, invalid_reasons
+from sparkrig.bench.point_result import PointResult, count_notes, invalid_reasons
 from sparkrig.bench.receipt import BenchReceipt
 from sparkrig.bench.suites import per_stream_mean
 

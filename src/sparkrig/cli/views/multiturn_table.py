@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
-from sparkrig.bench.point import PointResult
+from sparkrig.bench.point_result import PointResult
 from sparkrig.bench.receipt import BenchReceipt
 from sparkrig.report.multiturn_html import CAPTION, TURN_COLUMNS, sessions_line, turn_cells
 
