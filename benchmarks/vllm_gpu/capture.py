@@ -1,7 +1,9 @@
 """Capture a live server's replies as fixtures: run on the GPU machine against the vLLM that
 `sparkrig up` started (`python3 benchmarks/vllm_gpu/capture.py URL MODEL OUT_DIR [LABEL]`).
 
-Standard library only, so it runs before anything else is installed. Every reply is written raw
+A LABEL starting with `think` asks the reasoning questions instead (think_asks: the server of
+vllm-h200-think.toml, directly or through `gateway serve`). Standard library only, so it runs
+before anything else is installed. Every reply is written raw
 (status line, content type, body bytes as text) into OUT_DIR/LABEL-NAME.txt, and an index of
 what was asked into OUT_DIR/LABEL-index.json; tests/fixtures/vllm/ keeps what these produced.
 """
@@ -94,6 +96,33 @@ def asks(model: str) -> dict[str, tuple[str, str, object | None]]:
     }
 
 
+def think_asks(model: str) -> dict[str, tuple[str, str, object | None]]:
+    """The reasoning shapes of the field reports on a template that opens <think> in the prompt
+    (docs/field-notes.md#empty-content-table, #stop-in-reasoning, #reasoning-none-thinking):
+    thinking on and off, streamed and whole, a stop string that occurs in the thinking, and
+    reasoning_effort "none" together with thinking on."""
+    user = [{"role": "user", "content": "What's 1 + 1?"}]
+
+    def chat(max_tokens: int, **extra: object) -> tuple[str, str, object | None]:
+        body = {"model": model, "messages": user, "max_tokens": max_tokens, "temperature": 0}
+        return ("POST", "/v1/chat/completions", body | extra)
+
+    on = {"chat_template_kwargs": {"thinking": True}}
+    off = {"chat_template_kwargs": {"thinking": False}}
+    usage = {"stream_options": {"include_usage": True}}
+    return {
+        "models": ("GET", "/v1/models", None),
+        "on": chat(512, **on),
+        "on-stream": chat(512, **on, stream=True, **usage),
+        "off": chat(128, **off),
+        "off-stream": chat(128, **off, stream=True, **usage),
+        "on-stop": chat(512, **on, stop=[" is"]),
+        "on-stop-stream": chat(512, **on, stop=[" is"], stream=True, **usage),
+        "effort-none": chat(512, **on, reasoning_effort="none"),
+        "short-budget": chat(24, **on),
+    }
+
+
 def fetch(base: str, method: str, path: str, body: object | None) -> tuple[int, str, bytes]:
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(base + path, data=data, method=method)  # noqa: S310
@@ -111,7 +140,8 @@ def main() -> int:
     label = sys.argv[4] if len(sys.argv) > 4 else "vllm"
     out.mkdir(parents=True, exist_ok=True)
     index = []
-    for name, (method, path, body) in asks(model).items():
+    chosen = think_asks(model) if label.startswith("think") else asks(model)
+    for name, (method, path, body) in chosen.items():
         began = time.time()
         try:
             status, kind, raw = fetch(base, method, path, body)

@@ -9,7 +9,10 @@ Across calls (a process started with its own session outlives the call while the
 warm): live (starts group soak detached, then up, check ×3 and the fault matrix), soak (a second
 vLLM on port 8001, the gateway in front of it, the openai client, a --soak SECONDS soak, down),
 finish (waits for soak, bench, the peer, doctor --live, report, then the ngram restart and the
-peer again), peers (up, the peer, the ngram restart, the peer again).
+peer again), peers (up, the peer, the ngram restart, the peer again), think (vllm-h200-think.toml:
+vLLM's --reasoning-parser on a template that opens <think>; the reasoning captures directly and
+through `gateway serve`, stop_in_reasoning and the reply guards; run it on a machine with no
+other server on port 8000).
 Run from the repository root after assemble.py. Each stage's output goes to
 /tmp/vllm-results/GROUP/NAME.log and one line per stage to GROUP/summary.jsonl as it ends; a
 stage that would start past the group's budget is recorded as skipped. At the end every group's
@@ -31,6 +34,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER = "benchmarks/vllm_gpu/vllm-h200.toml"
+THINK_CLUSTER = "benchmarks/vllm_gpu/vllm-h200-think.toml"  # port 8000, after `down`
+THINK_TEMPLATE = "benchmarks/vllm_gpu/think-template.jinja"
 SOAK_CLUSTER = "benchmarks/vllm_gpu/vllm-h200-soak.toml"  # port 8001
 URL = "http://127.0.0.1:8000"
 SOAK_URL = "http://127.0.0.1:8001"
@@ -39,6 +44,7 @@ MODEL = "smollm2-135m-instruct"
 TMP = Path(tempfile.gettempdir())  # /tmp there: where assemble.py put vLLM and the model
 MODEL_DIR = str(TMP / "vllm-model")
 RESULTS = TMP / "vllm-results"
+THINK_PATH = str(TMP / "think-template.jinja")  # where vllm-h200-think.toml's --chat-template reads
 SITES = (str(TMP / "sparkrig-site"), str(TMP / "vllm-site"))
 
 
@@ -228,6 +234,32 @@ def groups(soak_s: int) -> dict[str, list[tuple[str, list[str], int]]]:
             ),
             logs("logs-spec"),
         ],
+        "think": [  # vLLM's --reasoning-parser on a template that opens <think> (issue 23)
+            (
+                "copy-template",
+                [*PY, "-c", f"import shutil; shutil.copy({THINK_TEMPLATE!r}, {THINK_PATH!r})"],
+                30,
+            ),
+            ("up-think", [*SR, "up", THINK_CLUSTER, "--apply"], 420),
+            ("capture-think", capture("think"), 300),
+            (
+                "check-think",
+                [
+                    *SR,
+                    "check",
+                    URL,
+                    "--guard",
+                    "stop_in_reasoning,structured,stream_parity,consistency",
+                    "--force",
+                    "--out",
+                    "{dir}/check-think.json",
+                ],
+                300,
+            ),
+            ("gateway-think", ["@gateway-capture", "think-gateway"], 300),
+            logs("logs-think", THINK_CLUSTER),
+            ("down-think", [*SR, "down", THINK_CLUSTER, "--apply"], 120),
+        ],
         "down": [("down", [*SR, "down", CLUSTER, "--apply"], 120)],
     }
 
@@ -243,8 +275,17 @@ def wait_for(url: str, seconds: float) -> bool:
     return False
 
 
-def gateway_stage(folder: Path, soak_s: int, log, env: dict[str, str], target: str = URL) -> int:  # type: ignore[no-untyped-def]
-    """gateway serve in front of vLLM; the openai client through it; a soak through it."""
+def gateway_stage(  # type: ignore[no-untyped-def]
+    folder: Path,
+    soak_s: int,
+    log,
+    env: dict[str, str],
+    target: str = URL,
+    *,
+    capture_label: str | None = None,
+) -> int:
+    """gateway serve in front of vLLM; the openai client through it; a soak through it. With
+    `capture_label`: capture.py's asks of that label through it instead."""
     gateway = subprocess.Popen(
         [
             *SR,
@@ -267,32 +308,39 @@ def gateway_stage(folder: Path, soak_s: int, log, env: dict[str, str], target: s
         if not wait_for(GATEWAY, 60):
             log.write(b"gateway did not answer /health in 60 s\n")
             return 1
-        steps = [
-            [
-                *PY,
-                "benchmarks/vllm_gpu/openai_client.py",
-                GATEWAY,
-                MODEL,
-                str(folder / "openai-client.json"),
-            ],
-            [
-                *SR,
-                "soak",
-                GATEWAY,
-                "--model",
-                MODEL,
-                "--concurrency",
-                "4",
-                "--duration",
-                str(soak_s),
-                "--window",
-                str(max(30, soak_s // 4)),
-                "--metrics-url",
-                f"{target}/metrics",
-                "--receipt",
-                str(folder / "soak.json"),
-            ],
+        capture = [
+            [*PY, "benchmarks/vllm_gpu/capture.py", GATEWAY, MODEL, str(folder / "fixtures")]
         ]
+        steps = (
+            [[*capture[0], capture_label]]
+            if capture_label
+            else [
+                [
+                    *PY,
+                    "benchmarks/vllm_gpu/openai_client.py",
+                    GATEWAY,
+                    MODEL,
+                    str(folder / "openai-client.json"),
+                ],
+                [
+                    *SR,
+                    "soak",
+                    GATEWAY,
+                    "--model",
+                    MODEL,
+                    "--concurrency",
+                    "4",
+                    "--duration",
+                    str(soak_s),
+                    "--window",
+                    str(max(30, soak_s // 4)),
+                    "--metrics-url",
+                    f"{target}/metrics",
+                    "--receipt",
+                    str(folder / "soak.json"),
+                ],
+            ]
+        )
         codes = []
         for argv in steps:
             log.write(f"$ {' '.join(argv)}\n".encode())
@@ -388,6 +436,8 @@ def main() -> int:
                     if argv[0] == "@gateway":
                         target = argv[2] if len(argv) > 2 else URL
                         code = gateway_stage(folder, soak_s, log, env, target)
+                    elif argv[0] == "@gateway-capture":
+                        code = gateway_stage(folder, soak_s, log, env, capture_label=argv[1])
                     elif argv[0] == "@detach":
                         code = detach(argv[1:], folder, log, env)
                     elif argv[0] == "@wait":

@@ -164,3 +164,40 @@ def test_requirement_gaps_on_the_host_python_only() -> None:
         ("vllm", "numba", "0.68.0"),
         ("vllm", "blake3", None),
     ]
+
+
+def test_the_think_group_serves_the_template_it_copies_with_a_parser_vllm_026_has() -> None:
+    """stages.py's think group: the cluster file lints clean against vLLM 0.26's own parser
+    data, renders --reasoning-parser deepseek_r1 (a parser 0.26 registers) and reads the
+    template where the group's first stage copies it."""
+    from sparkrig.config.loading import load_cluster
+    from sparkrig.engines.vllm.knowledge import knowledge_for
+    from sparkrig.launch.cluster_plan import plan_launch
+    from sparkrig.lint import lint_cluster
+
+    stages = importlib.import_module("stages")
+    cluster = load_cluster(VLLM_GPU / "vllm-h200-think.toml")
+    assert lint_cluster(cluster) == []
+    plan = plan_launch(cluster, local_state_dir=Path("/state"), require_executors=False)
+    (head,) = [p for p in plan.processes if p.role == "head"]
+    parser = head.argv[head.argv.index("--reasoning-parser") + 1]
+    assert parser in knowledge_for("0.26").reasoning_parsers
+    assert head.argv[head.argv.index("--chat-template") + 1] == stages.THINK_PATH
+    think = [name for name, _, _ in stages.groups(60)["think"]]
+    assert think[0] == "copy-template"
+    assert think[-1] == "down-think"
+
+
+def test_the_think_template_opens_think_in_the_prompt_unless_thinking_is_off() -> None:
+    """SmolLM2's own template (its GGUF's, with its default system message) plus the opened
+    <think>; with thinking=false an empty think block, as DeepSeek's chat mode."""
+    jinja2 = pytest.importorskip("jinja2")
+    template = jinja2.Template((VLLM_GPU / "think-template.jinja").read_text())
+    messages = [{"role": "user", "content": "What's 1 + 1?"}]
+    on = template.render(messages=messages, add_generation_prompt=True)
+    off = template.render(messages=messages, add_generation_prompt=True, thinking=False)
+    system = "<|im_start|>system\nYou are a helpful AI assistant named SmolLM"
+    turn = "<|im_start|>user\nWhat's 1 + 1?<|im_end|>\n<|im_start|>assistant\n"
+    assert on.startswith(system)
+    assert on.endswith(turn + "<think>\n")
+    assert off.endswith(turn + "<think>\n\n</think>\n\n")
