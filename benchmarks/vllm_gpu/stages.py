@@ -12,7 +12,8 @@ finish (waits for soak, bench, the peer, doctor --live, report, then the ngram r
 peer again), peers (up, the peer, the ngram restart, the peer again), think (vllm-h200-think.toml:
 vLLM's --reasoning-parser on a template that opens <think>; the reasoning captures directly and
 through `gateway serve`, stop_in_reasoning and the reply guards; run it on a machine with no
-other server on port 8000).
+other server on port 8000), pair (vllm-h200-pair.toml: the pair recipe's flags that need no
+DeepSeek weights, up, fixtures, check --quick, down; port 8000 too).
 Run from the repository root after assemble.py. Each stage's output goes to
 /tmp/vllm-results/GROUP/NAME.log and one line per stage to GROUP/summary.jsonl as it ends; a
 stage that would start past the group's budget is recorded as skipped. At the end every group's
@@ -35,6 +36,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER = "benchmarks/vllm_gpu/vllm-h200.toml"
 THINK_CLUSTER = "benchmarks/vllm_gpu/vllm-h200-think.toml"  # port 8000, after `down`
+PAIR_CLUSTER = "benchmarks/vllm_gpu/vllm-h200-pair.toml"  # port 8000, after `down`
 THINK_TEMPLATE = "benchmarks/vllm_gpu/think-template.jinja"
 SOAK_CLUSTER = "benchmarks/vllm_gpu/vllm-h200-soak.toml"  # port 8001
 URL = "http://127.0.0.1:8000"
@@ -259,6 +261,17 @@ def groups(soak_s: int) -> dict[str, list[tuple[str, list[str], int]]]:
             ("gateway-think", ["@gateway-capture", "think-gateway"], 300),
             logs("logs-think", THINK_CLUSTER),
             ("down-think", [*SR, "down", THINK_CLUSTER, "--apply"], 120),
+        ],
+        "pair": [  # the pair recipe's flags that need no DeepSeek weights (issue 22)
+            ("up-pair", [*SR, "up", PAIR_CLUSTER, "--apply"], 420),
+            ("capture-pair", capture("pair"), 120),
+            (
+                "check-pair",
+                [*SR, "check", URL, "--quick", "--force", "--out", "{dir}/check-pair.json"],
+                180,
+            ),
+            logs("logs-pair", PAIR_CLUSTER),
+            ("down-pair", [*SR, "down", PAIR_CLUSTER, "--apply"], 120),
         ],
         "down": [("down", [*SR, "down", CLUSTER, "--apply"], 120)],
     }

@@ -201,3 +201,35 @@ def test_the_think_template_opens_think_in_the_prompt_unless_thinking_is_off() -
     assert on.startswith(system)
     assert on.endswith(turn + "<think>\n")
     assert off.endswith(turn + "<think>\n\n</think>\n\n")
+
+
+def test_the_pair_group_renders_the_pair_recipes_flags_less_those_it_names() -> None:
+    """vllm-h200-pair.toml keeps the pair recipe's serving flags (examples/pair-vllm.toml) but
+    the ones its header names (a second GPU and node, DeepSeek's cache dtype, the DSpark
+    runtime, a 1M context), and derives the same capture size from the same (6, k = 5)."""
+    from sparkrig.config.loading import load_cluster
+    from sparkrig.launch.cluster_plan import plan_launch
+    from sparkrig.lint import lint_cluster
+
+    def head_argv(path: Path) -> list[str]:
+        plan = plan_launch(load_cluster(path), local_state_dir=Path("/s"), require_executors=False)
+        return next(p.argv for p in plan.processes if p.role == "head")
+
+    def flags(argv: list[str]) -> dict[str, str]:
+        found = {}
+        for index, arg in enumerate(argv):
+            if arg.startswith("--"):
+                value = argv[index + 1] if index + 1 < len(argv) else ""
+                found[arg] = "" if value.startswith("--") else value
+        return found
+
+    stand_in = VLLM_GPU / "vllm-h200-pair.toml"
+    assert lint_cluster(load_cluster(stand_in)) == []
+    pair = flags(head_argv(VLLM_GPU.parents[1] / "examples" / "pair-vllm.toml"))
+    ours = flags(head_argv(stand_in))
+    named = {"--tensor-parallel-size", "--kv-cache-dtype", "--speculative-config"}
+    named |= {"--max-model-len", "--distributed-executor-backend", "--nnodes", "--node-rank"}
+    named |= {"--master-addr", "--master-port", "--served-model-name", "--host", "--port"}
+    kept = {flag: value for flag, value in pair.items() if flag not in named}
+    assert kept.items() - {"--gpu-memory-utilization": "0.8"}.items() <= ours.items()
+    assert ours["--max-cudagraph-capture-size"] == pair["--max-cudagraph-capture-size"] == "40"
