@@ -382,6 +382,13 @@ CHECK_ACCEPTANCE_SIGMAS: Final = 3.5
 # printed from one float: equal on llama.cpp (measured: identical to the last digit). 1e-3 nats
 # leaves room for an engine that rounds one of them; a rewritten value moves far more.
 REPLY_LOGPROB_TOLERANCE_NATS: Final = 1e-3
+# A streamed reply may come in a few more text events than tokens: llama-server sends one chunk
+# per message diff (its to_json_oaicompat_chat_stream), so one token that closes the reasoning and
+# opens the content, or names a tool call and starts its arguments, is two events. Allowed: this
+# many, or this share of the claimed tokens if more. A count that is half the truth (the gateway's
+# undercounted-stream) is far past it; an undercount inside it is the /metrics rule's to see.
+REPLY_EXTRA_EVENTS: Final = 4
+REPLY_EXTRA_EVENTS_SHARE: Final = 0.05
 # A reply that stopped by length short of its max_tokens is honest when the server's context
 # ended it: its prompt and reply fill the context to within this many tokens. Measured on the
 # embedded llama-server (one slot of 512 tokens): a 490-token prompt with max_tokens 100 and 400

@@ -81,9 +81,16 @@ def test_a_greedy_token_other_than_the_top_is_not_held_against_the_server() -> N
 def test_counts_beyond_max_tokens_or_below_the_events_fail() -> None:
     over = record(CLEAN_CHAT_LOGPROBS, usage=Usage(completion_tokens=8))
     assert "claimed 8 completion tokens for max_tokens 6" in reply_consistency(REQUEST, over)[0]
-    events = [SseEvent(t_ns=i, content_chars=1) for i in range(3)]
+    events = [SseEvent(t_ns=i, content_chars=1) for i in range(7)]
     short = record(CLEAN_CHAT_LOGPROBS, stream=True, events=events)
-    assert "3 content events carried 2 claimed tokens" in reply_consistency(REQUEST, short)[0]
+    assert "7 content events carried 2 claimed tokens" in reply_consistency(REQUEST, short)[0]
+    # text events are counted whatever per-event count the server put on them (an
+    # under-reporting server puts its low count there too)
+    zero = [SseEvent(t_ns=i, content_chars=1, tokens=0) for i in range(7)]
+    hidden = record(CLEAN_CHAT_LOGPROBS, stream=True, events=zero)
+    assert "7 content events carried 2 claimed tokens" in reply_consistency(REQUEST, hidden)[0]
+    within = record(CLEAN_CHAT_LOGPROBS, stream=True, events=events[:6])
+    assert reply_consistency(REQUEST, within) == []  # 2 claimed + 4 allowed
 
 
 def test_a_reply_that_stops_by_length_short_of_max_tokens_fails() -> None:

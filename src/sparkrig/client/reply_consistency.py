@@ -10,6 +10,8 @@ its numbers were computed apart from its text.
 
 from __future__ import annotations
 
+import math
+
 from sparkrig import defaults
 from sparkrig.client.endpoint import ChatRequest, CompletionRequest
 from sparkrig.client.records import RequestRecord, TokenLogprob, carries_output
@@ -96,13 +98,21 @@ def streamed_events(record: RequestRecord) -> int | None:
 
 
 def events_finding(claimed: int | None, events: int | None) -> str | None:
-    """A finding when a streamed reply came in more content events than the tokens it claims:
-    every event carries at least one token."""
-    if claimed is None or events is None or events <= claimed:
+    """A finding when a streamed reply came in more text events than the tokens it claims,
+    past the allowance (REPLY_EXTRA_EVENTS, REPLY_EXTRA_EVENTS_SHARE): every token is at most
+    one decode step, and every step one event, but llama-server sends one chunk per message
+    diff, so a token that closes the reasoning and opens the content comes as two."""
+    if claimed is None or events is None:
+        return None
+    allowed = claimed + max(
+        defaults.REPLY_EXTRA_EVENTS, math.ceil(claimed * defaults.REPLY_EXTRA_EVENTS_SHARE)
+    )
+    if events <= allowed:
         return None
     return (
-        f"token count: {events} content events carried {claimed} claimed tokens — every event "
-        "carries at least one token, so the count is short; check the engine's usage accounting"
+        f"token count: {events} content events carried {claimed} claimed tokens (at most "
+        f"{allowed} allowed) — every event carries at least one token, so the count is short; "
+        "check the engine's usage accounting"
     )
 
 
