@@ -13,7 +13,9 @@ peer again), peers (up, the peer, the ngram restart, the peer again), think (vll
 vLLM's --reasoning-parser on a template that opens <think>; the reasoning captures directly and
 through `gateway serve`, stop_in_reasoning and the reply guards; run it on a machine with no
 other server on port 8000), pair (vllm-h200-pair.toml: the pair recipe's flags that need no
-DeepSeek weights, up, fixtures, check --quick, down; port 8000 too).
+DeepSeek weights, up, fixtures, check --quick, down; port 8000 too), needles (up, a baseline of
+needle, kv_integrity and consistency, the same guards judged against it, down: the three-needle
+cells and the long KV documents on vLLM).
 Run from the repository root after assemble.py. Each stage's output goes to
 /tmp/vllm-results/GROUP/NAME.log and one line per stage to GROUP/summary.jsonl as it ends; a
 stage that would start past the group's budget is recorded as skipped. At the end every group's
@@ -272,6 +274,39 @@ def groups(soak_s: int) -> dict[str, list[tuple[str, list[str], int]]]:
             ),
             logs("logs-pair", PAIR_CLUSTER),
             ("down-pair", [*SR, "down", PAIR_CLUSTER, "--apply"], 120),
+        ],
+        "needles": [  # issue 27's long-prompt cells on vLLM: three needles, long KV documents
+            ("up", [*SR, "up", CLUSTER, "--apply"], 420),
+            (
+                "needles-baseline",
+                [
+                    *SR,
+                    "check",
+                    URL,
+                    "--record-baseline",
+                    "--guard",
+                    "needle,kv_integrity,consistency",
+                    "--force",
+                    "--out",
+                    "{dir}/needles-baseline.json",
+                ],
+                300,
+            ),
+            (
+                "needles-check",
+                [
+                    *SR,
+                    "check",
+                    URL,
+                    "--guard",
+                    "needle,kv_integrity,consistency",
+                    "--force",
+                    "--out",
+                    "{dir}/needles-check.json",
+                ],
+                300,
+            ),
+            ("down", [*SR, "down", CLUSTER, "--apply"], 120),
         ],
         "down": [("down", [*SR, "down", CLUSTER, "--apply"], 120)],
     }
