@@ -230,6 +230,7 @@ def test_the_pair_group_renders_the_pair_recipes_flags_less_those_it_names() -> 
     named = {"--tensor-parallel-size", "--kv-cache-dtype", "--speculative-config"}
     named |= {"--max-model-len", "--distributed-executor-backend", "--nnodes", "--node-rank"}
     named |= {"--master-addr", "--master-port", "--served-model-name", "--host", "--port"}
+    named |= {"--reasoning-parser"}
     kept = {flag: value for flag, value in pair.items() if flag not in named}
     assert kept.items() - {"--gpu-memory-utilization": "0.8"}.items() <= ours.items()
     assert ours["--max-cudagraph-capture-size"] == pair["--max-cudagraph-capture-size"] == "40"
