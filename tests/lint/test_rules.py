@@ -60,6 +60,11 @@ _bad("capture-size-covers-batch", _with(PAIR, profile={"max_cudagraph_capture_si
 _bad("vllm-argv-parses", _with(PAIR, profile={"extra_args": ["--enable-prefix-cacheing"]}))
 _bad("reasoning-parser-set", _with(PAIR, engine={"reasoning_parser": None}))
 _bad("dspark-k", _with(PAIR, profile={"speculative": _spec(num_speculative_tokens=7)}))
+# CPU ngram beside the recipe's --async-scheduling: vLLM 0.26.0 exited at start (GPU test bed)
+_bad(
+    "async-scheduling-spec-method",
+    _with(PAIR, profile={"speculative": {"method": "ngram", "num_speculative_tokens": 5}}),
+)
 _bad(
     "spec-repetition-penalty",
     _with(PAIR, profile={"generation_overrides": {"repetition_penalty": 1.05}}),
@@ -99,7 +104,12 @@ def test_rule_flags_its_bad_example(rule: str) -> None:
     assert findings, f"{rule} did not fire"
     for finding in findings:
         assert finding.fix
-        assert "docs/field-notes.md#" in finding.source or KNOWLEDGE in finding.source
+        # a field report's fact, vLLM's own data, or what the project's vLLM test bed measured
+        assert (
+            "docs/field-notes.md#" in finding.source
+            or KNOWLEDGE in finding.source
+            or finding.source.startswith("benchmarks/results/vllm-h200/")
+        )
         assert " — " in finding.line()
 
 

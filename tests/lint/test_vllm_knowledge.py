@@ -237,3 +237,18 @@ def test_every_vllm_example_lints_clean_against_its_declared_release(path: Path)
     assert cluster.engine is not None
     assert cluster.engine.version is not None
     assert [f.line() for f in lint_cluster(cluster) if f.severity == "error"] == []
+
+
+def test_cpu_ngram_beside_async_scheduling_is_refused_as_vllm_refused_it() -> None:
+    """vLLM 0.26.0 on the GPU test bed exited at start on vllm-h200-pair.toml with CPU ngram and
+    --async-scheduling, and started with ngram_gpu (benchmarks/results/vllm-h200/2026-12-05)."""
+    path = Path(__file__).parents[2] / "benchmarks" / "vllm_gpu" / "vllm-h200-pair.toml"
+    started = load_cluster(path)
+    assert "async-scheduling-spec-method" not in _rules(started)
+    data = started.model_dump()
+    data["profile"]["speculative"]["method"] = "ngram"
+    (message,) = _rules(Cluster.model_validate(data))["async-scheduling-spec-method"]
+    assert "'ngram' beside --async-scheduling" in message
+    data["profile"]["extra_args"] = [a for a in data["profile"]["extra_args"] if "async" not in a]
+    assert "async-scheduling-spec-method" not in _rules(Cluster.model_validate(data))
+    assert "async-scheduling-spec-method" not in _rules(load_recipe(PAIR))  # DSpark: allowed

@@ -210,3 +210,38 @@ def reasoning_parser_set(cluster: Cluster, profile: ServingProfile, key: str) ->
             f"src/sparkrig/wire/reasoning_families.py, {_source(knowledge)}",
         )
     ]
+
+
+# Speculative methods vLLM refuses beside --async-scheduling: its VllmConfig check allows only
+# "EAGLE/MTP/Draft Model/NGram GPU/DSpark"; CPU ngram was refused at start by 0.26.0 on the GPU
+# test bed (benchmarks/results/vllm-h200/2026-12-05/README.md). Only methods outside that list
+# are named here, so a method sparkrig does not know is never refused by this rule.
+ASYNC_REFUSED_METHODS = frozenset({"ngram", "suffix", "medusa", "mlp_speculator"})
+
+
+@rule(
+    "async-scheduling-spec-method",
+    "--async-scheduling runs only beside EAGLE, MTP, draft-model, ngram_gpu or DSpark speculation",
+    "benchmarks/results/vllm-h200/2026-12-05/README.md",
+)
+def async_scheduling_spec_method(
+    cluster: Cluster, profile: ServingProfile, key: str
+) -> list[LintFinding]:
+    spec = profile.speculative
+    if cluster.engine is None or cluster.engine.kind != "vllm" or spec is None:
+        return []
+    if "--async-scheduling" not in profile.extra_args or spec.method not in ASYNC_REFUSED_METHODS:
+        return []
+    gpu_twin = " (ngram_gpu takes the same settings)" if spec.method == "ngram" else ""
+    return [
+        LintFinding(
+            "async-scheduling-spec-method",
+            "error",
+            f"{key}.speculative.method",
+            f"speculative method {spec.method!r} beside --async-scheduling: vLLM refuses it at "
+            'start ("async scheduling is only supported with EAGLE/MTP/Draft Model/NGram '
+            'GPU/DSpark kind of speculative decoding"): every node exits',
+            f"use a method on that list{gpu_twin}, or drop --async-scheduling",
+            "benchmarks/results/vllm-h200/2026-12-05/README.md",
+        )
+    ]
