@@ -356,11 +356,9 @@ def gateway_stage(  # type: ignore[no-untyped-def]
         if not wait_for(GATEWAY, 60):
             log.write(b"gateway did not answer /health in 60 s\n")
             return 1
-        capture = [
-            [*PY, "benchmarks/vllm_gpu/capture.py", GATEWAY, MODEL, str(folder / "fixtures")]
-        ]
+        capture = [*PY, "benchmarks/vllm_gpu/capture.py", GATEWAY, MODEL, str(folder / "fixtures")]
         steps = (
-            [[*capture[0], capture_label]]
+            [[*capture, capture_label]]
             if capture_label
             else [
                 [
