@@ -96,11 +96,14 @@ def asks(model: str) -> dict[str, tuple[str, str, object | None]]:
     }
 
 
-def think_asks(model: str) -> dict[str, tuple[str, str, object | None]]:
+def think_asks(model: str, label: str) -> dict[str, tuple[str, str, object | None]]:
     """The reasoning shapes of the field reports on a template that opens <think> in the prompt
-    (docs/field-notes.md#empty-content-table, #stop-in-reasoning, #reasoning-none-thinking):
-    thinking on and off, streamed and whole, a stop string that occurs in the thinking, and
-    reasoning_effort "none" together with thinking on."""
+    (docs/field-notes.md#empty-content-table, #stop-in-reasoning, #reasoning-none-thinking), on a
+    server whose default chat-template kwargs turn thinking on (vllm-h200-think.toml): thinking
+    inherited, on and off, streamed and whole; a stop string that occurs in the thinking;
+    reasoning_effort "none" at the top level and inside chat_template_kwargs (report 004's shape);
+    and vLLM's thinking_token_budget, which forces </think> so a reply has both parts. Through
+    the gateway (a label ending in "gateway") its /metrics comes last: the per-request findings."""
     user = [{"role": "user", "content": "What's 1 + 1?"}]
 
     def chat(max_tokens: int, **extra: object) -> tuple[str, str, object | None]:
@@ -110,17 +113,32 @@ def think_asks(model: str) -> dict[str, tuple[str, str, object | None]]:
     on = {"chat_template_kwargs": {"thinking": True}}
     off = {"chat_template_kwargs": {"thinking": False}}
     usage = {"stream_options": {"include_usage": True}}
-    return {
+    budget = {"thinking_token_budget": 24}
+    stream = {"stream": True, **usage}
+    asks: dict[str, tuple[str, str, object | None]] = {
         "models": ("GET", "/v1/models", None),
+        "inherit": chat(512),
+        "inherit-stream": chat(512, **stream),
         "on": chat(512, **on),
-        "on-stream": chat(512, **on, stream=True, **usage),
+        "on-stream": chat(512, **on, **stream),
         "off": chat(128, **off),
-        "off-stream": chat(128, **off, stream=True, **usage),
-        "on-stop": chat(512, **on, stop=[" is"]),
-        "on-stop-stream": chat(512, **on, stop=[" is"], stream=True, **usage),
-        "effort-none": chat(512, **on, reasoning_effort="none"),
+        "off-stream": chat(128, **off, **stream),
+        "budget": chat(160, **budget),
+        "budget-stream": chat(160, **budget, **stream),
+        "inherit-stop": chat(512, stop=[" is"]),
+        "on-stop-stream": chat(512, **on, stop=[" is"], **stream),
+        "budget-stop": chat(160, **budget, stop=[" is"]),
+        "effort-none": chat(512, reasoning_effort="none"),
+        "effort-none-on": chat(512, **on, reasoning_effort="none"),
+        "effort-none-kwargs": chat(
+            512, chat_template_kwargs={"thinking": True, "reasoning_effort": "none"}
+        ),
+        "effort-high": chat(160, **budget, reasoning_effort="high"),
         "short-budget": chat(24, **on),
     }
+    if label.endswith("gateway"):
+        asks["gateway-metrics"] = ("GET", "/metrics", None)
+    return asks
 
 
 def fetch(base: str, method: str, path: str, body: object | None) -> tuple[int, str, bytes]:
@@ -140,7 +158,7 @@ def main() -> int:
     label = sys.argv[4] if len(sys.argv) > 4 else "vllm"
     out.mkdir(parents=True, exist_ok=True)
     index = []
-    chosen = think_asks(model) if label.startswith("think") else asks(model)
+    chosen = think_asks(model, label) if label.startswith("think") else asks(model)
     for name, (method, path, body) in chosen.items():
         began = time.time()
         try:

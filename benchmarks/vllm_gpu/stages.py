@@ -15,7 +15,10 @@ through `gateway serve`, stop_in_reasoning and the reply guards; run it on a mac
 other server on port 8000), pair (vllm-h200-pair.toml: the pair recipe's flags that need no
 DeepSeek weights, up, fixtures, check --quick, down; port 8000 too), needles (up, a baseline of
 needle, kv_integrity and consistency, the same guards judged against it, down: the three-needle
-cells and the long KV documents on vLLM).
+cells and the long KV documents on vLLM), soakthink (group soak detached, then, once its vLLM is
+up, the think group on port 8000 with its gateway on 9100, then `up` for the next call), passes
+(waits for the soak, then the peer in alternating passes, plain and under ngram: run it at once
+after soakthink, with `--soak 600` on both).
 Run from the repository root after assemble.py. Each stage's output goes to
 /tmp/vllm-results/GROUP/NAME.log and one line per stage to GROUP/summary.jsonl as it ends; a
 stage that would start past the group's budget is recorded as skipped. At the end every group's
@@ -44,10 +47,12 @@ SOAK_CLUSTER = "benchmarks/vllm_gpu/vllm-h200-soak.toml"  # port 8001
 URL = "http://127.0.0.1:8000"
 SOAK_URL = "http://127.0.0.1:8001"
 GATEWAY = "http://127.0.0.1:9000"
+THINK_GATEWAY = "http://127.0.0.1:9100"  # the think group's, beside the soak's on 9000
 MODEL = "smollm2-135m-instruct"
 TMP = Path(tempfile.gettempdir())  # /tmp there: where assemble.py put vLLM and the model
 MODEL_DIR = str(TMP / "vllm-model")
 RESULTS = TMP / "vllm-results"
+THINK_MODEL_DIR = str(TMP / "vllm-model-think")  # think_model.py's copy: <think> in the vocabulary
 THINK_PATH = str(TMP / "think-template.jinja")  # where vllm-h200-think.toml's --chat-template reads
 SITES = (str(TMP / "sparkrig-site"), str(TMP / "vllm-site"))
 
@@ -74,7 +79,7 @@ def groups(soak_s: int) -> dict[str, list[tuple[str, list[str], int]]]:
     def capture(label: str) -> list[str]:
         return [*PY, "benchmarks/vllm_gpu/capture.py", URL, MODEL, "{dir}/fixtures", label]
 
-    def peer(label: str) -> list[str]:
+    def peer(label: str, levels: str = "1,4,16,64", passes: int = 1) -> list[str]:
         return [
             *PY,
             "benchmarks/vllm_peer.py",
@@ -84,6 +89,10 @@ def groups(soak_s: int) -> dict[str, list[tuple[str, list[str], int]]]:
             "{dir}/peer",
             "--label",
             label,
+            "--concurrency",
+            levels,
+            "--passes",
+            str(passes),
         ]
 
     def logs(name: str, cluster: str = CLUSTER) -> tuple[str, list[str], int]:
@@ -133,6 +142,37 @@ def groups(soak_s: int) -> dict[str, list[tuple[str, list[str], int]]]:
         ("check-1", [*check, "{dir}/check-1.json"], 300),
         ("check-2", [*check, "{dir}/check-2.json"], 300),
         ("check-3", [*check, "{dir}/check-3.json"], 300),
+    ]
+    think = [  # vLLM's --reasoning-parser on a template that opens <think> (issue 23)
+        (
+            "copy-template",
+            [*PY, "-c", f"import shutil; shutil.copy({THINK_TEMPLATE!r}, {THINK_PATH!r})"],
+            30,
+        ),
+        (
+            "think-model",
+            [*PY, "benchmarks/vllm_gpu/think_model.py", MODEL_DIR, THINK_MODEL_DIR],
+            120,
+        ),
+        ("up-think", [*SR, "up", THINK_CLUSTER, "--apply"], 420),
+        ("capture-think", capture("think"), 300),
+        (
+            "check-think",
+            [
+                *SR,
+                "check",
+                URL,
+                "--guard",
+                "stop_in_reasoning,structured,stream_parity,consistency",
+                "--force",
+                "--out",
+                "{dir}/check-think.json",
+            ],
+            300,
+        ),
+        ("gateway-think", ["@gateway-capture", "think-gateway", THINK_CLUSTER], 300),
+        logs("logs-think", THINK_CLUSTER),
+        ("down-think", [*SR, "down", THINK_CLUSTER, "--apply"], 120),
     ]
     spec_restart = [
         ("down-plain", [*SR, "down", CLUSTER, "--apply"], 120),
@@ -238,31 +278,20 @@ def groups(soak_s: int) -> dict[str, list[tuple[str, list[str], int]]]:
             ),
             logs("logs-spec"),
         ],
-        "think": [  # vLLM's --reasoning-parser on a template that opens <think> (issue 23)
-            (
-                "copy-template",
-                [*PY, "-c", f"import shutil; shutil.copy({THINK_TEMPLATE!r}, {THINK_PATH!r})"],
-                30,
-            ),
-            ("up-think", [*SR, "up", THINK_CLUSTER, "--apply"], 420),
-            ("capture-think", capture("think"), 300),
-            (
-                "check-think",
-                [
-                    *SR,
-                    "check",
-                    URL,
-                    "--guard",
-                    "stop_in_reasoning,structured,stream_parity,consistency",
-                    "--force",
-                    "--out",
-                    "{dir}/check-think.json",
-                ],
-                300,
-            ),
-            ("gateway-think", ["@gateway-capture", "think-gateway"], 300),
-            logs("logs-think", THINK_CLUSTER),
-            ("down-think", [*SR, "down", THINK_CLUSTER, "--apply"], 120),
+        "think": think,
+        "soakthink": [  # the 10-minute soak detached on port 8001, the think group meanwhile
+            ("soak-detached", ["@detach", "soak", "--soak", str(soak_s), "--budget", "1500"], 10),
+            ("wait-soak-up", ["@wait", "soak", "up-soak"], 420),  # one vLLM sizing memory at once
+            *think,
+            ("up", [*SR, "up", CLUSTER, "--apply"], 420),  # for passes: ready before soak ends
+        ],
+        "passes": [  # after the soak: the peer in alternating passes, plain then ngram
+            ("wait-soak", ["@wait", "soak", "down-soak"], 900),
+            ("peer-plain", peer("plain", "1,16,64", 3), 480),
+            *spec_restart,
+            ("peer-spec", peer("ngram", "1,16,64", 2), 420),
+            logs("logs-spec"),
+            ("down", [*SR, "down", CLUSTER, "--apply"], 120),
         ],
         "pair": [  # the pair recipe's flags that need no DeepSeek weights (issue 22)
             ("up-pair", [*SR, "up", PAIR_CLUSTER, "--apply"], 420),
@@ -331,9 +360,13 @@ def gateway_stage(  # type: ignore[no-untyped-def]
     target: str = URL,
     *,
     capture_label: str | None = None,
+    cluster: str | None = None,
 ) -> int:
     """gateway serve in front of vLLM; the openai client through it; a soak through it. With
-    `capture_label`: capture.py's asks of that label through it instead."""
+    `capture_label`: capture.py's asks of that label through it instead, on THINK_GATEWAY's
+    port (the soak's gateway may be up beside it), reading the upstream's server defaults from
+    `cluster`."""
+    base = THINK_GATEWAY if capture_label else GATEWAY
     gateway = subprocess.Popen(
         [
             *SR,
@@ -341,7 +374,8 @@ def gateway_stage(  # type: ignore[no-untyped-def]
             "serve",
             target,
             "--port",
-            "9000",
+            base.rsplit(":", 1)[1],
+            *(["--cluster", cluster] if cluster else []),
             "--workload-log",
             str(folder / "workload.jsonl"),
             "--guard-log",
@@ -353,10 +387,10 @@ def gateway_stage(  # type: ignore[no-untyped-def]
         start_new_session=True,
     )
     try:
-        if not wait_for(GATEWAY, 60):
+        if not wait_for(base, 60):
             log.write(b"gateway did not answer /health in 60 s\n")
             return 1
-        capture = [*PY, "benchmarks/vllm_gpu/capture.py", GATEWAY, MODEL, str(folder / "fixtures")]
+        capture = [*PY, "benchmarks/vllm_gpu/capture.py", base, MODEL, str(folder / "fixtures")]
         steps = (
             [[*capture, capture_label]]
             if capture_label
@@ -483,7 +517,9 @@ def main() -> int:
                         target = argv[2] if len(argv) > 2 else URL
                         code = gateway_stage(folder, soak_s, log, env, target)
                     elif argv[0] == "@gateway-capture":
-                        code = gateway_stage(folder, soak_s, log, env, capture_label=argv[1])
+                        code = gateway_stage(
+                            folder, soak_s, log, env, capture_label=argv[1], cluster=argv[2]
+                        )
                     elif argv[0] == "@detach":
                         code = detach(argv[1:], folder, log, env)
                     elif argv[0] == "@wait":

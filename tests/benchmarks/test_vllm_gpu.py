@@ -168,7 +168,7 @@ def test_requirement_gaps_on_the_host_python_only() -> None:
 
 def test_the_think_group_serves_the_template_it_copies_with_a_parser_vllm_026_has() -> None:
     """stages.py's think group: the cluster file lints clean against vLLM 0.26's own parser
-    data, renders --reasoning-parser deepseek_r1 (a parser 0.26 registers) and reads the
+    data, renders --reasoning-parser deepseek_v4 (a parser 0.26 registers) and reads the
     template where the group's first stage copies it."""
     from sparkrig.config.loading import load_cluster
     from sparkrig.engines.vllm.knowledge import knowledge_for
@@ -234,3 +234,101 @@ def test_the_pair_group_renders_the_pair_recipes_flags_less_those_it_names() -> 
     kept = {flag: value for flag, value in pair.items() if flag not in named}
     assert kept.items() - {"--gpu-memory-utilization": "0.8"}.items() <= ours.items()
     assert ours["--max-cudagraph-capture-size"] == pair["--max-cudagraph-capture-size"] == "40"
+
+
+def test_the_think_group_serves_the_model_whose_vocabulary_holds_the_think_tags() -> None:
+    """On SmolLM2's own vocabulary vLLM 0.26.0 refused --reasoning-parser (no <think> token):
+    the group makes think_model.py's copy before `up`, and the cluster file serves that copy
+    with thinking on server-wide, as report 001 runs it."""
+    from sparkrig.config.loading import load_cluster
+    from sparkrig.launch.cluster_plan import plan_launch
+
+    stages = importlib.import_module("stages")
+    cluster = load_cluster(VLLM_GPU / "vllm-h200-think.toml")
+    plan = plan_launch(cluster, local_state_dir=Path("/state"), require_executors=False)
+    (head,) = [p for p in plan.processes if p.role == "head"]
+    assert stages.THINK_MODEL_DIR in head.argv
+    assert '{"thinking":true}' in head.argv
+    think = {name: argv for name, argv, _ in stages.groups(60)["think"]}
+    names = list(think)
+    assert names.index("think-model") < names.index("up-think")
+    assert think["think-model"][-1] == stages.THINK_MODEL_DIR
+
+
+def test_think_model_renames_two_unused_special_tokens_to_ordinary_think_tags(
+    tmp_path: Path,
+) -> None:
+    """The vocabulary, the added-token tables and the special-token list of a tokenizer shaped
+    as transformers writes SmolLM2's: ids 15 and 16 become <think> and </think>, not special
+    (the detokenizer keeps them in the reply's text), the weights linked, not copied."""
+    import json
+
+    think_model = importlib.import_module("think_model")
+    model = tmp_path / "model"
+    model.mkdir()
+    vocab = {"<|im_end|>": 2, "<jupyter_script>": 15, "<empty_output>": 16, "!": 17}
+    added = [{"id": i, "content": t, "special": True} for t, i in vocab.items() if i in (2, 15, 16)]
+    tokenizer = {"added_tokens": added, "model": {"type": "BPE", "vocab": vocab, "merges": []}}
+    (model / "tokenizer.json").write_text(json.dumps(tokenizer))
+    config = {
+        "added_tokens_decoder": {str(a["id"]): dict(a) for a in added},
+        "additional_special_tokens": ["<|im_end|>", "<jupyter_script>", "<empty_output>"],
+    }
+    (model / "tokenizer_config.json").write_text(json.dumps(config))
+    (model / "model.safetensors").write_bytes(b"weights")
+    out = tmp_path / "think"
+    think_model.make(model, out)
+    written = json.loads((out / "tokenizer.json").read_text())
+    assert written["model"]["vocab"] == {"<|im_end|>": 2, "<think>": 15, "</think>": 16, "!": 17}
+    assert [(a["content"], a["special"]) for a in written["added_tokens"]] == [
+        ("<|im_end|>", True),
+        ("<think>", False),
+        ("</think>", False),
+    ]
+    table = json.loads((out / "tokenizer_config.json").read_text())
+    assert table["added_tokens_decoder"]["16"]["content"] == "</think>"
+    assert table["additional_special_tokens"] == ["<|im_end|>"]
+    assert (out / "model.safetensors").is_symlink()
+    assert not (tmp_path / "think.partial").exists()
+
+
+def test_think_model_refuses_a_vocabulary_without_the_ids_it_renames(tmp_path: Path) -> None:
+    import json
+
+    think_model = importlib.import_module("think_model")
+    tokenizer = {"added_tokens": [], "model": {"vocab": {"a": 0}}}
+    with pytest.raises(SystemExit, match="no id 15"):
+        think_model.rename_tokens(tokenizer, think_model.RENAMED)
+    taken = {"model": {"vocab": {"<think>": 3, "x": 15, "y": 16}}}
+    with pytest.raises(SystemExit, match="already holds <think> as id 3"):
+        think_model.rename_tokens(json.loads(json.dumps(taken)), think_model.RENAMED)
+
+
+def test_peer_passes_summary_gives_each_ratio_its_median_range_and_each_clients_spread() -> None:
+    """Three alternating passes at one level: the summary keeps every pass's ratio, and a
+    client's own spread across passes beside it, so a gap smaller than the noise reads so."""
+    sys.path.insert(0, str(VLLM_GPU.parent))
+    peer = importlib.import_module("vllm_peer")
+
+    def row(ours: float, theirs: float) -> dict[str, object]:
+        a = {"median_ttft_ms": ours, "median_tpot_ms": 2.0, "output_throughput": 100.0}
+        b = {"median_ttft_ms": theirs, "median_tpot_ms": 2.0, "output_throughput": 100.0}
+        return {
+            "concurrency": 4,
+            "sparkrig": a,
+            "vllm": b,
+            "ratio_sparkrig_over_vllm": peer.ratios(a, b),
+        }
+
+    (entry,) = peer.summary([row(10.0, 10.0), row(12.0, 10.0), row(11.0, 11.0)])
+    assert entry["passes"] == 3
+    assert entry["ttft"]["ratios"] == [1.0, 1.2, 1.0]
+    assert entry["ttft"]["median"] == 1.0
+    assert entry["ttft"]["range"] == [1.0, 1.2]
+    assert entry["ttft"]["own_spread"] == {"sparkrig": 1.2, "vllm": 1.1}
+    assert entry["tokens_per_cpu_s"]["median"] is None
+    assert peer.ceiling(1000, 0.5, 2.0) == {
+        "client_cpu_s": 0.5,
+        "busy": 0.25,
+        "tokens_per_cpu_s": 2000.0,
+    }
