@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from sparkrig.doctor.model import DoctorReport
 from sparkrig.doctor.registry import checks
 from tests.doctor.fixtures import FIXTURES, report_of
 
@@ -37,6 +38,7 @@ CASES = {
     "clock-sync": ("chrony-unsynced", "chrony-synced"),
     "engine-unit-restart": ("unit-restarts", "unit-no-restart"),
     "model-network-fs": ("model-nfs", "vm"),
+    "reasoning-parser-tokens": ("think-tokens-missing", "think-tokens-held"),
     "model-slow-disk": ("vm", "model-nvme"),
     "jit-cache-shared": ("jit-nfs", "vm"),
     "jit-cache-free": ("jit-small", "vm"),
@@ -136,3 +138,52 @@ def test_an_unset_utilisation_is_judged_at_the_named_vllm_releases_default() -> 
     cluster = load_cluster(FIXTURES / "engine-version-other" / "cluster.toml")
     assert contexts_for(cluster, None, ["n1"], "")["n1"].gpu_memory_utilization == 0.92
     assert contexts_for(None, None, ["n1"], "")["n1"].gpu_memory_utilization == 0.85
+
+
+def _vocab_report(fixture: str, parser: str, probe_text: str | None = None) -> DoctorReport:
+    """The fixture's capture under its cluster file with another --reasoning-parser (and, if
+    given, another model_vocab output)."""
+    from sparkrig.config.loading import load_cluster
+    from sparkrig.doctor.capture_files import load_captures
+    from sparkrig.doctor.model import ToolOutput
+    from sparkrig.doctor.session import check_captures
+
+    folder = FIXTURES / fixture
+    cluster = load_cluster(folder / "cluster.toml")
+    assert cluster.engine is not None
+    cluster = cluster.model_copy(
+        update={"engine": cluster.engine.model_copy(update={"reasoning_parser": parser})}
+    )
+    captures = load_captures(folder)
+    if probe_text is not None:
+        node = captures["n1"]
+        outputs = dict(node.outputs) | {
+            "model_vocab": ToolOutput(command="sh", returncode=0, stdout=probe_text)
+        }
+        captures = {"n1": node.model_copy(update={"outputs": outputs})}
+    report, _ = check_captures(captures, cluster, only=["reasoning-parser-tokens"])
+    return report
+
+
+def test_reasoning_parser_tokens_says_what_vllm_does_without_them() -> None:
+    """The bundled model's vocabulary (no <think>): deepseek_r1 stops vLLM at start (seen live
+    on 0.26.0), deepseek_v3 fails each thinking request, deepseek_v4 finds the tags as text
+    only; a tokenizer that holds them, a folder with no tokenizer.json and a parser sparkrig
+    does not know are not findings, the last said as skipped."""
+    r1 = _vocab_report("think-tokens-missing", "deepseek_r1").findings
+    assert [(f.severity, f.node) for f in r1] == [("error", "n1")]
+    assert "has no <think> or </think>: vllm serve stops at start" in r1[0].seen
+    assert "/models/smollm2-135m-instruct/tokenizer.json" in r1[0].seen
+    (v3,) = _vocab_report("think-tokens-missing", "deepseek_v3").findings
+    assert (v3.severity, "every request that turns thinking on fails" in v3.seen) == ("error", True)
+    (v4,) = _vocab_report("think-tokens-missing", "deepseek_v4").findings
+    assert v4.severity == "warning"
+    assert "only as text" in v4.seen
+    assert _vocab_report("think-tokens-held", "deepseek_v4").findings == []
+    mistral = _vocab_report("think-tokens-held", "mistral").findings
+    assert "has no [THINK] or [/THINK]" in mistral[0].seen
+    absent = _vocab_report("think-tokens-missing", "deepseek_r1", "no-tokenizer-json /m/t.json\n")
+    assert absent.findings == []
+    unknown = _vocab_report("think-tokens-missing", "granite")
+    assert unknown.findings == []
+    assert any("granite" in str(s) for s in unknown.skipped)

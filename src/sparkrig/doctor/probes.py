@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sparkrig import defaults
+from sparkrig.engines.vllm.think_tokens import ALL_TOKENS
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,16 @@ _FINDMNT = (
     'p="$1"; case "$p" in "~"*) p="$HOME${p#"~"}";; esac; '
     'while [ ! -e "$p" ]; do p=$(dirname "$p"); done; '
     'exec findmnt -J -b -o TARGET,SOURCE,FSTYPE,OPTIONS,AVAIL,SIZE -T "$p"'
+)
+
+
+# which of the given tokens the model's tokenizer.json holds, as quoted JSON strings (a vocabulary
+# key or an added token's content); a folder without tokenizer.json says so and judges nothing
+_MODEL_VOCAB = (
+    'd="$1"; shift; case "$d" in "~"*) d="$HOME${d#"~"}";; esac; f="$d/tokenizer.json"; '
+    '[ -f "$f" ] || { echo "no-tokenizer-json $f"; exit 0; }; '
+    'for t in "$@"; do if grep -q -F ""$t"" "$f"; then echo "has $t"; '
+    'else echo "lacks $t"; fi; done'
 )
 
 
@@ -215,6 +226,9 @@ def node_probes(model_dir: str, jit_dir: str, engine_version: list[str] | None) 
         probes.append(
             Probe("engine_version", engine_version, engine_version[0], "install the engine")
         )
+    if model_dir:
+        argv = ["sh", "-c", _MODEL_VOCAB, "sh", model_dir, *ALL_TOKENS]
+        probes.append(Probe("model_vocab", argv, "grep", "apt install grep"))
     return probes
 
 

@@ -46,6 +46,8 @@ class NodeContext:
     jit_dir: str = ""
     vllm_version: str | None = None
     """the vLLM release the cluster file names (engine.version or its default); None: not vLLM"""
+    reasoning_parser: str | None = None
+    """vLLM's --reasoning-parser from the cluster file; None: none, or not vLLM"""
     container_runtime: str | None = None
     """docker or podman when engine.container runs the engine from an image; None: the host"""
     container_gpus: bool = False

@@ -139,6 +139,7 @@ def contexts_for(
     container = cluster.engine.container if cluster is not None and cluster.engine else None
     ray_nodes, no_ray_plan = ray_nodes_of(cluster)
     backend = cluster.engine.backend if vllm and cluster and cluster.engine else None
+    parser = cluster.engine.reasoning_parser if vllm and cluster and cluster.engine else None
     contexts = {}
     for name in names:
         env: dict[str, str] = {}
@@ -151,6 +152,7 @@ def contexts_for(
             env=env,
             gpu_memory_utilization=utilization,
             vllm_version=version,
+            reasoning_parser=parser,
             model_dir=model_dir,
             jit_dir=jit_dir_of(cluster),
             container_runtime=runtime,
