@@ -46,7 +46,10 @@ def context_in_models(models: Any, model: str) -> int | None:
 
 
 async def context_tokens(context: GuardContext) -> int | None:
-    """The server's context per request: llama.cpp's /props n_ctx, vLLM's max_model_len."""
+    """The server's context per request: llama.cpp's /props n_ctx, vLLM's max_model_len. What
+    the battery read once (`server_context`) stands; a guard run alone asks the server."""
+    if context.server_context is not None:
+        return context.server_context
     if (n_ctx := context_in_props(await _props(context))) is not None:
         return n_ctx
     with contextlib.suppress(*_UNREADABLE):
