@@ -287,9 +287,10 @@ def groups(soak_s: int) -> dict[str, list[tuple[str, list[str], int]]]:
         ],
         "passes": [  # after the soak: the peer in alternating passes, plain then ngram
             ("wait-soak", ["@wait", "soak", "down-soak"], 900),
-            ("peer-plain", peer("plain", "1,16,64", 3), 480),
+            ("up", [*SR, "up", CLUSTER, "--apply"], 420),  # refused at once if soakthink's is up
+            ("peer-plain", peer("plain", "1,64", 3), 480),
             *spec_restart,
-            ("peer-spec", peer("ngram", "1,16,64", 2), 420),
+            ("peer-spec", peer("ngram", "1,64", 2), 420),
             logs("logs-spec"),
             ("down", [*SR, "down", CLUSTER, "--apply"], 120),
         ],
