@@ -286,7 +286,28 @@ def main() -> int:
             print(json.dumps(row), flush=True)
             written = {"rows": rows, "summary": summary(rows)}
             (out / f"peer-{args.label}.json").write_text(json.dumps(written, indent=1))
+    print(table(summary(rows)))
     return 0
+
+
+def table(entries: list[dict[str, Any]]) -> str:
+    """The summary as a text table: per level, each metric's median ratio, its range over the
+    passes, and the larger of the two clients' own spreads."""
+
+    def cell(entry: dict[str, Any]) -> str:
+        if entry["median"] is None:
+            return "-"
+        low, high = entry["range"]
+        spreads = [x for x in entry["own_spread"].values() if x is not None]
+        noise = f", own ±{100 * (max(spreads) - 1):.0f}%" if spreads else ""
+        return f"{entry['median']:.3f} [{low:.3f}-{high:.3f}{noise}]"
+
+    names = ("ttft", "tpot", "throughput", "tokens_per_cpu_s")
+    lines = ["c\tpasses\t" + "\t".join(f"{n} sparkrig/vLLM" for n in names)]
+    for entry in entries:
+        cells = "\t".join(cell(entry[n]) for n in names)
+        lines.append(f"{entry['concurrency']}\t{entry['passes']}\t{cells}")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
