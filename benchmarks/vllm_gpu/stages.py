@@ -16,9 +16,9 @@ other server on port 8000), pair (vllm-h200-pair.toml: the pair recipe's flags t
 DeepSeek weights, up, fixtures, check --quick, down; port 8000 too), needles (up, a baseline of
 needle, kv_integrity and consistency, the same guards judged against it, down: the three-needle
 cells and the long KV documents on vLLM), soakthink (group soak detached, then, once its vLLM is
-up, the think group on port 8000 with its gateway on 9100, then `up` for the next call), passes
-(waits for the soak, then the peer in alternating passes, plain and under ngram: run it at once
-after soakthink, with `--soak 600` on both).
+up, the think group on port 8000 with its gateway on 9100, then the ngram server for the next
+call), passes (waits for the soak, then the peer in alternating passes under ngram, then plain:
+run it at once after soakthink, with `--soak 600` on both).
 Run from the repository root after assemble.py. Each stage's output goes to
 /tmp/vllm-results/GROUP/NAME.log and one line per stage to GROUP/summary.jsonl as it ends; a
 stage that would start past the group's budget is recorded as skipped. At the end every group's
@@ -174,9 +174,10 @@ def groups(soak_s: int) -> dict[str, list[tuple[str, list[str], int]]]:
         logs("logs-think", THINK_CLUSTER),
         ("down-think", [*SR, "down", THINK_CLUSTER, "--apply"], 120),
     ]
+    up_ngram = ("up-ngram", [*SR, "up", CLUSTER, "--profile", "ngram", "--apply"], 420)
     spec_restart = [
         ("down-plain", [*SR, "down", CLUSTER, "--apply"], 120),
-        ("up-ngram", [*SR, "up", CLUSTER, "--profile", "ngram", "--apply"], 420),
+        up_ngram,
         ("capture-spec", capture("ngram"), 120),
     ]
     return {
@@ -283,15 +284,17 @@ def groups(soak_s: int) -> dict[str, list[tuple[str, list[str], int]]]:
             ("soak-detached", ["@detach", "soak", "--soak", str(soak_s), "--budget", "1500"], 10),
             ("wait-soak-up", ["@wait", "soak", "up-soak"], 420),  # one vLLM sizing memory at once
             *think,
-            ("up", [*SR, "up", CLUSTER, "--apply"], 420),  # for passes: ready before soak ends
+            up_ngram,  # for passes: ready before the soak ends
         ],
-        "passes": [  # after the soak: the peer in alternating passes, plain then ngram
+        "passes": [  # after the soak: the peer in alternating passes, under ngram, then plain
             ("wait-soak", ["@wait", "soak", "down-soak"], 900),
-            ("up", [*SR, "up", CLUSTER, "--apply"], 420),  # refused at once if soakthink's is up
-            ("peer-plain", peer("plain", "1,64", 3), 480),
-            *spec_restart,
+            up_ngram,  # refused at once when soakthink's is up
+            ("capture-spec", capture("ngram"), 120),
             ("peer-spec", peer("ngram", "1,64", 2), 420),
             logs("logs-spec"),
+            ("down-ngram", [*SR, "down", CLUSTER, "--apply"], 120),
+            ("up", [*SR, "up", CLUSTER, "--apply"], 420),
+            ("peer-plain", peer("plain", "1,64", 2), 420),
             ("down", [*SR, "down", CLUSTER, "--apply"], 120),
         ],
         "pair": [  # the pair recipe's flags that need no DeepSeek weights (issue 22)
