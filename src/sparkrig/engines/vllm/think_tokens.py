@@ -1,11 +1,12 @@
 """The vocabulary tokens each vLLM `--reasoning-parser` looks up in the model's tokenizer, and
 what vLLM does when they are not there.
 
-Read from vLLM 0.26.0's own source (its `vllm.reasoning` and `vllm.parser` packages); a parser not named
-here is not judged. Seen live: on the bundled model, whose vocabulary has neither `<think>` nor
-`</think>`, `--reasoning-parser deepseek_r1` stopped vLLM 0.26.0 at start with "could not locate
-think start/end tokens in the tokenizer" (benchmarks/results/vllm-h200/2026-12-05/think). A
-chat template that writes the tags as text does not help: the parsers look up token ids.
+Read from vLLM 0.26.0's own source (its `vllm.reasoning` and `vllm.parser` packages); a
+parser not named here is not judged. Seen live: on the bundled model, whose vocabulary has
+neither `<think>` nor `</think>`, `--reasoning-parser deepseek_r1` stopped vLLM 0.26.0 at start
+with "could not locate think start/end tokens in the tokenizer"
+(benchmarks/results/vllm-h200/2026-12-05/think). A chat template that writes the tags as text
+does not help: the parsers look up token ids.
 """
 
 from __future__ import annotations
