@@ -24,3 +24,28 @@ def test_an_engine_that_is_not_installed_is_a_skipped_line() -> None:
     assert output.skipped == (
         "vllm-not-here is not installed — install vllm-not-here on the node (in a venv with pip)"
     )
+
+
+def test_model_vocab_finds_a_token_only_as_a_json_string_of_its_own(tmp_path: Path) -> None:
+    """The real probe through sh and grep: `<think>` as a vocabulary key counts, the same text
+    inside another string (a chat template) does not, and a folder without tokenizer.json says
+    so instead of judging."""
+    import json
+
+    from sparkrig.doctor.probes import node_probes
+
+    def vocab_of(folder: Path) -> str:
+        (probe,) = [p for p in node_probes(str(folder), "/tmp", None) if p.name == "model_vocab"]
+        return run_probe(LocalExecutor(), probe).stdout
+
+    held = tmp_path / "held"
+    held.mkdir()
+    (held / "tokenizer.json").write_text(json.dumps({"model": {"vocab": {"<think>": 15}}}))
+    text_only = tmp_path / "text-only"
+    text_only.mkdir()
+    template = {"chat_template": "{{ '<think>' }} ... {{ '</think>' }}", "model": {"vocab": {}}}
+    (text_only / "tokenizer.json").write_text(json.dumps(template))
+    assert "has <think>\n" in vocab_of(held)
+    assert "lacks </think>\n" in vocab_of(held)
+    assert "has" not in vocab_of(text_only).split()
+    assert vocab_of(tmp_path).startswith(f"no-tokenizer-json {tmp_path}/tokenizer.json")

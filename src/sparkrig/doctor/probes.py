@@ -49,7 +49,7 @@ _FINDMNT = (
 _MODEL_VOCAB = (
     'd="$1"; shift; case "$d" in "~"*) d="$HOME${d#"~"}";; esac; f="$d/tokenizer.json"; '
     '[ -f "$f" ] || { echo "no-tokenizer-json $f"; exit 0; }; '
-    'for t in "$@"; do if grep -q -F ""$t"" "$f"; then echo "has $t"; '
+    'for t in "$@"; do if grep -q -F "\\"$t\\"" "$f"; then echo "has $t"; '
     'else echo "lacks $t"; fi; done'
 )
 
