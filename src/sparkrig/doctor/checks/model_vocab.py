@@ -43,18 +43,17 @@ def _unknown_parser(context: NodeContext) -> str | None:
     )
 
 
-def vocabulary(text: str) -> tuple[set[str], set[str], str | None]:
-    """The probe's `has`/`lacks` lines, and the path it named when there was no tokenizer.json."""
-    has, lacks, missing = set(), set(), None
+def vocabulary(text: str) -> tuple[set[str], str | None]:
+    """The tokens the probe's `has` lines name, and the path it named when there was no
+    tokenizer.json."""
+    has, missing = set(), None
     for line in text.splitlines():
         word, _, rest = line.partition(" ")
         if word == "has":
             has.add(rest)
-        elif word == "lacks":
-            lacks.add(rest)
         elif word == "no-tokenizer-json":
             missing = rest
-    return has, lacks, missing
+    return has, missing
 
 
 @node_check(
@@ -70,10 +69,10 @@ def vocabulary(text: str) -> tuple[set[str], set[str], str | None]:
 def reasoning_parser_tokens(capture: NodeCapture, context: NodeContext) -> list[Hit]:
     parser = str(context.reasoning_parser)
     wanted = PARSER_TOKENS[parser]
-    has, lacks, missing = vocabulary(capture.text("model_vocab") or "")
+    has, missing = vocabulary(capture.text("model_vocab") or "")
     if missing is not None:
         return []  # a model id or a tokenizer of another format: nothing here to judge
-    absent = [token for token in wanted.tokens if token in lacks or token not in has]
+    absent = [token for token in wanted.tokens if token not in has]
     if not absent:
         return []
     severity, happens = WHAT_HAPPENS[wanted.without]
