@@ -102,8 +102,10 @@ def think_asks(model: str, label: str) -> dict[str, tuple[str, str, object | Non
     server whose default chat-template kwargs turn thinking on (vllm-h200-think.toml): thinking
     inherited, on and off, streamed and whole; a stop string that occurs in the thinking;
     reasoning_effort "none" at the top level and inside chat_template_kwargs (report 004's shape);
-    and vLLM's thinking_token_budget, which forces </think> so a reply has both parts. Through
-    the gateway (a label ending in "gateway") its /metrics comes last: the per-request findings."""
+    thinking off beside a top-level effort; an effort alone inside the kwargs (report 004's agent
+    benchmark); and vLLM's thinking_token_budget, which forces </think> so a reply has both
+    parts. Through the gateway (a label ending in "gateway") its /metrics comes last: the
+    per-request findings."""
     user = [{"role": "user", "content": "What's 1 + 1?"}]
 
     def chat(max_tokens: int, **extra: object) -> tuple[str, str, object | None]:
@@ -134,6 +136,13 @@ def think_asks(model: str, label: str) -> dict[str, tuple[str, str, object | Non
             512, chat_template_kwargs={"thinking": True, "reasoning_effort": "none"}
         ),
         "effort-high": chat(160, **budget, reasoning_effort="high"),
+        # thinking off plus a top-level effort: vLLM adds enable_thinking true; replayed on a
+        # CPU (benchmarks/vllm_replay), vLLM 0.26.0 files the whole reply as reasoning and the
+        # streamed one as content on this template
+        "effort-high-off": chat(160, **off, reasoning_effort="high"),
+        "effort-high-off-stream": chat(160, **off, reasoning_effort="high", **stream),
+        # report 004's agent-benchmark body: the effort inside the kwargs, nothing else
+        "effort-low-kwargs": chat(512, chat_template_kwargs={"reasoning_effort": "low"}),
         "short-budget": chat(24, **on),
     }
     if label.endswith("gateway"):
