@@ -93,3 +93,17 @@ def test_a_reply_that_fits_no_row_is_unknown_and_says_what_to_try() -> None:
     )
     assert diagnosis.cause == "unknown"
     assert "larger max_tokens" in diagnosis.message
+
+
+def test_the_projects_row_a_switch_on_and_one_off_is_the_conflict() -> None:
+    # vLLM 0.26.0's own code (tests/fixtures/vllm/replay/, testbed:effort-high-off): thinking
+    # false plus a top-level effort "high"; a template that reads only `thinking` wrote a chat
+    # prompt, the parser read enable_thinking and filed the chat answer as reasoning
+    reply = {"finish_reason": "stop", "reasoning": "1 + 1 = 2.", "end_marker_seen": False}
+    diagnosis = classify_empty_content(content="", switch_conflict=True, **reply)
+    assert diagnosis.cause == "switch_conflict"
+    assert "send one switch" in diagnosis.message
+    assert cause(**reply) != "switch_conflict"  # no conflict in the request: not this row
+    marked = reply | {"end_marker_seen": True}
+    assert cause(**marked, switch_conflict=True) != "switch_conflict"
+    assert cause(content="1 + 1 = 2.", switch_conflict=True, **reply) == "not_empty"

@@ -32,6 +32,14 @@ the report it comes from:
 - without the reasoning parser (`reasoning_parser=False`) `</think>` stays inside `content` (001;
   field notes: think-in-prompt).
 
+With `runtime="vllm-0.26.0"` it plays instead what vLLM 0.26.0's own code does with a request
+(replayed on a CPU: tests/fixtures/vllm/replay/, servers `dsv4-*`): a top-level
+`reasoning_effort` adds `enable_thinking = effort != "none"` to the kwargs unless the request's
+kwargs name it; renderer and parser alike think when `thinking or enable_thinking` and the effort
+is not "none" — so "none" with thinking on is a coherent chat-mode reply in content, and
+`thinking: false` beside a top-level effort thinks; an effort inside the kwargs alone turns
+nothing on.
+
 A token is one whitespace-separated word (with its leading space), and `</think>` one token.
 """
 
@@ -76,6 +84,7 @@ class DeepSeekV4Upstream:
     reasoning_key: str = "reasoning"
     reasoning: str = REASONING
     answer: str = ANSWER
+    runtime: str = "report-001"  # or "vllm-0.26.0"
     received: list[dict[str, Any]] = field(default_factory=list)
     prompts: list[str] = field(default_factory=list)
 
@@ -89,6 +98,8 @@ class DeepSeekV4Upstream:
         return web.json_response({"data": [{"id": MODEL, "max_model_len": 1048576}]})
 
     def render(self, body: dict[str, Any]) -> Rendered:
+        if self.runtime == "vllm-0.26.0":
+            return self._render_vllm_026(body)
         request_kwargs = body.get("chat_template_kwargs") or {}
         kwargs = {**self.default_kwargs, **request_kwargs}
         effort = body.get("reasoning_effort", kwargs.get("reasoning_effort"))
@@ -102,6 +113,19 @@ class DeepSeekV4Upstream:
         prompt = f"<｜User｜>{user}<｜Assistant｜>" + (CLOSE if chat_mode else "<think>")
         tokens = len(user.split()) + 4 + EFFORT_PREFIX_TOKENS.get(str(effort), 0)
         return Rendered(prompt, tokens, chat_mode, parser_armed=bool(switch))
+
+    def _render_vllm_026(self, body: dict[str, Any]) -> Rendered:
+        request_kwargs = body.get("chat_template_kwargs") or {}
+        kwargs = {**self.default_kwargs, **request_kwargs}
+        if isinstance(top := body.get("reasoning_effort"), str):
+            kwargs["reasoning_effort"] = top
+            if "enable_thinking" not in request_kwargs:
+                kwargs["enable_thinking"] = top != "none"
+        thinking = bool(kwargs.get("thinking") or kwargs.get("enable_thinking"))
+        thinking = thinking and kwargs.get("reasoning_effort") != "none"
+        user = str(body["messages"][-1]["content"])
+        prompt = f"<｜User｜>{user}<｜Assistant｜>" + ("<think>" if thinking else CLOSE)
+        return Rendered(prompt, len(user.split()) + 4, not thinking, parser_armed=thinking)
 
     def _output(self, rendered: Rendered, body: dict[str, Any]) -> tuple[list[str], str]:
         """The model's tokens after the stops and the budget, and the finish reason."""

@@ -245,6 +245,45 @@ async def test_reasoning_effort_none_with_thinking_on_is_flagged_on_that_request
     assert "do not send reasoning_effort 'none' together with thinking on" in flagged[0]["message"]
 
 
+@pytest.mark.parametrize("stream", [False, True])
+async def test_on_vllm_0_26_none_with_thinking_answers_in_content_and_the_finding_says_so(
+    stream: bool, tmp_path: Path
+) -> None:
+    """vLLM 0.26.0 reads 'none' as thinking off in renderer and parser (replayed): the reply is
+    the answer, in content; the request is still flagged, and its message says where this
+    reply landed instead of the report's whole-reply-in-reasoning."""
+    upstream = DeepSeekV4Upstream(default_kwargs={"thinking": True}, runtime="vllm-0.26.0")
+    log_path = tmp_path / "guards.jsonl"
+    serve = ServeConfig(server_chat_template_kwargs={"thinking": True}, guard_log=log_path)
+    async with through_gateway(upstream, serve) as (_, url, gateway):
+        content, reasoning, finish = await ask(url, stream=stream, reasoning_effort="none")
+    assert upstream.prompts[0].endswith("</think>")
+    assert (content, reasoning, finish) == (ANSWER, "", "stop")
+    assert counted(gateway, "detections", "detector", "reasoning_none_with_thinking") == 1
+    assert counted(gateway, "empty_content", "cause", "reasoning_off_mismatch") == 0
+    [flagged] = [json.loads(line) for line in log_path.read_text().splitlines()]
+    assert "this reply came without reasoning" in flagged["message"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_thinking_false_beside_a_top_level_effort_thinks_on_vllm_0_26_and_keeps_its_stops(
+    stream: bool,
+) -> None:
+    """vLLM adds enable_thinking true beside the request's thinking false, and DeepSeek V4
+    thinks (replayed). The gateway reads it as reasoning, holds the stop the chain of thought
+    restates, and flags the contradictory ask: before, it read thinking off, sent the stop
+    upstream, and the reply came back cut inside the reasoning, content null."""
+    upstream = DeepSeekV4Upstream(runtime="vllm-0.26.0")
+    shape = {"chat_template_kwargs": {"thinking": False}, "reasoning_effort": "high"}
+    async with through_gateway(upstream) as (_, url, gateway):
+        content, reasoning, finish = await ask(url, stream=stream, stop=[STOP], **shape)
+    assert upstream.prompts[-1].endswith("<think>")
+    assert "stop" not in upstream.received[-1]
+    assert (content, reasoning, finish) == (ANSWER, REASONING, "stop")
+    assert counted(gateway, "detections", "detector", "thinking_switch_conflict") == 1
+    assert counted(gateway, "empty_content", "cause", "stop_in_reasoning") == 0
+
+
 async def send_metrics(url: str) -> bytes:
     async with aiohttp.ClientSession() as session, session.get(f"{url}/metrics") as response:
         return await response.read()

@@ -186,9 +186,12 @@ def test_unified_memory_at_085_warns_with_both_reports_and_errors_above() -> Non
 
 def test_reasoning_none_with_thinking_reads_the_kwargs_as_the_server_does() -> None:
     """Either family's switch, and an effort inside the kwargs (field notes:
-    reasoning-families)."""
+    reasoning-families). A client's top-level 'none' beside a server-wide enable_thinking is no
+    conflict: vLLM sets enable_thinking from a top-level effort unless the request's own kwargs
+    name it (ChatCompletionRequest.build_chat_params, tests/fixtures/vllm/replay/)."""
     for kwargs, effort in (
-        ({"enable_thinking": True}, "none"),
+        ({"thinking": True}, "none"),
+        ({"enable_thinking": True, "reasoning_effort": "none"}, None),
         ({"thinking": True, "reasoning_effort": "none"}, None),
     ):
         cluster = _with(
@@ -198,6 +201,14 @@ def test_reasoning_none_with_thinking_reads_the_kwargs_as_the_server_does() -> N
         assert "reasoning-none-with-thinking" in _rules_hit(cluster), kwargs
     off = _with(PAIR, profile={"default_reasoning_effort": "none"})  # the recipe: thinking false
     assert "reasoning-none-with-thinking" not in _rules_hit(off)
+    overridden = _with(
+        PAIR,
+        profile={
+            "default_chat_template_kwargs": {"enable_thinking": True},
+            "default_reasoning_effort": "none",
+        },
+    )
+    assert "reasoning-none-with-thinking" not in _rules_hit(overridden)
 
 
 # the rules whose facts hold on one runtime only, and a phrase their findings must carry

@@ -131,3 +131,29 @@ def test_a_request_is_read_the_servers_way(
         inherited,
         mismatch,
     )
+
+
+@pytest.mark.parametrize(
+    ("body", "server", "conflict"),
+    [
+        # the request's own thinking false, and its top-level effort adds enable_thinking true
+        ({"chat_template_kwargs": {"thinking": False}, "reasoning_effort": "high"}, {}, True),
+        ({"chat_template_kwargs": {"thinking": False}, "reasoning_effort": "high"}, None, True),
+        # an effort on a thinking-off server: DeepSeek V4's way to think, not a conflict
+        ({"reasoning_effort": "high"}, {"thinking": False}, False),
+        # the request names enable_thinking itself: vLLM adds nothing beside it
+        (
+            {"chat_template_kwargs": {"enable_thinking": False}, "reasoning_effort": "high"},
+            {},
+            False,
+        ),
+        # 'none' with thinking on is its own finding, not this one
+        ({"chat_template_kwargs": {"thinking": True}, "reasoning_effort": "none"}, {}, False),
+    ],
+)
+def test_a_request_that_turns_one_switch_on_and_one_off_is_a_conflict(
+    body: dict[str, Any], server: dict[str, Any] | None, conflict: bool
+) -> None:
+    asked = thinking_asked(body, server)
+    assert asked.switch_conflict is conflict
+    assert asked.thinking is not False or not conflict  # a conflict reads as reasoning

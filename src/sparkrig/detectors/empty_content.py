@@ -9,8 +9,12 @@
 | length | no | the rate does not move (or a loop is seen) | loop |
 | stop | yes | the server's reasoning key is not the one the client reads | wrong_reasoning_key |
 | any | no | the reasoning is a pseudo-tag scaffold | unclosed_pseudo_tag |
+| stop | no | one switch on, one off (thinking false, top-level effort) | switch_conflict |
 
-(The last row is the note after the table, field notes: pseudo-tag-scaffold.)
+(The pseudo-tag row is the note after the table, field notes: pseudo-tag-scaffold. The last row
+is the project's, not a report's: vLLM 0.26.0's own code, replayed on a CPU, files a whole reply
+to that request in reasoning, content null, on a template that reads only `thinking`;
+tests/fixtures/vllm/replay/.)
 
 Inputs are what a client sees (finish_reason, whether the end-of-reasoning marker appeared,
 which reasoning key the server used) and what the request said (reasoning_effort "none" with
@@ -32,6 +36,7 @@ EmptyCause = Literal[
     "reasoning_off_mismatch",
     "wrong_reasoning_key",
     "unclosed_pseudo_tag",
+    "switch_conflict",
     "unknown",
 ]
 # an upper-case pseudo-tag like <STORE_AND_RETURN> or <STDERR> (field notes: pseudo-tag-scaffold)
@@ -61,6 +66,14 @@ PSEUDO_TAG = (
     "parser filed everything as reasoning — a known rare output; retry, or inspect the reasoning"
 )
 
+SWITCH_CONFLICT = (
+    "thinking off with a top-level reasoning_effort other than 'none': vLLM adds "
+    "enable_thinking true beside it; DeepSeek V4's renderer and parser read either key as on and "
+    "think, and a template that reads only `thinking` writes a chat prompt while the parser "
+    "expects thinking, so a whole (not streamed) reply lands in reasoning with content null "
+    "(vLLM 0.26.0, replayed) — send one switch: drop reasoning_effort, or turn thinking on"
+)
+
 
 class EmptyDiagnosis(BaseModel):
     cause: EmptyCause
@@ -83,6 +96,7 @@ def classify_empty_content(  # noqa: PLR0911 - one return per row of the table
     loop_detected: bool = False,
     none_with_thinking: bool = False,
     request_had_stops: bool | None = None,
+    switch_conflict: bool = False,
 ) -> EmptyDiagnosis:
     if content.strip():
         return EmptyDiagnosis(cause="not_empty", message="the reply has content")
@@ -97,6 +111,8 @@ def classify_empty_content(  # noqa: PLR0911 - one return per row of the table
         )
     if finish_reason == "stop" and none_with_thinking:
         return EmptyDiagnosis(cause="reasoning_off_mismatch", message=MISMATCH)
+    if finish_reason == "stop" and switch_conflict and not end_marker_seen:
+        return EmptyDiagnosis(cause="switch_conflict", message=SWITCH_CONFLICT)
     if end_marker_seen:
         return _unknown()
     scaffold = looks_like_pseudo_tags(reasoning)

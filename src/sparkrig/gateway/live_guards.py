@@ -1,9 +1,10 @@
 """The cheap detectors on every reply `gateway serve` relays: U+FFFD, n-gram loop, markup or
 special-token leak, JSON that fails the schema the request asked for, tool-call arguments that
 do not parse; and, for an empty content with real completion tokens, the empty-content
-classifier. One finding is the request's own: reasoning_effort "none" with thinking on (field
-notes: reasoning-none-thinking), flagged whatever the reply. Pure: they read the finished reply
-and the request, and never alter either."""
+classifier. Two findings are the request's own, flagged whatever the reply, with what the reply
+made of them: reasoning_effort "none" with thinking on (field notes: reasoning-none-thinking), and
+a thinking switch off beside a top-level effort that turns another one on. Pure: they read the
+finished reply and the request, and never alter either."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from sparkrig.detectors.empty_content import classify_empty_content
+from sparkrig.detectors.empty_content import SWITCH_CONFLICT, classify_empty_content
 from sparkrig.detectors.schema import schema_problems
 from sparkrig.detectors.text import (
     loop_findings,
@@ -23,15 +24,21 @@ from sparkrig.detectors.text import (
 from sparkrig.gateway.shaping import ReplyText
 from sparkrig.gateway.stops import stop_strings
 from sparkrig.outside_numbers import count_or_none
-from sparkrig.wire.reasoning_families import FIX_NONE_WITH_THINKING, ThinkingAsk, thinking_asked
+from sparkrig.wire.reasoning_families import (
+    FIX_NONE_WITH_THINKING,
+    NONE_WITH_THINKING_OUTCOMES,
+    ThinkingAsk,
+    thinking_asked,
+)
 
 NONE_WITH_THINKING = "reasoning_none_with_thinking"
+SWITCH_CONFLICT_DETECTOR = "thinking_switch_conflict"
 
 
 class LiveFinding(BaseModel):
     detector: str = Field(
         description="replacement_char, loop, markup_leak, json_schema, tool_args, "
-        "empty_content or reasoning_none_with_thinking"
+        "empty_content, reasoning_none_with_thinking or thinking_switch_conflict"
     )
     message: str = Field(description="what happened — what it means")
     evidence: str = Field(default="", description="a short excerpt")
@@ -45,22 +52,49 @@ def completion_tokens(reply: ReplyText) -> int | None:
     return None
 
 
-def request_findings(thinking: ThinkingAsk) -> list[LiveFinding]:
-    """What the request alone shows: reasoning_effort 'none' with thinking on."""
-    if not thinking.none_with_thinking:
-        return []
+def request_findings(thinking: ThinkingAsk, reply: ReplyText | None = None) -> list[LiveFinding]:
+    """What the request shows, and what its reply made of it: reasoning_effort 'none' with
+    thinking on, and a switch on beside a switch off. Where the reply lands depends on the
+    runtime (vLLM 0.26.0's own code replayed on a CPU, tests/fixtures/vllm/replay/), so the
+    message says what this reply holds."""
     whence = "the server's default chat_template_kwargs" if thinking.inherited else "the request"
-    return [
-        LiveFinding(
-            detector=NONE_WITH_THINKING,
-            evidence=f"reasoning_effort 'none', thinking on (from {whence})",
-            message=(
-                "reasoning_effort 'none' with thinking on: chat-mode prompt, thinking-armed "
-                "parser; the whole reply lands in the reasoning with content null and finish "
-                f"'stop' — {FIX_NONE_WITH_THINKING}"
-            ),
+    findings = []
+    if thinking.none_with_thinking:
+        findings.append(
+            LiveFinding(
+                detector=NONE_WITH_THINKING,
+                evidence=f"reasoning_effort 'none', thinking on (from {whence})",
+                message=(
+                    f"reasoning_effort 'none' with thinking on: {_landed(reply)} "
+                    f"({NONE_WITH_THINKING_OUTCOMES}) — {FIX_NONE_WITH_THINKING}"
+                ),
+            )
         )
-    ]
+    if thinking.switch_conflict:
+        findings.append(
+            LiveFinding(
+                detector=SWITCH_CONFLICT_DETECTOR,
+                evidence=f"one thinking switch on, one off (thinking {thinking.thinking} read; "
+                f"effort {thinking.effort!r})",
+                message=f"{_landed(reply)}: {SWITCH_CONFLICT}",
+            )
+        )
+    return findings
+
+
+def _landed(reply: ReplyText | None) -> str:
+    if reply is None:
+        return "the reply is not known"
+    if reply.reasoning.strip() and not reply.content.strip():
+        return "this reply landed whole in reasoning, content empty"
+    if reply.content.strip() and not reply.reasoning.strip():
+        return (
+            "this reply came without reasoning: the server read it as thinking off, or its "
+            "thinking is in the content, unmarked"
+        )
+    if reply.content.strip():
+        return "this reply has reasoning and content"
+    return "this reply is empty"
 
 
 def reply_findings(
@@ -73,7 +107,7 @@ def reply_findings(
     """Every finding on one relayed request; `server_kwargs` is the upstream's
     --default-chat-template-kwargs, which the request inherits."""
     thinking = thinking_asked(body, server_kwargs)
-    findings = request_findings(thinking)
+    findings = request_findings(thinking, reply)
     findings += [
         LiveFinding(detector=f.detector, message=f.message, evidence=f.evidence)
         for detect in (replacement_char_findings, loop_findings)
@@ -104,14 +138,16 @@ def empty_content_cause(
     tokens = completion_tokens(reply)
     if reply.content.strip() or reply.tool_arguments or not tokens:
         return None
+    asked = thinking or thinking_asked(body)
     diagnosis = classify_empty_content(
         content=reply.content,
         reasoning=reply.reasoning,
         finish_reason=reply.finish_reason,
         end_marker_seen=reply.end_marker_seen,
         loop_detected=bool(loop_findings(reply.reasoning)) if reply.reasoning else False,
-        none_with_thinking=(thinking or thinking_asked(body)).none_with_thinking,
+        none_with_thinking=asked.none_with_thinking,
         request_had_stops=bool(stop_strings(body)) and not stops_held,
+        switch_conflict=asked.switch_conflict,
     )
     return f"{diagnosis.cause}: {diagnosis.message}"
 

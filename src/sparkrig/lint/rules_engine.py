@@ -119,9 +119,10 @@ def reasoning_none_with_thinking(
             "reasoning-none-with-thinking",
             "error",
             f"{key}.default_reasoning_effort",
-            "reasoning_effort 'none' with thinking on: chat-mode prompt, thinking-armed parser; "
-            "the "
-            "whole reply lands in reasoning and content is null (4/4 measured)",
+            "reasoning_effort 'none' with thinking on: on the report's runtime a chat-mode "
+            "prompt met a thinking-armed parser and the whole reply landed in reasoning, content "
+            "null (4/4 measured); vLLM 0.26.0 answers without thinking, in content (replayed), "
+            "so no runtime gives the thinking the default asks for",
             "drop reasoning_effort 'none', or turn thinking off",
             "docs/field-notes.md#reasoning-none-thinking",
         )

@@ -116,12 +116,15 @@ DEEPSEEK_V4 = ReasoningFamily(
         "the server lacks --reasoning-parser deepseek_v4 and its --reasoning-config"
     ),
     efforts={
-        "none": "chat-mode prompt; with thinking on the parser still expects </think> and "
-        "files the whole reply as reasoning, content null",
+        "none": "chat-mode prompt; on the report's runtime, with thinking on, the parser still "
+        "expects </think> and files the whole reply as reasoning, content null (vLLM 0.26.0's "
+        "deepseek_v4 tokenizer mode and parser both read it as thinking off: the answer in "
+        "content, replayed)",
         "low": "thinking on; adds nothing to the prompt",
         "medium": "thinking on; adds nothing to the prompt",
         "high": "thinking on; adds nothing to the prompt (the vendor's low)",
-        "max": "thinking on; adds the model's high text (79 tokens), not its max text",
+        "max": "thinking on; on the report's runtime adds the model's high text (79 tokens), not "
+        "its max text (vLLM 0.26.0's deepseek_v4 encoding adds its max text, replayed)",
         "xhigh": "as max",
     },
     vllm_reasoning_parsers=("deepseek_v4",),
@@ -283,41 +286,75 @@ class ThinkingAsk(NamedTuple):
     """the answer came from the server's default chat-template kwargs, not the request"""
     none_with_thinking: bool
     """reasoning_effort 'none' together with a thinking switch that is on (field notes:
-    reasoning-none-thinking): the whole reply will land in the reasoning"""
+    reasoning-none-thinking): what the reply holds depends on the runtime (see
+    `NONE_WITH_THINKING_OUTCOMES`)"""
+    switch_conflict: bool = False
+    """the request itself turns one switch on and another off, not by way of reasoning_effort
+    'none': a top-level reasoning_effort adds `enable_thinking` beside its `thinking: false`. (An
+    effort on a server whose defaults turn thinking off is DeepSeek V4's way to think, and is
+    not a conflict.)
+    A server that reads either key as on thinks; a template that reads only `thinking` writes a
+    chat prompt while the parser expects thinking (detectors/empty_content.SWITCH_CONFLICT)"""
 
 
-def _switch(kwargs: Mapping[str, Any]) -> bool | None:
-    for key in SWITCH_KEYS:
-        if isinstance(value := kwargs.get(key), bool):
-            return value
-    return None
+# vLLM 0.26.0's own code, replayed on a CPU (tests/fixtures/vllm/replay/): where the reply of a
+# reasoning_effort "none" + thinking-on request lands, by the server's renderer
+NONE_WITH_THINKING_OUTCOMES = (
+    "the report's runtime filed the whole reply as reasoning, content null, finish stop (4 of 4); "
+    "vLLM 0.26.0 with --tokenizer-mode deepseek_v4 reads 'none' as thinking off and answers in "
+    "content; a Jinja template that reads only `thinking` opens <think> while vLLM 0.26.0's "
+    "deepseek_v4 parser starts in content, so the thinking lands in content, its </think> dropped"
+)
+
+
+def served_kwargs(
+    body: Mapping[str, Any], server_kwargs: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The chat-template kwargs the server renders with, built as vLLM 0.26.0 builds them
+    (ChatCompletionRequest.build_chat_params, then with_defaults): the server's
+    `--default-chat-template-kwargs` under the request's `chat_template_kwargs`, and a top-level
+    `reasoning_effort` added as `reasoning_effort` and, unless the request's kwargs name
+    `enable_thinking`, as `enable_thinking = effort != "none"`."""
+    raw = body.get("chat_template_kwargs")
+    request: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+    served = {**(server_kwargs or {}), **request}
+    top = body.get("reasoning_effort")
+    if isinstance(top, str):
+        served["reasoning_effort"] = top
+        if "enable_thinking" not in request:
+            served["enable_thinking"] = top != EFFORT_NONE
+    return served
 
 
 def thinking_asked(
     body: Mapping[str, Any], server_kwargs: Mapping[str, Any] | None = None
 ) -> ThinkingAsk:
     """Read a chat request's thinking the server's way; `server_kwargs` is the server's
-    `--default-chat-template-kwargs` (a request's own keys win, as the recipe notes)."""
-    raw = body.get("chat_template_kwargs")
-    request_kwargs: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+    `--default-chat-template-kwargs` (a request's own keys win, as the recipe notes).
+
+    Thinking is on when any switch key of the served kwargs is on (DeepSeek V4's renderer and
+    parser read `thinking or enable_thinking`), off when the switch keys present are all off.
+    With no switch, a reasoning_effort decides ('none' off, any other on): vLLM 0.26.0 renders an
+    effort inside the kwargs alone in chat mode, but report 004 saw that body reason (field notes:
+    agent-benchmark-request), and reading it as reasoning only keeps stop strings from the
+    upstream."""
     server = server_kwargs or {}
-    top = body.get("reasoning_effort")
-    inner = request_kwargs.get("reasoning_effort")
-    request_effort = top if isinstance(top, str) else inner if isinstance(inner, str) else None
-    default_effort = server.get("reasoning_effort")
-    effort = request_effort or (default_effort if isinstance(default_effort, str) else None)
-    request_switch = _switch(request_kwargs)
-    server_switch = _switch(server)
-    switch = request_switch if request_switch is not None else server_switch
-    none_with_thinking = effort == EFFORT_NONE and switch is True
-    if none_with_thinking or request_switch is not None:
-        thinking: bool | None = switch
-        inherited = request_switch is None
-    elif request_effort is not None:
-        thinking, inherited = request_effort != EFFORT_NONE, False
-    elif server_switch is not None or effort is not None:
-        thinking = server_switch if server_switch is not None else effort != EFFORT_NONE
-        inherited = True
+    served = served_kwargs(body, server)
+    from_request = served_kwargs(body)
+    raw_effort = served.get("reasoning_effort")
+    effort = raw_effort if isinstance(raw_effort, str) else None
+    switches = {key: served[key] for key in SWITCH_KEYS if isinstance(served.get(key), bool)}
+    thinking: bool | None
+    if switches:
+        thinking = any(switches.values())
+        deciding = [key for key, value in switches.items() if value is thinking]
+        inherited = all(key not in from_request for key in deciding)
+    elif effort is not None:
+        thinking = effort != EFFORT_NONE
+        inherited = "reasoning_effort" not in from_request
     else:
         thinking, inherited = None, False
-    return ThinkingAsk(thinking, effort, inherited, none_with_thinking)
+    none_with_thinking = effort == EFFORT_NONE and thinking is True
+    own = {from_request[key] for key in SWITCH_KEYS if isinstance(from_request.get(key), bool)}
+    conflict = len(own) == 2 and not none_with_thinking
+    return ThinkingAsk(thinking, effort, inherited, none_with_thinking, conflict)
