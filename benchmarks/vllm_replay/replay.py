@@ -12,7 +12,9 @@ before and after the engine, imported from the vLLM wheel, says:
   DeepSeek V4's own encoding (`--tokenizer-mode deepseek_v4`, vllm/tokenizers/deepseek_v4.py), or
   a Jinja template after vLLM's `resolve_chat_template_kwargs` (the GPU test bed's
   benchmarks/vllm_gpu/think-template.jinja);
-- where `--reasoning-parser deepseek_v4` files a model output, whole (`parser.parse`) and streamed
+- the output as vLLM's detokenizer hands it on, cut where one of the request's stop strings
+  matches (`IncrementalDetokenizer` with the request's own sampling params);
+- where `--reasoning-parser deepseek_v4` files that output, whole (`parser.parse`) and streamed
   one token a call (`parser.parse_delta`, with the prompt's token ids as the server passes them).
 
 The model output is not a model's: a prompt in thinking mode gets THINKING_REPLY (reasoning, then
@@ -146,8 +148,13 @@ class Replay:
         kwargs = {k: v for k, v in params.chat_template_kwargs.items() if v is not None}
         prompt = self.prompt(renderer, body["messages"], params)
         mode = prompt_mode(prompt)
-        output = THINKING_REPLY if mode == "thinking" else CHAT_REPLY
-        ids = self.tokenizer.encode(output, add_special_tokens=False)
+        prompt_ids = self.tokenizer.encode(prompt, add_special_tokens=False)
+        written = self.tokenizer.encode(
+            THINKING_REPLY if mode == "thinking" else CHAT_REPLY, add_special_tokens=False
+        )
+        steps, stop = self.detokenized(request, prompt_ids, written)
+        output = "".join(text for text, _ in steps)
+        ids = [token for _, token in steps]
         parser = self.parser_cls(self.tokenizer, None, chat_template_kwargs=kwargs)
         reasoning, content, _ = parser.parse(output, request, model_output_token_ids=ids)
         return {
@@ -159,24 +166,51 @@ class Replay:
             "prompt_chars": len(prompt),
             "prompt_mode": mode,
             "output": output,
+            "stop_matched": stop,
+            "finish_reason": "stop" if stop or len(ids) == len(written) else "length",
             "whole": {"reasoning": reasoning, "content": content},
-            "stream": self.streamed(request, kwargs, prompt, ids),
+            "stream": self.streamed(request, kwargs, prompt_ids, steps),
         }
 
+    def detokenized(
+        self, request: Any, prompt_ids: list[int], written: list[int]
+    ) -> tuple[list[tuple[str, int]], str | None]:
+        """The output as vLLM's detokenizer hands it on, one (text, token) step a token, through
+        the request's own sampling params: cut where a stop string matches, which
+        v1/engine/detokenizer.py does against the whole output, reasoning included."""
+        from vllm.v1.engine import EngineCoreRequest  # noqa: PLC0415
+        from vllm.v1.engine.detokenizer import IncrementalDetokenizer  # noqa: PLC0415
+
+        params = request.to_sampling_params(request.max_tokens or len(written), {})
+        core = EngineCoreRequest("replay", prompt_ids, None, params, None, 0.0, None, None, None)
+        detokenizer = IncrementalDetokenizer.from_new_request(self.tokenizer, core)
+        steps: list[tuple[str, int]] = []
+        stop = None
+        for at, token in enumerate(written[: params.max_tokens]):
+            stop = detokenizer.update([token], stop_terminated=False)
+            last = stop is not None or at == min(len(written), params.max_tokens) - 1
+            steps.append((detokenizer.get_next_output_text(finished=last, delta=True), token))
+            if stop is not None:
+                break
+        return steps, stop
+
     def streamed(
-        self, request: Any, kwargs: dict[str, Any], prompt: str, ids: list[int]
+        self,
+        request: Any,
+        kwargs: dict[str, Any],
+        prompt_ids: list[int],
+        steps: list[tuple[str, int]],
     ) -> dict[str, str | None]:
         parser = self.parser_cls(self.tokenizer, None, chat_template_kwargs=kwargs)
-        prompt_ids = self.tokenizer.encode(prompt, add_special_tokens=False)
         reasoning: list[str] = []
         content: list[str] = []
-        for at, token in enumerate(ids):
+        for at, (text, token) in enumerate(steps):
             delta = parser.parse_delta(
-                delta_text=self.tokenizer.decode([token]),
+                delta_text=text,
                 delta_token_ids=[token],
                 request=request,
                 prompt_token_ids=prompt_ids,
-                finished=at == len(ids) - 1,
+                finished=at == len(steps) - 1,
             )
             if delta is not None:
                 reasoning.append(delta.reasoning or "")

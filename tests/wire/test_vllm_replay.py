@@ -1,12 +1,15 @@
 """sparkrig's reading of the reports' thinking requests beside what vLLM 0.26.0's own code does
 with them: tests/fixtures/vllm/replay/think-0.26.0.json, made by benchmarks/vllm_replay/replay.py
-from the vLLM wheel on a CPU (no engine: the served kwargs, the renderer's prompt, the
-deepseek_v4 parser on a model output chosen by the prompt's mode; its README says more).
+from the vLLM wheel on a CPU (no engine: the served kwargs, the renderer's prompt, the detokenizer's
+stop strings and the deepseek_v4 parser on a model output chosen by the prompt's mode; its README
+says more).
 
 What the record shows and these tests hold sparkrig to:
 - the chat-template kwargs sparkrig builds are vLLM's, key for key;
 - on DeepSeek V4's own renderer, sparkrig reads thinking on exactly where vLLM renders a
   thinking prompt, but for two named cases where it reads "on" on purpose;
+- vLLM still matches stop strings inside the reasoning, and sparkrig reads every request whose
+  reply a stop cut there as a reasoning one (so the gateway keeps its stops);
 - every request whose reply vLLM files in the wrong place (thinking in the content, a chat
   answer in reasoning, or a whole reply that differs from the streamed one) gets a finding on
   that request from the gateway's live guards, and a coherent reply to a coherent request none.
@@ -70,11 +73,17 @@ def misfiled(row: dict[str, Any]) -> bool:
     return bool(whole["reasoning"])
 
 
-def reply(parts: dict[str, str | None]) -> ReplyText:
+def cut_in_reasoning(row: dict[str, Any]) -> bool:
+    """One of the request's stop strings matched inside the reasoning: vLLM's detokenizer
+    matches stops against the whole output, so the reply ends there, content null."""
+    return bool(row["stop_matched"]) and row["whole"]["content"] is None
+
+
+def reply(parts: dict[str, str | None], finish: str = "stop") -> ReplyText:
     return ReplyText(
         content=parts["content"] or "",
         reasoning=parts["reasoning"] or "",
-        finish_reason="stop",
+        finish_reason=finish,
         usage={"completion_tokens": 12},
     )
 
@@ -96,6 +105,15 @@ def test_the_record_holds_misfiled_replies_for_the_guards_to_catch() -> None:
         "testbed:effort-none",
         "testbed:effort-none-kwargs",
         "testbed:effort-none-on",
+    ]
+    assert sorted(row_id(row) for row in ROWS if cut_in_reasoning(row)) == [
+        "dsv4-chat-default:on-stop-stream",
+        "dsv4-thinking-default:budget-stop",
+        "dsv4-thinking-default:inherit-stop",
+        "dsv4-thinking-default:on-stop-stream",
+        "testbed:budget-stop",
+        "testbed:inherit-stop",
+        "testbed:on-stop-stream",
     ]
 
 
@@ -126,12 +144,30 @@ def test_every_misfiled_reply_is_flagged_on_its_request(row: dict[str, Any]) -> 
         assert found & REQUEST_FINDINGS, parts
 
 
-@pytest.mark.parametrize("row", [row for row in ROWS if not misfiled(row)], ids=row_id)
+@pytest.mark.parametrize("row", [row for row in ROWS if cut_in_reasoning(row)], ids=row_id)
+def test_a_stop_string_fires_inside_the_reasoning_and_the_gateway_holds_it(
+    row: dict[str, Any],
+) -> None:
+    """vLLM 0.26.0 still matches stop strings against the reasoning (field notes:
+    stop-in-reasoning): the reply is cut there, content null. sparkrig reads each such request
+    as a reasoning one, so the gateway keeps its stops from the upstream; a reply cut anyway is
+    classified as the stop inside the reasoning."""
+    assert row["finish_reason"] == "stop"
+    assert row["whole"] == row["stream"]
+    assert thinking_asked(row["request"], defaults(row)).thinking is True
+    cut = reply(row["whole"])
+    assert (empty_content_cause(cut, body(row)) or "").startswith("stop_in_reasoning:")
+
+
+@pytest.mark.parametrize(
+    "row", [row for row in ROWS if not misfiled(row) and not cut_in_reasoning(row)], ids=row_id
+)
 def test_a_coherent_reply_gets_no_finding_beyond_a_contradictory_ask(row: dict[str, Any]) -> None:
     """A request that asks for thinking and against it in one body is flagged whatever the
     reply (DeepSeek V4 thinks on `thinking: false` + effort "high"); nothing else is."""
     asked = thinking_asked(row["request"], defaults(row))
-    found = {f.detector for f in reply_findings(reply(row["whole"]), body(row), defaults(row))}
+    whole = reply(row["whole"], row["finish_reason"])
+    found = {f.detector for f in reply_findings(whole, body(row), defaults(row))}
     allowed = {NONE_WITH_THINKING} if asked.none_with_thinking else set()
     allowed |= {SWITCH_CONFLICT_DETECTOR} if asked.switch_conflict else set()
     assert found <= allowed
