@@ -52,15 +52,15 @@ def server_error(value: Any, raw: str | None = None) -> ServerError | None:
     parsed from, shown (cut) when the server gave no message."""
     if not isinstance(value, dict):
         return None
-    shown = excerpt(raw if raw is not None else _json(value), _RAW_CHARS)
     detail = value.get("error")
     if detail is not None and detail is not False:
+        shown = excerpt(raw if raw is not None else _json(value), _RAW_CHARS)
         if isinstance(detail, dict):
             return _from_fields(detail, shown)
         return ServerError(message=_text(detail), raw=shown)
     if value.get("object") == "error":
-        return _from_fields(value, shown)
-    return None
+        return _from_fields(value, excerpt(raw if raw is not None else _json(value), _RAW_CHARS))
+    return None  # every event of every stream passes here: nothing is built for a clean one
 
 
 def _from_fields(fields: dict[str, Any], raw: str) -> ServerError:
