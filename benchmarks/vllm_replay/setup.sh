@@ -3,7 +3,8 @@
 # for the serving-layer code it imports), a CPU torch, and what vLLM imports on that path. The
 # versions are the ones the committed record was made with (its provenance lists vllm, torch and
 # transformers). TORCH overrides the torch requirement: on a machine whose pip does not hold a
-# CPU build, TORCH='torch --index-url https://download.pytorch.org/whl/cpu'.
+# CPU build, TORCH='torch --index-url https://download.pytorch.org/whl/cpu'. BENCH=1 adds what
+# `vllm bench serve` needs, for benchmarks/client_ceiling.py.
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 WORK=${SPARKRIG_REPLAY_DIR:-$HOME/.cache/sparkrig/vllm-replay}
@@ -22,5 +23,9 @@ else
     $PIP install --no-deps vllm==0.26.0
 fi
 $PIP install -r "$HERE/requirements.txt"
+if [ "${BENCH:-0}" = 1 ]; then
+    $PIP install -r "$HERE/requirements-bench.txt"
+    "$VENV/bin/vllm" bench serve --help >/dev/null 2>&1
+fi
 "$VENV/bin/python" -c "import vllm.parser.deepseek_v4, vllm.tokenizers.deepseek_v4" 2>/dev/null
 echo "ready: $VENV/bin/python $HERE/replay.py OUT.json --gguf GGUF [--wheel WHEEL]"
