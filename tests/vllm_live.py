@@ -57,3 +57,41 @@ async def replaying(label: str, *names: str) -> AsyncIterator[str]:
         app.router.add_route(entry["method"], entry["path"], reply)
     async with serve_app(app) as url:
         yield url
+
+
+def landed(raw: bytes) -> tuple[str, str]:
+    """(reasoning, content) of a captured chat reply, whole or streamed, under vLLM's
+    `reasoning` key."""
+    text = raw.decode()
+    if text.lstrip().startswith("{"):
+        message = json.loads(text)["choices"][0]["message"]
+        return message.get("reasoning") or "", message.get("content") or ""
+    reasoning, content = [], []
+    for line in text.splitlines():
+        if not line.startswith("data: ") or line == "data: [DONE]":
+            continue
+        for choice in json.loads(line[6:]).get("choices") or []:
+            delta = choice.get("delta") or {}
+            reasoning.append(delta.get("reasoning") or "")
+            content.append(delta.get("content") or "")
+    return "".join(reasoning), "".join(content)
+
+
+def replay_contradictions(
+    row: dict[str, Any], streamed: bool, reasoning: str, content: str
+) -> list[str]:
+    """What a live reply shows against the CPU replay's row for the same request
+    (tests/fixtures/vllm/replay/), comparing only what holds whatever the model writes: the
+    prompt's mode and the parser's first state, not the text."""
+    parser_thinks = row["whole"]["reasoning"] is not None
+    problems = []
+    if row["prompt_mode"] == "thinking" and parser_thinks and not reasoning.strip():
+        problems.append("thinking prompt, thinking parser, and no reasoning came back")
+    if row["prompt_mode"] == "thinking" and not parser_thinks and reasoning.strip():
+        problems.append("the parser starts in content, and reasoning came back")
+    if row["prompt_mode"] == "chat" and streamed and reasoning.strip():
+        problems.append("chat prompt, streamed, and reasoning came back")
+    whole_parity_break = not streamed and row["whole"]["content"] is None
+    if row["prompt_mode"] == "chat" and whole_parity_break and content.strip():
+        problems.append("the replay's whole-reply parity break did not happen: content came back")
+    return problems

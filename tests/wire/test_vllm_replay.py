@@ -31,6 +31,7 @@ from sparkrig.gateway.live_guards import (
 )
 from sparkrig.gateway.shaping import ReplyText
 from sparkrig.wire.reasoning_families import served_kwargs, thinking_asked
+from tests.vllm_live import landed, replay_contradictions
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORD = json.loads((ROOT / "tests/fixtures/vllm/replay/think-0.26.0.json").read_text())
@@ -215,3 +216,40 @@ def test_effort_levels_on_deepseek_v4s_encoding() -> None:
     }
     assert chars["inherit"] == chars["effort-low"] == chars["effort-high"]
     assert chars["effort-max"] == chars["effort-xhigh"] > chars["inherit"] + 400
+
+
+def _as_capture(parts: dict[str, str | None], streamed: bool) -> bytes:
+    """A reply in vLLM's own wire shape (`reasoning` and `content`), whole or as SSE."""
+    if not streamed:
+        message = {"role": "assistant", **parts}
+        return json.dumps({"choices": [{"index": 0, "message": message}]}).encode()
+    events = [
+        {"choices": [{"index": 0, "delta": {key: value}}]}
+        for key, value in parts.items()
+        if value is not None
+    ]
+    return "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode() + b"data: [DONE]\n\n"
+
+
+@pytest.mark.parametrize("row", [r for r in ROWS if r["server"] == "testbed"], ids=row_id)
+def test_the_live_comparison_passes_the_replay_itself_and_fails_a_reply_in_the_wrong_place(
+    row: dict[str, Any],
+) -> None:
+    """tests/wire/test_think_live_vs_replay.py judges the live think capture with
+    `replay_contradictions`: here it judges the replay's own replies (no contradiction), and a
+    reply put where the prompt's mode and the parser's first state say it cannot be (one)."""
+    thinks = row["whole"]["reasoning"] is not None
+    for streamed in (False, True):
+        parts = row["stream"] if streamed else row["whole"]
+        reasoning, content = landed(_as_capture(parts, streamed))
+        assert replay_contradictions(row, streamed, reasoning, content) == []
+        if row["prompt_mode"] == "thinking" and thinks:
+            wrong = {"reasoning": None, "content": "all of it"}
+        elif row["prompt_mode"] == "thinking" or streamed:
+            wrong = {"reasoning": "some thinking", "content": "an answer"}
+        elif row["whole"]["content"] is None:
+            wrong = {"reasoning": None, "content": "an answer"}
+        else:
+            continue  # a whole chat-mode reply may hold either: nothing to contradict
+        reasoning, content = landed(_as_capture(wrong, streamed))
+        assert replay_contradictions(row, streamed, reasoning, content), wrong
