@@ -30,3 +30,13 @@ def test_an_empty_reply_whose_stops_were_held_is_not_a_stop_in_reasoning() -> No
     body = {"stop": ["Question:"]}
     assert (empty_content_cause(reply, body) or "").startswith("stop_in_reasoning:")
     assert (empty_content_cause(reply, body, stops_held=True) or "").startswith("unknown:")
+
+
+def test_reasoning_text_stands_for_the_token_count_a_stream_without_usage_lacks() -> None:
+    """vLLM streams no usage unless the client asked for include_usage: a reply that thought and
+    answered nothing is still classified; one with neither text nor a count is not."""
+    body = {"stop": ["Question:"]}
+    thought = ReplyText(reasoning="The user asks", finish_reason="stop")
+    assert (empty_content_cause(thought, body) or "").startswith("stop_in_reasoning:")
+    assert empty_content_cause(ReplyText(finish_reason="stop"), body) is None
+    assert empty_content_cause(ReplyText(finish_reason="stop", usage=USAGE), body) is not None

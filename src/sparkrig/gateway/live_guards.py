@@ -134,9 +134,13 @@ def empty_content_cause(
     stops_held: bool = False,
 ) -> str | None:
     """'cause: message' for an empty content with real completion tokens; None otherwise.
-    `stops_held`: the gateway kept the request's stops from the upstream, so none fired there."""
+    `stops_held`: the gateway kept the request's stops from the upstream, so none fired there.
+    Reasoning text is proof of tokens too: vLLM streams no usage unless the client asked for
+    `include_usage`, and a reply that thought but answered nothing is the case this is for."""
     tokens = completion_tokens(reply)
-    if reply.content.strip() or reply.tool_arguments or not tokens:
+    if reply.content.strip() or reply.tool_arguments:
+        return None
+    if not tokens and not reply.reasoning.strip():
         return None
     asked = thinking or thinking_asked(body)
     diagnosis = classify_empty_content(
