@@ -41,6 +41,9 @@ is not "none" — so "none" with thinking on is a coherent chat-mode reply in co
 nothing on.
 
 A token is one whitespace-separated word (with its leading space), and `</think>` one token.
+The stream has the skeleton of vLLM 0.26.0's own chat endpoint (tests/gateway/
+test_deepseek_stand_in_shape.py holds it to the replay's bytes): a role event, one event a token,
+the finish reason on the last token's event, and a usage event only for `include_usage`.
 """
 
 from __future__ import annotations
@@ -167,7 +170,9 @@ class DeepSeekV4Upstream:
             "total_tokens": rendered.prompt_tokens + len(tokens),
         }
         if body.get("stream"):
-            return await self._stream(request, reasoning, content, finish, usage)
+            options = body.get("stream_options") or {}
+            include_usage = bool(options.get("include_usage"))
+            return await self._stream(request, reasoning, content, finish, usage, include_usage)
         message = {
             "role": "assistant",
             "content": "".join(content) if content else None,
@@ -191,6 +196,7 @@ class DeepSeekV4Upstream:
         content: list[str],
         finish: str,
         usage: dict[str, int],
+        include_usage: bool,
     ) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
@@ -206,19 +212,20 @@ class DeepSeekV4Upstream:
             return f"data: {json.dumps(event)}\n\n".encode()
 
         await response.write(chunk({"role": "assistant", "content": ""}))
-        for token in reasoning:
-            await response.write(chunk({self.reasoning_key: token}))
-        for token in content:
-            await response.write(chunk({"content": token}))
-        await response.write(chunk({}, finish))
-        usage_event = {
-            "id": "chatcmpl-1",
-            "object": "chat.completion.chunk",
-            "model": MODEL,
-            "choices": [],
-            "usage": usage,
-        }
-        await response.write(f"data: {json.dumps(usage_event)}\n\n".encode())
+        deltas = [{self.reasoning_key: t} for t in reasoning] + [{"content": t} for t in content]
+        for at, delta in enumerate(deltas):  # vLLM puts the finish reason on the last token's
+            await response.write(chunk(delta, finish if at == len(deltas) - 1 else None))
+        if not deltas:
+            await response.write(chunk({}, finish))
+        if include_usage:
+            usage_event = {
+                "id": "chatcmpl-1",
+                "object": "chat.completion.chunk",
+                "model": MODEL,
+                "choices": [],
+                "usage": usage,
+            }
+            await response.write(f"data: {json.dumps(usage_event)}\n\n".encode())
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
         return response
