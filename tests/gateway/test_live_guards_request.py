@@ -40,3 +40,8 @@ def test_reasoning_text_stands_for_the_token_count_a_stream_without_usage_lacks(
     assert (empty_content_cause(thought, body) or "").startswith("stop_in_reasoning:")
     assert empty_content_cause(ReplyText(finish_reason="stop"), body) is None
     assert empty_content_cause(ReplyText(finish_reason="stop", usage=USAGE), body) is not None
+
+
+def test_a_switch_sent_as_text_is_flagged_on_the_request() -> None:
+    assert detectors({"chat_template_kwargs": {"thinking": "false"}}) == ["thinking_switch_as_text"]
+    assert detectors({"chat_template_kwargs": {"thinking": False}}) == []

@@ -4,7 +4,8 @@ with the official `openai` client.
 The upstream answers each request with the body vLLM's chat endpoint sent for it in the CPU replay
 (tests/fixtures/vllm/replay/: `OpenAIServingChat` with a stand-in engine, `whole_body` or
 `stream_body` by the request's `stream`). Every row of the GPU test bed's twin (`testbed`) goes
-through, and the DeepSeek V4 rows where a contradictory ask meets a coherent reply. The gateway
+through, and the DeepSeek V4 rows where a contradictory ask meets a coherent reply, or a switch
+sent as text turns thinking on against the server's default. The gateway
 must relay what vLLM sent, keep the stops of every request it reads as reasoning away from the
 upstream, and count a request finding exactly where the request contradicts itself, and the
 switch conflict's empty content only on the whole reply that has it.
@@ -19,7 +20,11 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from sparkrig.gateway.live_guards import NONE_WITH_THINKING, SWITCH_CONFLICT_DETECTOR
+from sparkrig.gateway.live_guards import (
+    NONE_WITH_THINKING,
+    SWITCH_CONFLICT_DETECTOR,
+    TEXT_SWITCH_DETECTOR,
+)
 from sparkrig.gateway.serve import ServingGateway, running_serving_gateway
 from sparkrig.gateway.serve_config import ServeConfig
 from tests.http_servers import serve_app
@@ -37,6 +42,8 @@ ROWS = [
         row["server"] == "dsv4-thinking-default"
         and row["ask"] in ("effort-none-on", "effort-high-off")
     )
+    # thinking off by the server's default, and "false" as text turns it on
+    or (row["server"] == "dsv4-chat-default" and row["ask"] == "thinking-false-as-text")
 ]
 USER = [{"role": "user", "content": "What's 1 + 1?"}]
 # the requests that contradict themselves, read from the requests, not from sparkrig
@@ -46,6 +53,7 @@ CONTRADICTIONS = {
     "effort-none-kwargs": NONE_WITH_THINKING,
     "effort-high-off": SWITCH_CONFLICT_DETECTOR,  # its own thinking false, a top-level effort
     "effort-high-off-stream": SWITCH_CONFLICT_DETECTOR,
+    "thinking-false-as-text": TEXT_SWITCH_DETECTOR,  # the renderers read the text "false" as on
 }
 TOP_LEVEL = ("max_tokens", "temperature", "stop", "reasoning_effort")
 
@@ -113,7 +121,7 @@ async def test_the_gateway_on_vllms_own_bytes(row: dict[str, Any], stream: bool)
     flagged = CONTRADICTIONS.get(row["ask"])
     found = {
         name: counted(gateway, "detections", "detector", name)
-        for name in (NONE_WITH_THINKING, SWITCH_CONFLICT_DETECTOR)
+        for name in (NONE_WITH_THINKING, SWITCH_CONFLICT_DETECTOR, TEXT_SWITCH_DETECTOR)
     }
     assert found == {name: float(name == flagged) for name in found}
     conflict_empty = flagged == SWITCH_CONFLICT_DETECTOR and not sent["content"]

@@ -157,3 +157,25 @@ def test_a_request_that_turns_one_switch_on_and_one_off_is_a_conflict(
     asked = thinking_asked(body, server)
     assert asked.switch_conflict is conflict
     assert asked.thinking is not False or not conflict  # a conflict reads as reasoning
+
+
+@pytest.mark.parametrize(
+    ("body", "server", "thinking", "inherited", "texts"),
+    [
+        # the renderers read a switch by its truth: the text "false" is on (replayed on vLLM)
+        ({"chat_template_kwargs": {"thinking": "false"}}, {"thinking": False}, True, False, 1),
+        ({"chat_template_kwargs": {"enable_thinking": 0}}, {}, False, False, 0),
+        # vLLM's merge_kwargs: a request's None or "auto" leaves the server's default
+        ({"chat_template_kwargs": {"thinking": None}}, {"thinking": True}, True, True, 0),
+        ({"chat_template_kwargs": {"thinking": "auto"}}, {"thinking": False}, False, True, 0),
+    ],
+)
+def test_a_switch_is_read_by_its_truth_and_unset_by_none_or_auto(
+    body: dict[str, Any], server: dict[str, Any], thinking: bool, inherited: bool, texts: int
+) -> None:
+    asked = thinking_asked(body, server)
+    assert (asked.thinking, asked.inherited, len(asked.text_switches)) == (
+        thinking,
+        inherited,
+        texts,
+    )

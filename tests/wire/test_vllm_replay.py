@@ -25,6 +25,7 @@ import pytest
 from sparkrig.gateway.live_guards import (
     NONE_WITH_THINKING,
     SWITCH_CONFLICT_DETECTOR,
+    TEXT_SWITCH_DETECTOR,
     empty_content_cause,
     reply_findings,
 )
@@ -37,7 +38,7 @@ RECORD = json.loads((ROOT / "tests/fixtures/vllm/replay/think-0.26.0.json").read
 ROWS: list[dict[str, Any]] = RECORD["rows"]
 SERVERS: dict[str, Any] = RECORD["provenance"]["servers"]
 RENDER_ONLY = {"add_generation_prompt", "continue_final_message"}  # vLLM's, not the switch's
-REQUEST_FINDINGS = {NONE_WITH_THINKING, SWITCH_CONFLICT_DETECTOR}
+REQUEST_FINDINGS = {NONE_WITH_THINKING, SWITCH_CONFLICT_DETECTOR, TEXT_SWITCH_DETECTOR}
 # where sparkrig reads thinking "on" and vLLM 0.26.0's DeepSeek V4 renderer writes a chat prompt
 ON_PURPOSE = {
     # the request asks for thinking and for none: read as reasoning, and flagged on the request
@@ -163,13 +164,15 @@ def test_a_stop_string_fires_inside_the_reasoning_and_the_gateway_holds_it(
     "row", [row for row in ROWS if not misfiled(row) and not cut_in_reasoning(row)], ids=row_id
 )
 def test_a_coherent_reply_gets_no_finding_beyond_a_contradictory_ask(row: dict[str, Any]) -> None:
-    """A request that asks for thinking and against it in one body is flagged whatever the
-    reply (DeepSeek V4 thinks on `thinking: false` + effort "high"); nothing else is."""
+    """A request that asks for thinking and against it in one body, or sends its switch as
+    text, is flagged whatever the reply (DeepSeek V4 thinks on `thinking: false` + effort
+    "high", and on `thinking: "false"`); nothing else is."""
     asked = thinking_asked(row["request"], defaults(row))
     whole = reply(row["whole"], row["finish_reason"])
     found = {f.detector for f in reply_findings(whole, body(row), defaults(row))}
     allowed = {NONE_WITH_THINKING} if asked.none_with_thinking else set()
     allowed |= {SWITCH_CONFLICT_DETECTOR} if asked.switch_conflict else set()
+    allowed |= {TEXT_SWITCH_DETECTOR} if asked.text_switches else set()
     assert found <= allowed
 
 

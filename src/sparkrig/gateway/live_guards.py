@@ -1,10 +1,11 @@
 """The cheap detectors on every reply `gateway serve` relays: U+FFFD, n-gram loop, markup or
 special-token leak, JSON that fails the schema the request asked for, tool-call arguments that
 do not parse; and, for an empty content with real completion tokens, the empty-content
-classifier. Two findings are the request's own, flagged whatever the reply, with what the reply
-made of them: reasoning_effort "none" with thinking on (field notes: reasoning-none-thinking), and
-a thinking switch off beside a top-level effort that turns another one on. Pure: they read the
-finished reply and the request, and never alter either."""
+classifier. Three findings are the request's own, flagged whatever the reply: reasoning_effort
+"none" with thinking on (field notes: reasoning-none-thinking) and a thinking switch off beside a
+top-level effort that turns another one on, each with what the reply made of it; and a switch
+sent as text, which the server reads as true. Pure: they read the finished reply and the request,
+and never alter either."""
 
 from __future__ import annotations
 
@@ -33,12 +34,14 @@ from sparkrig.wire.reasoning_families import (
 
 NONE_WITH_THINKING = "reasoning_none_with_thinking"
 SWITCH_CONFLICT_DETECTOR = "thinking_switch_conflict"
+TEXT_SWITCH_DETECTOR = "thinking_switch_as_text"
 
 
 class LiveFinding(BaseModel):
     detector: str = Field(
         description="replacement_char, loop, markup_leak, json_schema, tool_args, "
-        "empty_content, reasoning_none_with_thinking or thinking_switch_conflict"
+        "empty_content, reasoning_none_with_thinking, thinking_switch_conflict or "
+        "thinking_switch_as_text"
     )
     message: str = Field(description="what happened — what it means")
     evidence: str = Field(default="", description="a short excerpt")
@@ -79,6 +82,18 @@ def request_findings(thinking: ThinkingAsk, reply: ReplyText | None = None) -> l
                 message=f"{_landed(reply)}: {SWITCH_CONFLICT}",
             )
         )
+    findings += [
+        LiveFinding(
+            detector=TEXT_SWITCH_DETECTOR,
+            evidence=f"chat_template_kwargs.{key} sent as text",
+            message=(
+                f"chat_template_kwargs.{key} is text, not a boolean: the server's renderer and "
+                'parser read it by its truth, so any non-empty text ("false" included) turns '
+                "thinking on — send true or false as JSON booleans"
+            ),
+        )
+        for key in thinking.text_switches
+    ]
     return findings
 
 

@@ -295,6 +295,9 @@ class ThinkingAsk(NamedTuple):
     not a conflict.)
     A server that reads either key as on thinks; a template that reads only `thinking` writes a
     chat prompt while the parser expects thinking (detectors/empty_content.SWITCH_CONFLICT)"""
+    text_switches: tuple[str, ...] = ()
+    """switch keys the request sent as text: the renderers read any non-empty text as true, so
+    "false" turns thinking on"""
 
 
 # vLLM 0.26.0's own code, replayed on a CPU (tests/fixtures/vllm/replay/): where the reply of a
@@ -307,23 +310,34 @@ NONE_WITH_THINKING_OUTCOMES = (
 )
 
 
+# vLLM's merge_kwargs: a request's value of None or "auto" leaves the default in place
+UNSET = (None, "auto")
+
+
 def served_kwargs(
     body: Mapping[str, Any], server_kwargs: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
     """The chat-template kwargs the server renders with, built as vLLM 0.26.0 builds them
-    (ChatCompletionRequest.build_chat_params, then with_defaults): the server's
-    `--default-chat-template-kwargs` under the request's `chat_template_kwargs`, and a top-level
-    `reasoning_effort` added as `reasoning_effort` and, unless the request's kwargs name
-    `enable_thinking`, as `enable_thinking = effort != "none"`."""
+    (ChatCompletionRequest.build_chat_params, then with_defaults, both through merge_kwargs): the
+    server's `--default-chat-template-kwargs` under the request's `chat_template_kwargs` (a
+    request's None or "auto" leaves the default), and a top-level `reasoning_effort` added as
+    `reasoning_effort` and, unless the request's kwargs name `enable_thinking`, as
+    `enable_thinking = effort != "none"`."""
     raw = body.get("chat_template_kwargs")
     request: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
-    served = {**(server_kwargs or {}), **request}
+    served = {**(server_kwargs or {})}
+    served |= {key: value for key, value in request.items() if not _unset(value)}
     top = body.get("reasoning_effort")
     if isinstance(top, str):
-        served["reasoning_effort"] = top
+        if not _unset(top):
+            served["reasoning_effort"] = top
         if "enable_thinking" not in request:
             served["enable_thinking"] = top != EFFORT_NONE
     return served
+
+
+def _unset(value: Any) -> bool:
+    return any(value is unset or value == unset for unset in UNSET)
 
 
 def thinking_asked(
@@ -334,16 +348,17 @@ def thinking_asked(
 
     Thinking is on when any switch key of the served kwargs is on (DeepSeek V4's renderer and
     parser read `thinking or enable_thinking`), off when the switch keys present are all off.
-    With no switch, a reasoning_effort decides ('none' off, any other on): vLLM 0.26.0 renders an
-    effort inside the kwargs alone in chat mode, but report 004 saw that body reason (field notes:
-    agent-benchmark-request), and reading it as reasoning only keeps stop strings from the
-    upstream."""
+    A switch is read by its truth, as the renderers read it: the text "false" is on (flagged in
+    `text_switches`). With no switch, a reasoning_effort decides ('none' off, any other on): vLLM
+    0.26.0 renders an effort inside the kwargs alone in chat mode, but report 004 saw that body
+    reason (field notes: agent-benchmark-request), and reading it as reasoning only keeps stop
+    strings from the upstream."""
     server = server_kwargs or {}
     served = served_kwargs(body, server)
     from_request = served_kwargs(body)
     raw_effort = served.get("reasoning_effort")
     effort = raw_effort if isinstance(raw_effort, str) else None
-    switches = {key: served[key] for key in SWITCH_KEYS if isinstance(served.get(key), bool)}
+    switches = {key: bool(served[key]) for key in SWITCH_KEYS if key in served}
     thinking: bool | None
     if switches:
         thinking = any(switches.values())
@@ -355,6 +370,7 @@ def thinking_asked(
     else:
         thinking, inherited = None, False
     none_with_thinking = effort == EFFORT_NONE and thinking is True
-    own = {from_request[key] for key in SWITCH_KEYS if isinstance(from_request.get(key), bool)}
+    own = {bool(from_request[key]) for key in SWITCH_KEYS if key in from_request}
     conflict = len(own) == 2 and not none_with_thinking
-    return ThinkingAsk(thinking, effort, inherited, none_with_thinking, conflict)
+    texts = tuple(key for key in SWITCH_KEYS if isinstance(from_request.get(key), str))
+    return ThinkingAsk(thinking, effort, inherited, none_with_thinking, conflict, texts)
