@@ -79,6 +79,10 @@ _bad(
         },
     ),
 )
+_bad(
+    "thinking-switch-as-text",
+    _with(PAIR, profile={"default_chat_template_kwargs": {"thinking": "false"}}),
+)
 _bad("unified-memory-utilization", _with(PAIR, profile={"gpu_memory_utilization": 0.85}))
 _bad(
     "jit-cache-local",
@@ -104,11 +108,13 @@ def test_rule_flags_its_bad_example(rule: str) -> None:
     assert findings, f"{rule} did not fire"
     for finding in findings:
         assert finding.fix
-        # a field report's fact, vLLM's own data, or what the project's vLLM test bed measured
+        # a field report's fact, vLLM's own data, what the project's vLLM test bed measured, or
+        # what vLLM's own code did when the project replayed it
         assert (
             "docs/field-notes.md#" in finding.source
             or KNOWLEDGE in finding.source
             or finding.source.startswith("benchmarks/results/vllm-h200/")
+            or finding.source == "benchmarks/vllm_replay/README.md"  # vLLM's own code, on a CPU
         )
         assert " — " in finding.line()
 

@@ -10,7 +10,7 @@ from sparkrig.config.serving import ServingProfile
 from sparkrig.engines.registry import adapter_for
 from sparkrig.engines.vllm.knowledge import version_default
 from sparkrig.lint.findings import LintFinding, rule
-from sparkrig.wire.reasoning_families import thinking_asked
+from sparkrig.wire.reasoning_families import SWITCH_KEYS, thinking_asked
 
 # 0.85 killed a worker with NV_ERR_NO_MEMORY in one report, while another ran a validated profile
 # at 0.85 on the same hardware: 0.80 is the margin the first one settled on (field notes:
@@ -126,6 +126,30 @@ def reasoning_none_with_thinking(
             "drop reasoning_effort 'none', or turn thinking off",
             "docs/field-notes.md#reasoning-none-thinking",
         )
+    ]
+
+
+@rule(
+    "thinking-switch-as-text",
+    "a thinking switch in the server's default kwargs is a boolean, not text",
+    "benchmarks/vllm_replay/README.md",
+)
+def thinking_switch_as_text(
+    cluster: Cluster, profile: ServingProfile, key: str
+) -> list[LintFinding]:
+    # vLLM 0.26.0's renderers and parser read a switch by its truth: "false" thinks (replayed)
+    return [
+        LintFinding(
+            "thinking-switch-as-text",
+            "error",
+            f"{key}.default_chat_template_kwargs.{name}",
+            f"{name} = {value!r} is text: vLLM reads a thinking switch by its truth, so any "
+            "non-empty text turns thinking on for every request that does not override it",
+            f"write {name} as a TOML boolean (true or false)",
+            "benchmarks/vllm_replay/README.md",
+        )
+        for name in SWITCH_KEYS
+        if isinstance(value := profile.default_chat_template_kwargs.get(name), str)
     ]
 
 
