@@ -56,10 +56,10 @@ def completion_tokens(reply: ReplyText) -> int | None:
 
 
 def request_findings(thinking: ThinkingAsk, reply: ReplyText | None = None) -> list[LiveFinding]:
-    """What the request shows, and what its reply made of it: reasoning_effort 'none' with
-    thinking on, and a switch on beside a switch off. Where the reply lands depends on the
-    runtime (vLLM 0.26.0's own code replayed on a CPU, tests/fixtures/vllm/replay/), so the
-    message says what this reply holds."""
+    """What the request shows: reasoning_effort 'none' with thinking on, and a switch on beside
+    a switch off, each with what its reply made of it (where the reply lands depends on the
+    runtime: vLLM 0.26.0's own code replayed on a CPU, tests/fixtures/vllm/replay/); and each
+    switch sent as text."""
     whence = "the server's default chat_template_kwargs" if thinking.inherited else "the request"
     findings = []
     if thinking.none_with_thinking:
