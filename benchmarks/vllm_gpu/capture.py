@@ -103,9 +103,9 @@ def think_asks(model: str, label: str) -> dict[str, tuple[str, str, object | Non
     inherited, on and off, streamed and whole; a stop string that occurs in the thinking;
     reasoning_effort "none" at the top level and inside chat_template_kwargs (report 004's shape);
     thinking off beside a top-level effort; an effort alone inside the kwargs (report 004's agent
-    benchmark); and vLLM's thinking_token_budget, which forces </think> so a reply has both
-    parts. Through the gateway (a label ending in "gateway") its /metrics comes last: the
-    per-request findings."""
+    benchmark); a switch sent as text; and vLLM's thinking_token_budget, which forces </think> so
+    a reply has both parts. Through the gateway (a label ending in "gateway") its /metrics comes
+    last: the per-request findings."""
     user = [{"role": "user", "content": "What's 1 + 1?"}]
 
     def chat(max_tokens: int, **extra: object) -> tuple[str, str, object | None]:
@@ -143,6 +143,8 @@ def think_asks(model: str, label: str) -> dict[str, tuple[str, str, object | Non
         "effort-high-off-stream": chat(160, **off, reasoning_effort="high", **stream),
         # report 004's agent-benchmark body: the effort inside the kwargs, nothing else
         "effort-low-kwargs": chat(512, chat_template_kwargs={"reasoning_effort": "low"}),
+        # a switch sent as text: the CPU replay thinks on it, "false" or not
+        "thinking-false-as-text": chat(160, chat_template_kwargs={"thinking": "false"}),
         "short-budget": chat(24, **on),
     }
     if label.endswith("gateway"):

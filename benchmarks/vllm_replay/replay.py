@@ -81,8 +81,6 @@ EXTRA_ASKS: dict[str, dict[str, Any]] = {
     "effort-low": {"reasoning_effort": "low"},
     "effort-max": {"reasoning_effort": "max"},
     "effort-xhigh": {"reasoning_effort": "xhigh"},
-    # a switch sent as text, as a shell-built body may: the renderers read its truthiness
-    "thinking-false-as-text": {"chat_template_kwargs": {"thinking": "false"}},
 }
 
 
