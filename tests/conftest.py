@@ -13,18 +13,13 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from sparkrig.client.first_completion import answer_one_completion
+from sparkrig import defaults
 from sparkrig.engines.llamacpp.build import EngineInstall, find_installed, install
 from sparkrig.engines.llamacpp.gguf_model import resolve_model
 from sparkrig.engines.llamacpp.server import SpeculativeOptions
-from sparkrig.launch.local import (
-    LocalInstance,
-    embedded_server,
-    plan_local,
-    start_local,
-    stop_local,
-)
+from sparkrig.launch.local import LocalInstance
 from sparkrig.paths import STATE_ENV
+from tests.own_server import own_llama_server
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SYNTH_RATES = (0.9, 0.6, 0.3, 0.1)  # known per-position acceptance for the spec server
@@ -57,14 +52,6 @@ def session_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path
         os.environ[STATE_ENV] = before
 
 
-async def _serve(
-    engine: EngineInstall, model: Path, speculative: SpeculativeOptions | None = None
-) -> LocalInstance:
-    server = embedded_server(engine, model, speculative=speculative)
-    plan = plan_local(server, port_was_chosen=True, engine_build=engine.label)
-    return await start_local(plan, answer_one_completion)
-
-
 EXTERNAL_SERVER_ENV = "SPARKRIG_TEST_SERVER_URL"
 
 
@@ -88,11 +75,9 @@ async def llama_server(
         return
     engine: EngineInstall = request.getfixturevalue("engine")
     bundled_model: Path = request.getfixturevalue("bundled_model")
-    record = await _serve(engine, bundled_model)
-    try:
+    slots = defaults.LOCAL_PARALLEL_SLOTS
+    async with own_llama_server(engine, bundled_model, parallel_slots=slots) as record:
         yield record
-    finally:
-        await stop_local(record)
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
@@ -103,8 +88,8 @@ async def spec_server(
     and llama.cpp's synthetic per-position acceptance SYNTH_RATES, so the true acceptance is
     known (its output text is not meaningful)."""
     options = SpeculativeOptions(spec_type="draft-simple", synth_rates=list(SYNTH_RATES))
-    record = await _serve(engine, bundled_model, options)
-    try:
+    slots = defaults.LOCAL_PARALLEL_SLOTS
+    async with own_llama_server(
+        engine, bundled_model, parallel_slots=slots, speculative=options
+    ) as record:
         yield record
-    finally:
-        await stop_local(record)

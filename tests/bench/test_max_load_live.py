@@ -18,16 +18,10 @@ import pytest_asyncio
 from sparkrig.bench.receipt import load_receipt
 from sparkrig.bench.slo import parse_slo
 from sparkrig.client import CompletionRequest, EndpointClient
-from sparkrig.client.first_completion import answer_one_completion
 from sparkrig.engines.llamacpp.build import EngineInstall
-from sparkrig.launch.local import (
-    LocalInstance,
-    embedded_server,
-    plan_local,
-    start_local,
-    stop_local,
-)
+from sparkrig.launch.local import LocalInstance
 from tests.conftest import SPARKRIG
+from tests.own_server import own_llama_server
 
 pytestmark = [pytest.mark.engine, pytest.mark.asyncio(loop_scope="session")]
 
@@ -41,14 +35,8 @@ PROMPT_TOKENS = 16
 async def one_slot_server(
     engine: EngineInstall, bundled_model: Path
 ) -> AsyncIterator[LocalInstance]:
-    server = embedded_server(engine, bundled_model, parallel_slots=1)
-    record = await start_local(
-        plan_local(server, port_was_chosen=True, engine_build=engine.label), answer_one_completion
-    )
-    try:
+    async with own_llama_server(engine, bundled_model) as record:
         yield record
-    finally:
-        await stop_local(record)
 
 
 async def _one_request_s(base_url: str, alias: str) -> float:

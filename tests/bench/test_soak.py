@@ -26,7 +26,7 @@ from sparkrig.gateway.serve_config import ServeConfig
 from sparkrig.launch.local import LocalInstance
 from sparkrig.wire.workload_log import read_workload
 from tests.conftest import SPARKRIG
-from tests.gateway.own_server import own_llama_server
+from tests.own_server import own_llama_server
 
 pytestmark = [pytest.mark.engine]  # async tests run on the session loop (pyproject.toml)
 MODEL = "m"

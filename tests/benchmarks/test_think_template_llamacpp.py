@@ -11,16 +11,10 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from sparkrig.client.first_completion import answer_one_completion
 from sparkrig.engines.llamacpp.build import EngineInstall
-from sparkrig.launch.local import (
-    LocalInstance,
-    embedded_server,
-    plan_local,
-    start_local,
-    stop_local,
-)
+from sparkrig.launch.local import LocalInstance
 from tests.gateway.replies import chat, send
+from tests.own_server import own_llama_server, reasoning_args
 
 pytestmark = [pytest.mark.engine, pytest.mark.asyncio(loop_scope="session")]
 
@@ -30,16 +24,9 @@ BUDGET = {"max_tokens": 40, "cache_prompt": False}
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def think_server(engine: EngineInstall, bundled_model: Path) -> AsyncIterator[LocalInstance]:
-    args = ["--jinja", "--chat-template-file", str(TEMPLATE), "--reasoning-format", "deepseek"]
-    args += ["--reasoning-budget", "24"]
-    server = embedded_server(engine, bundled_model, parallel_slots=1, extra_args=args)
-    record = await start_local(
-        plan_local(server, port_was_chosen=True, engine_build=engine.label), answer_one_completion
-    )
-    try:
+    args = reasoning_args(TEMPLATE)
+    async with own_llama_server(engine, bundled_model, extra_args=args) as record:
         yield record
-    finally:
-        await stop_local(record)
 
 
 async def test_the_thinking_is_split_from_the_content(think_server: LocalInstance) -> None:

@@ -15,41 +15,15 @@ from pathlib import Path
 
 import pytest_asyncio
 
-from sparkrig.client.first_completion import answer_one_completion
 from sparkrig.engines.llamacpp.build import EngineInstall
-from sparkrig.launch.local import (
-    LocalInstance,
-    embedded_server,
-    plan_local,
-    start_local,
-    stop_local,
-)
-from tests.conftest import FIXTURES
-
-THINK_TEMPLATE = FIXTURES / "templates" / "chatml_think.jinja"
-REASONING_TOKENS = 24
-
-
-def reasoning_args() -> list[str]:
-    return [
-        "--jinja",
-        "--chat-template-file",
-        str(THINK_TEMPLATE),
-        "--reasoning-format",
-        "deepseek",
-        "--reasoning-budget",
-        str(REASONING_TOKENS),
-    ]
+from sparkrig.launch.local import LocalInstance
+from tests.own_server import own_llama_server, reasoning_args
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def reasoning_server(
     engine: EngineInstall, bundled_model: Path, session_state_dir: Path
 ) -> AsyncIterator[LocalInstance]:
-    server = embedded_server(engine, bundled_model, parallel_slots=2, extra_args=reasoning_args())
-    plan = plan_local(server, port_was_chosen=True, engine_build=engine.label)
-    record = await start_local(plan, answer_one_completion)
-    try:
+    args = reasoning_args()
+    async with own_llama_server(engine, bundled_model, parallel_slots=2, extra_args=args) as record:
         yield record
-    finally:
-        await stop_local(record)

@@ -25,9 +25,9 @@ from sparkrig.gateway.serve import running_serving_gateway
 from sparkrig.gateway.serve_config import ServeConfig
 from sparkrig.launch.local import LocalInstance, free_port
 from tests.conftest import SPARKRIG
-from tests.gateway.own_server import own_llama_server
 from tests.gateway.replies import chat
 from tests.http_servers import serve_app
+from tests.own_server import own_llama_server
 
 pytestmark = [pytest.mark.engine, pytest.mark.asyncio(loop_scope="session")]
 

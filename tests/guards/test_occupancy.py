@@ -11,7 +11,6 @@ import pytest_asyncio
 
 from sparkrig import defaults
 from sparkrig.client import EndpointClient
-from sparkrig.client.first_completion import answer_one_completion
 from sparkrig.client.probe import first_model_id
 from sparkrig.engines.llamacpp.build import EngineInstall
 from sparkrig.gateway import Fault, GatewayConfig, running_gateway
@@ -27,13 +26,8 @@ from sparkrig.guards.occupancy import (
     seeded_outcomes,
     slot_count,
 )
-from sparkrig.launch.local import (
-    LocalInstance,
-    embedded_server,
-    plan_local,
-    start_local,
-    stop_local,
-)
+from sparkrig.launch.local import LocalInstance
+from tests.own_server import own_llama_server
 
 WIDE_SLOTS = 16  # more than the 13 requests the other determinism scenarios send at once
 
@@ -57,16 +51,10 @@ def test_in_flight_at_arrival_counts_the_earlier_requests_still_running() -> Non
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def wide_server(engine: EngineInstall, bundled_model: Path) -> AsyncIterator[LocalInstance]:
     """The embedded engine with 16 slots of 1,024 tokens (the session server has 4)."""
-    spec = embedded_server(
+    async with own_llama_server(
         engine, bundled_model, parallel_slots=WIDE_SLOTS, context_tokens=WIDE_SLOTS * 1024
-    )
-    server = await start_local(
-        plan_local(spec, port_was_chosen=True, engine_build=engine.label), answer_one_completion
-    )
-    try:
+    ) as server:
         yield server
-    finally:
-        await stop_local(server)
 
 
 @pytest.mark.engine

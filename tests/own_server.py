@@ -1,0 +1,51 @@
+"""A llama-server of a test's own (the bundled model; one slot unless told otherwise), started,
+ready by liveness and stopped when the block ends, even when a test fails; and the flags that make
+it a reasoning server on a template that opens <think> (tests/gateway/conftest.py says how)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from sparkrig.client.first_completion import answer_one_completion
+from sparkrig.engines.llamacpp.build import EngineInstall
+from sparkrig.launch.local import (
+    LocalInstance,
+    embedded_server,
+    plan_local,
+    start_local,
+    stop_local,
+)
+
+THINK_TEMPLATE = Path(__file__).parent / "fixtures" / "templates" / "chatml_think.jinja"
+REASONING_TOKENS = 24
+
+
+def reasoning_args(template: Path = THINK_TEMPLATE) -> list[str]:
+    """llama-server's flags for a template that opens <think>: llama.cpp's reasoning split, and
+    the block closed after REASONING_TOKENS tokens."""
+    return [
+        "--jinja",
+        "--chat-template-file",
+        str(template),
+        "--reasoning-format",
+        "deepseek",
+        "--reasoning-budget",
+        str(REASONING_TOKENS),
+    ]
+
+
+@asynccontextmanager
+async def own_llama_server(
+    engine: EngineInstall, model: Path, **options: Any
+) -> AsyncIterator[LocalInstance]:
+    """`options` go to `embedded_server` (slots, context, speculation, extra arguments)."""
+    server = embedded_server(engine, model, **({"parallel_slots": 1} | options))
+    plan = plan_local(server, port_was_chosen=True, engine_build=engine.label)
+    record = await start_local(plan, answer_one_completion)
+    try:
+        yield record
+    finally:
+        await stop_local(record)
