@@ -11,6 +11,7 @@ from typing import Any
 import aiohttp
 
 from sparkrig.gateway import GatewayConfig, running_gateway
+from sparkrig.gateway.serve import ServingGateway
 from tests.gateway.fake_upstream import FakeUpstream, serve_fake
 
 
@@ -128,3 +129,9 @@ def chat(prompt: str, *, stream: bool, **extra: Any) -> dict[str, Any]:
 def completion(prompt: str, *, stream: bool, **extra: Any) -> dict[str, Any]:
     body: dict[str, Any] = {"model": "m", "prompt": prompt, "temperature": 0, "stream": stream}
     return body | extra
+
+
+def counted(gateway: ServingGateway, counter: str, label: str, value: str) -> float:
+    """One labelled sample of a `gateway serve` counter, read from its registry."""
+    metric = getattr(gateway.metrics, counter)
+    return float(metric.labels(**{label: value})._value.get())

@@ -29,7 +29,7 @@ from tests.gateway.deepseek_upstream import (
     DeepSeekV4Upstream,
     serve_deepseek,
 )
-from tests.gateway.replies import send
+from tests.gateway.replies import counted, send
 
 try:
     import openai
@@ -114,11 +114,6 @@ def test_the_official_openai_client_is_the_one_used() -> None:
     if openai is None:
         pytest.skip("the openai package is not installed: pip install -e '.[dev]'")
     assert openai.AsyncOpenAI
-
-
-def counted(gateway: ServingGateway, counter: str, label: str, value: str) -> float:
-    metric = getattr(gateway.metrics, counter)
-    return float(metric.labels(**{label: value})._value.get())
 
 
 async def test_the_stand_in_reproduces_the_reports_prompts_and_replies() -> None:

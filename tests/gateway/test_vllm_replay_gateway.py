@@ -25,8 +25,9 @@ from sparkrig.gateway.live_guards import (
     SWITCH_CONFLICT_DETECTOR,
     TEXT_SWITCH_DETECTOR,
 )
-from sparkrig.gateway.serve import ServingGateway, running_serving_gateway
+from sparkrig.gateway.serve import running_serving_gateway
 from sparkrig.gateway.serve_config import ServeConfig
+from tests.gateway.replies import counted
 from tests.http_servers import serve_app
 
 openai = pytest.importorskip("openai")
@@ -96,11 +97,6 @@ async def ask(url: str, request: dict[str, Any], stream: bool) -> tuple[str, str
                 reasoning.append(str((choice.delta.model_extra or {}).get("reasoning") or ""))
                 content.append(choice.delta.content or "")
         return "".join(reasoning), "".join(content)
-
-
-def counted(gateway: ServingGateway, counter: str, label: str, value: str) -> float:
-    metric = getattr(gateway.metrics, counter)
-    return float(metric.labels(**{label: value})._value.get())
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
