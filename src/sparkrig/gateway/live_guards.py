@@ -35,6 +35,7 @@ from sparkrig.wire.reasoning_families import (
 NONE_WITH_THINKING = "reasoning_none_with_thinking"
 SWITCH_CONFLICT_DETECTOR = "thinking_switch_conflict"
 TEXT_SWITCH_DETECTOR = "thinking_switch_as_text"
+EMPTY_CONTENT = "empty_content"
 
 
 class LiveFinding(BaseModel):
@@ -137,7 +138,7 @@ def reply_findings(
     findings += _schema_findings(reply, body)
     findings += _tool_findings(reply)
     if empty := empty_content_cause(reply, body, thinking, stops_held=stops_held):
-        findings.append(LiveFinding(detector="empty_content", message=empty))
+        findings.append(LiveFinding(detector=EMPTY_CONTENT, message=empty))
     return findings
 
 

@@ -22,7 +22,7 @@ from aiohttp import web
 from sparkrig import defaults
 from sparkrig.gateway.config import GatewayConfig
 from sparkrig.gateway.jsonl import JsonlLog
-from sparkrig.gateway.live_guards import empty_content_cause, reply_findings
+from sparkrig.gateway.live_guards import EMPTY_CONTENT, reply_findings
 from sparkrig.gateway.pacing import stretched_blocks, wait_until_stretched
 from sparkrig.gateway.proxy import (
     Gateway,
@@ -265,12 +265,11 @@ class ServingGateway(Gateway):
             held = bool(shaper.plan.stops)
             for finding in reply_findings(shaper.reply, trace.body, server_kwargs, stops_held=held):
                 metrics.detections.labels(detector=finding.detector).inc()
+                if finding.detector == EMPTY_CONTENT:  # its message is "cause: what it means"
+                    metrics.empty_content.labels(cause=finding.message.split(":")[0]).inc()
                 self.guard_log.write(
                     {"time": time.time(), "request_id": trace.request_id, **finding.model_dump()}
                 )
-            thinking = self.serve.thinking_of(trace.body)
-            if cause := empty_content_cause(shaper.reply, trace.body, thinking, stops_held=held):
-                metrics.empty_content.labels(cause=cause.split(":")[0]).inc()
         if self.workload_log.enabled:
             record = workload_record(trace, shaper.reply, end_ns, self.serve.record_prompts)
             self.workload_log.write(record.model_dump(mode="json", exclude_none=True))
