@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import sys
 from pathlib import Path
@@ -111,7 +112,14 @@ def main() -> int:
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--passes", type=int, default=3)
     args = parser.parse_args()
-    levels = [int(c) for c in args.concurrency.split(",")]
+    try:
+        levels = [int(c) for c in args.concurrency.split(",")]
+    except ValueError:
+        parser.error(f"--concurrency {args.concurrency!r}: give whole numbers, e.g. 1,16,64")
+    if shutil.which(args.vllm.split()[0]) is None:
+        parser.error(f"--vllm {args.vllm}: not found (BENCH=1 benchmarks/vllm_replay/setup.sh)")
+    if not Path(args.tokenizer).is_dir():
+        parser.error(f"{args.tokenizer}: no such tokenizer folder")
     if args.passes < 1 or args.requests < 1 or args.tokens < 2 or min(levels) < 1:
         parser.error("--passes, --requests and each concurrency must be at least 1, --tokens 2")
     out = Path(args.out)
