@@ -1,7 +1,7 @@
 """vLLM 0.26.0's own chat endpoint, run on a CPU with a stand-in engine, on the field reports'
 thinking requests.
 
-    sh benchmarks/vllm_replay/setup.sh            # the venv, once (about 2 GB, no GPU)
+    sh benchmarks/vllm_replay/setup.sh            # the venv, once (about 3 GB, no GPU)
     ~/.cache/sparkrig/vllm-replay/venv/bin/python benchmarks/vllm_replay/replay.py OUT.json
 
 For each server below and each request, vLLM's `OpenAIServingChat` (the class behind
