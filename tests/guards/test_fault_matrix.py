@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from sparkrig import defaults
 from sparkrig.engines.llamacpp.build import EngineInstall
 from sparkrig.gateway import GatewayConfig, parse_faults, running_gateway
 from sparkrig.guards.battery import GUARD_NAMES, run_battery
@@ -15,7 +16,7 @@ from sparkrig.guards.context import CheckSettings
 from sparkrig.guards.identity import load_previous_receipt
 from sparkrig.guards.verdict import GuardResult
 from sparkrig.launch.local import LocalInstance
-from tests.conftest import _serve
+from tests.own_server import own_llama_server
 
 pytestmark = pytest.mark.engine
 
@@ -154,14 +155,13 @@ async def _acceptance_at_rates(
 ) -> GuardResult:
     """The canary against a second speculative engine with these synthetic rates."""
     from sparkrig.engines.llamacpp.server import SpeculativeOptions
-    from sparkrig.launch.local import stop_local
 
     options = SpeculativeOptions(spec_type="draft-simple", synth_rates=rates)
-    server = await _serve(engine, bundled_model, options)
-    try:
+    slots = defaults.LOCAL_PARALLEL_SLOTS
+    async with own_llama_server(
+        engine, bundled_model, parallel_slots=slots, speculative=options
+    ) as server:
         return await _acceptance(server.base_url, baseline, out)
-    finally:
-        await stop_local(server)
 
 
 async def test_acceptance_canary_fails_when_the_draft_gets_worse(
