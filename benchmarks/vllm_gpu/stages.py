@@ -18,7 +18,9 @@ needle, kv_integrity and consistency, the same guards judged against it, down: t
 cells and the long KV documents on vLLM), soakthink (group soak detached, then, once its vLLM is
 up, the think group on port 8000 with its gateway on 9100, then the ngram server for the next
 call), passes (waits for the soak, then the peer in alternating passes under ngram, then plain:
-run it at once after soakthink, with `--soak 600` on both).
+run it at once after soakthink, with `--soak 600` on both); soakpeers and joinpeers (the same
+for a session with less device time: the peers run on port 8000 beside the soak instead of after
+it, then the think group once the soak is down).
 Run from the repository root after assemble.py. Each stage's output goes to
 /tmp/vllm-results/GROUP/NAME.log and one line per stage to GROUP/summary.jsonl as it ends; a
 stage that would start past the group's budget is recorded as skipped. At the end every group's
@@ -296,6 +298,22 @@ def groups(soak_s: int) -> dict[str, list[tuple[str, list[str], int]]]:
             ("up", [*SR, "up", CLUSTER, "--apply"], 420),
             ("peer-plain", peer("plain", "1,64", 2), 420),
             ("down", [*SR, "down", CLUSTER, "--apply"], 120),
+        ],
+        "soakpeers": [  # little device time: the peers on port 8000 while the soak runs on 8001
+            ("soak-detached", ["@detach", "soak", "--soak", str(soak_s), "--budget", "1500"], 10),
+            ("wait-soak-up", ["@wait", "soak", "up-soak"], 420),  # one vLLM sizing memory at once
+            up_ngram,
+            ("capture-spec", capture("ngram"), 120),
+            ("peer-spec", peer("ngram", "1,64", 2), 420),
+            logs("logs-spec"),
+            ("down-ngram", [*SR, "down", CLUSTER, "--apply"], 120),
+            ("up", [*SR, "up", CLUSTER, "--apply"], 420),
+        ],
+        "joinpeers": [  # at once after soakpeers: the plain peer, the soak's end, then think
+            ("peer-plain", peer("plain", "1,64", 2), 420),
+            ("down", [*SR, "down", CLUSTER, "--apply"], 120),
+            ("wait-soak", ["@wait", "soak", "down-soak"], 900),
+            *think,
         ],
         "pair": [  # the pair recipe's flags that need no DeepSeek weights (issue 22)
             ("up-pair", [*SR, "up", PAIR_CLUSTER, "--apply"], 420),
