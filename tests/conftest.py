@@ -6,6 +6,7 @@ Servers started here are stopped in the fixture's teardown, even when a test fai
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -24,6 +25,13 @@ from tests.own_server import own_llama_server
 FIXTURES = Path(__file__).parent / "fixtures"
 SYNTH_RATES = (0.9, 0.6, 0.3, 0.1)  # known per-position acceptance for the spec server
 SPARKRIG = str(Path(sys.executable).parent / "sparkrig")
+
+# A shell without job control starts a background job with SIGINT ignored (`make test &`,
+# `nohup`, some CI runners), and children inherit that: the Ctrl-C tests' SIGINT would then
+# reach processes that ignore it, and fail for how the suite was started. A Python handler here
+# is reset to the default on exec, so every child gets Ctrl-C as a terminal's foreground job does.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
