@@ -2,15 +2,19 @@
 
 Writes are atomic (beside the target, then renamed), so an interrupted write never leaves half a
 file. Reads fail in one line that names the file, what is wrong with it and what to do, for
-every way a file can be wrong: missing, a directory, unreadable, not UTF-8, not JSON, JSON of
-another kind, a damaged field (a timestamp without its time zone among them), a number that is
-NaN, infinite or past ±2**1023 (`outside_numbers.check_every_number`, before the model reads
-it). Advice never tells the user to delete a file that is a valid file of another kind.
+every way a file can be wrong: missing, a directory, a pipe or device (never opened: a pipe
+with no writer would wait forever, /dev/zero never ends), larger than sparkrig reads whole,
+unreadable, not UTF-8, not JSON, JSON of another kind, a damaged field (a timestamp without its
+time zone among them), a number that is NaN, infinite or past ±2**1023
+(`outside_numbers.check_every_number`, before the model reads it). Advice never tells the user
+to delete a file that is a valid file of another kind.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -46,12 +50,35 @@ def write_text_atomically(text: str, path: Path) -> Path:
     return path
 
 
+# The most sparkrig reads of one file whole: receipts, cluster files and traces are far
+# smaller, and a file past it is a mistake (a model shard passed as a cluster file).
+WHOLE_FILE_LIMIT = 1 << 30
+
+_NOT_REGULAR = (
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
 def read_bytes_file(
     path: Path, *, what: str, fix: str, error: type[SparkrigError] = UsageError, limit: int = -1
 ) -> bytes:
-    """The bytes of `path` (at most `limit`), or one line naming the file and the fix."""
+    """The bytes of `path` (at most `limit`), or one line naming the file and the fix. Only a
+    regular file is opened; read whole, it may hold at most WHOLE_FILE_LIMIT bytes."""
     try:
+        mode = path.stat().st_mode
+        kind = next((name for test, name in _NOT_REGULAR if test(mode)), None)
+        if kind is not None:
+            raise error(f"{what} {path} is {kind}, not a regular file — {fix}")
         with path.open("rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if limit < 0 and size > WHOLE_FILE_LIMIT:
+                raise error(
+                    f"{what} {path} holds {size / (1 << 30):.1f} GiB, more than the "
+                    f"{WHOLE_FILE_LIMIT >> 30} GiB sparkrig reads of one file — {fix}"
+                )
             return handle.read(limit)
     except FileNotFoundError as exc:
         raise error(f"{what} {path} does not exist — {fix}") from exc

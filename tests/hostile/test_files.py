@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from sparkrig.engines.llamacpp.build import RECORD_NAME, install_dir
+from sparkrig.json_files import WHOLE_FILE_LIMIT
 from sparkrig.paths import STATE_ENV
 from tests.hostile.conftest import one_line_failure, run_cli
 
@@ -49,6 +50,19 @@ def nothing(path: Path) -> None:
     pass
 
 
+def named_pipe(path: Path) -> None:
+    os.mkfifo(path)  # no writer: opening it to read would wait forever
+
+
+def endless_device(path: Path) -> None:
+    path.symlink_to("/dev/zero")  # never ends: reading it whole would fill memory
+
+
+def past_the_limit(path: Path) -> None:
+    with path.open("wb") as handle:  # sparse: no disk used
+        handle.truncate(WHOLE_FILE_LIMIT + 1)
+
+
 # A damaged file of any kind: each way a file can be wrong, and a word the message must hold.
 BROKEN: dict[str, tuple[Make, str]] = {
     "missing": (nothing, "does not exist"),
@@ -64,6 +78,9 @@ BROKEN: dict[str, tuple[Make, str]] = {
     "null": (write_json(None), "JSON null"),
     "dangling-link": (dangling_link, "does not exist"),
     "link-loop": (link_loop, "link"),
+    "named-pipe": (named_pipe, "is a named pipe"),
+    "endless-device": (endless_device, "is a character device"),
+    "past-the-limit": (past_the_limit, "more than the 1 GiB"),
 }
 
 NOW = "2026-12-01T10:00:00+00:00"
@@ -111,7 +128,11 @@ def snapshot(path: Path) -> object:
         return ("link", os.readlink(path))
     if path.is_dir():
         return ("dir", sorted(p.name for p in path.iterdir()))
-    return ("file", path.read_bytes()) if path.exists() else None
+    if not path.exists():
+        return None
+    if not path.is_file() or path.stat().st_size > 1 << 20:  # a pipe; a file past the limit
+        return ("other", path.stat().st_mode, path.stat().st_size, path.stat().st_mtime_ns)
+    return ("file", path.read_bytes())
 
 
 @pytest.mark.parametrize("case", list(RECEIPTS))
@@ -411,6 +432,8 @@ CLUSTER_FILES: dict[str, tuple[Make, str]] = {
     "directory": (make_directory, "is a directory"),
     "not-utf8": (write_bytes(b'name = "\xff"'), "not UTF-8"),
     "json": (write_json({"name": "pair"}), "TOML"),
+    "named-pipe": (named_pipe, "is a named pipe"),
+    "endless-device": (endless_device, "is a character device"),
     "self-loop-port": (
         write('cables = ["a.p0 <-> a.p0"]\n[[nodes]]\nname = "a"\n[[nodes]]\nname = "b"\n'),
         "self-loop",
@@ -564,3 +587,50 @@ def test_compare_with_a_zero_reference_says_no_percent_change(tmp_path: Path) ->
     outcome = run_cli("compare", str(path), str(path), "--json")
     assert outcome.code == 0, outcome.stderr
     assert "no percent change" in outcome.stdout
+
+
+def meta(value: object) -> Callable[[Path], None]:
+    return lambda node: write_json(value)(node / "meta.json")
+
+
+def probe_output(make: Make) -> Callable[[Path], None]:
+    def made(node: Path) -> None:
+        write_json({"probes": {"uname": {"command": "uname -a", "returncode": 0}}})(
+            node / "meta.json"
+        )
+        make(node / "uname.out")
+
+    return made
+
+
+# A `doctor --save` folder damaged in each way: the node folder holds what each case makes.
+CAPTURES: dict[str, tuple[Callable[[Path], None], str]] = {
+    "meta-not-json": (lambda node: write("{bad")(node / "meta.json"), "not JSON"),
+    "meta-a-list": (meta([1]), "a JSON list"),
+    "meta-nan": (
+        lambda node: write('{"probes": {"p": {"started_at": NaN}}}')(node / "meta.json"),
+        "NaN",
+    ),
+    "probes-text": (meta({"probes": "all"}), "probes"),
+    "probe-returncode-text": (
+        meta({"probes": {"uname": {"command": "uname", "returncode": "zero"}}}),
+        "probe 'uname'",
+    ),
+    "reached-by-number": (meta({"reached_by": 7}), "reached_by"),
+    "output-not-utf8": (probe_output(write_bytes(b"Linux \xff")), "not UTF-8"),
+    "output-named-pipe": (probe_output(named_pipe), "is a named pipe"),
+}
+
+
+@pytest.mark.parametrize("case", list(CAPTURES))
+def test_doctor_load_names_a_damaged_capture(case: str, tmp_path: Path) -> None:
+    make, says = CAPTURES[case]
+    node = tmp_path / "captures" / "spark-a"
+    node.mkdir(parents=True)
+    make(node)
+
+    line = one_line_failure(
+        run_cli("doctor", str(EXAMPLES / "pair.toml"), "--load", str(tmp_path / "captures")), says
+    )
+
+    assert str(node) in line
