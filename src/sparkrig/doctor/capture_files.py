@@ -7,9 +7,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
 
 from sparkrig.doctor.model import NodeCapture, ToolOutput
-from sparkrig.errors import UsageError
+from sparkrig.errors import UsageError, validation_problem
+from sparkrig.json_files import kind_of, read_json_file, read_text_file
+from sparkrig.outside_numbers import OutsideNumberError, check_every_number
 
 META = "meta.json"
 
@@ -33,25 +38,55 @@ def save_captures(captures: dict[str, NodeCapture], directory: Path) -> list[Pat
     return written
 
 
+_FIX = "pass the folder `doctor --save` wrote, or save the capture again"
+
+
 def load_node(folder: Path) -> NodeCapture:
-    """A node folder; without `meta.json` every `PROBE.out` counts as answered (exit 0)."""
+    """A node folder; without `meta.json` every `PROBE.out` counts as answered (exit 0). Every
+    file is read as a hostile one: a damaged capture is one line naming the file."""
     meta_path = folder / META
-    meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.exists() else {}
+    meta = _meta(meta_path) if meta_path.exists() or meta_path.is_symlink() else {}
     probes = meta.get("probes", {})
-    outputs = {}
+    if not isinstance(probes, dict) or not all(isinstance(v, dict) for v in probes.values()):
+        raise UsageError(f"{meta_path} is damaged: probes is not an object of probes — {_FIX}")
+    outputs: dict[str, Any] = {}
     for path in sorted(folder.glob("*.out")):
         probe = path.name.removesuffix(".out")
         known = probes.get(probe, {"command": probe, "returncode": 0})
-        outputs[probe] = ToolOutput(**known, stdout=path.read_text(encoding="utf-8"))
+        stdout = read_text_file(path, what="doctor capture", fix=_FIX)
+        outputs[probe] = {**known, "stdout": stdout}
     for probe, known in probes.items():
-        if probe not in outputs:
-            outputs[probe] = ToolOutput(**known)
-    return NodeCapture(
-        node=folder.name,
-        reached_by=meta.get("reached_by", f"capture {folder}"),
-        unreachable=meta.get("unreachable"),
-        outputs=outputs,
-    )
+        outputs.setdefault(probe, known)
+    checked = {probe: _probe(meta_path, probe, fields) for probe, fields in outputs.items()}
+    try:
+        return NodeCapture(
+            node=folder.name,
+            reached_by=meta.get("reached_by", f"capture {folder}"),
+            unreachable=meta.get("unreachable"),
+            outputs=checked,
+        )
+    except ValidationError as exc:
+        raise UsageError(f"{meta_path} is damaged: {validation_problem(exc)} — {_FIX}") from exc
+
+
+def _probe(meta_path: Path, probe: str, fields: dict[str, Any]) -> ToolOutput:
+    try:
+        return ToolOutput.model_validate(fields)
+    except ValidationError as exc:
+        raise UsageError(
+            f"{meta_path} is damaged: probe {probe!r}: {validation_problem(exc)} — {_FIX}"
+        ) from exc
+
+
+def _meta(path: Path) -> dict[str, Any]:
+    raw = read_json_file(path, what="doctor capture", fix=_FIX)
+    if not isinstance(raw, dict):
+        raise UsageError(f"{path} is {kind_of(raw)}, not a doctor capture's {META} — {_FIX}")
+    try:
+        check_every_number(raw, source=str(path))
+    except OutsideNumberError as exc:
+        raise UsageError(f"{exc}".split(" — ")[0] + f" — {_FIX}") from exc
+    return raw
 
 
 def load_captures(directory: Path) -> dict[str, NodeCapture]:
