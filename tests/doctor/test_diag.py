@@ -5,11 +5,15 @@ planted in each of them (the test greps every member of the archive)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import tarfile
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
+from sparkrig.doctor import diag_bundle
 from sparkrig.doctor.redact import REMOVED, redact_json, redact_text
 from sparkrig.engines.launch_spec import ProcessSpec
 from sparkrig.fabric.plan_model import EnvVar
@@ -143,3 +147,40 @@ def test_the_archive_holds_every_part_and_no_planted_secret(tmp_path: Path) -> N
     manifest = json.loads(members[root + "manifest.json"])
     assert any("fabric apply record" in line for line in manifest["not_included"])
     assert not list(out.parent.glob(".*.partial"))
+
+
+def test_a_receipt_or_capture_that_cannot_be_read_is_listed_and_the_rest_bundled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pipe named like a receipt (reading it would wait forever), a receipt that is not JSON
+    and a capture past the size kept: each is named in the manifest's list, none stops diag."""
+    receipts = tmp_path / "receipts"
+    receipts.mkdir()
+    os.mkfifo(receipts / "pipe.json")
+    (receipts / "broken.json").write_text("{")
+    (receipts / "check.json").write_text('{"kind": "sparkrig-check"}')
+    doctor = tmp_path / "doctor" / "b"
+    doctor.mkdir(parents=True)
+    (doctor / "dmesg.out").write_text("x" * 64)
+    os.mkfifo(doctor / "lspci.out")
+    monkeypatch.setattr(diag_bundle, "_TEXT_LIMIT", 16)
+    bundle = diag_bundle.Bundle()
+
+    diag_bundle.add_receipts(bundle, sorted(receipts.iterdir()))
+    diag_bundle.add_doctor(bundle, tmp_path / "doctor")
+
+    assert sorted(bundle.members) == [
+        "sparkrig-diag/doctor/b/dmesg.out",
+        "sparkrig-diag/receipts/check.json",
+    ]
+    assert bundle.members["sparkrig-diag/doctor/b/dmesg.out"] == b"x" * 16
+    assert [line.split(" ", 2)[1] for line in bundle.missing[:2]] == [
+        str(receipts / "broken.json"),
+        str(receipts / "pipe.json"),
+    ]
+    assert "is a named pipe" in bundle.missing[1]
+    assert bundle.missing[2:] == [
+        "doctor/b/dmesg.out: cut after its first 16 bytes",
+        f"doctor/b/lspci.out: doctor capture {doctor / 'lspci.out'} is a named pipe, not a "
+        "regular file",
+    ]

@@ -19,6 +19,7 @@ from typing import Any
 from sparkrig import __version__
 from sparkrig.doctor.redact import redact_json, redact_text
 from sparkrig.errors import UsageError
+from sparkrig.json_files import read_bytes_file, read_json_file
 from sparkrig.launch.forensics import ForensicsReport
 from sparkrig.launch.lifecycle import read_log
 from sparkrig.launch.state import LaunchState
@@ -58,9 +59,16 @@ def add_doctor(bundle: Bundle, folder: Path) -> None:
     if not folder.is_dir():
         bundle.missing.append(f"doctor captures: {folder} is not a folder")
         return
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+    for path in sorted(p for p in folder.rglob("*") if not p.is_dir()):  # a pipe is listed
         relative = path.relative_to(folder).as_posix()
-        data = path.read_bytes()[:_TEXT_LIMIT]
+        try:
+            data = read_bytes_file(path, what="doctor capture", fix="", limit=_TEXT_LIMIT + 1)
+        except UsageError as exc:
+            bundle.missing.append(f"doctor/{relative}: {str(exc).removesuffix(' — ')}")
+            continue
+        if len(data) > _TEXT_LIMIT:
+            data = data[:_TEXT_LIMIT]
+            bundle.missing.append(f"doctor/{relative}: cut after its first {_TEXT_LIMIT} bytes")
         text = data.decode("utf-8", errors="replace")
         if path.suffix == ".json":
             try:
@@ -82,9 +90,9 @@ def latest_receipts(folder: Path, count: int) -> list[Path]:
 def add_receipts(bundle: Bundle, paths: list[Path]) -> None:
     for path in paths:
         try:
-            bundle.json(f"receipts/{path.name}", json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError) as exc:
-            bundle.missing.append(f"receipt {path}: {exc}")
+            bundle.json(f"receipts/{path.name}", read_json_file(path, what="receipt", fix=""))
+        except UsageError as exc:
+            bundle.missing.append(str(exc).removesuffix(" — "))
 
 
 def add_file_json(bundle: Bundle, name: str, path: Path, what: str) -> None:
@@ -92,9 +100,9 @@ def add_file_json(bundle: Bundle, name: str, path: Path, what: str) -> None:
         bundle.missing.append(f"{what}: no {path}")
         return
     try:
-        bundle.json(name, json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError) as exc:
-        bundle.missing.append(f"{what}: {path}: {exc}")
+        bundle.json(name, read_json_file(path, what=what, fix=""))
+    except UsageError as exc:
+        bundle.missing.append(str(exc).removesuffix(" — "))
 
 
 def write_bundle(bundle: Bundle, out: Path) -> Path:
