@@ -73,7 +73,11 @@ def test_discover_rebuilds_a_shuffled_ring4(tmp_path: Path) -> None:
         cluster_file = tmp_path / "ring.toml"
         # the file lists a wrong ring: discover must not trust it
         wrong = ["a.p0 <-> b.p1", "b.p0 <-> c.p1", "c.p0 <-> d.p1", "d.p0 <-> a.p1"]
-        cluster_file.write_text(cluster_toml("ring", names, wrong))
+        kept = tmp_path / "dotfiles" / "ring.toml"  # a linked file, readable by its group only
+        kept.parent.mkdir()
+        kept.write_text(cluster_toml("ring", names, wrong))
+        kept.chmod(0o640)
+        cluster_file.symlink_to(kept)
         before = {name: lab.snapshot(name) for name in names}
         result = CliRunner().invoke(
             app,
@@ -89,6 +93,8 @@ def test_discover_rebuilds_a_shuffled_ring4(tmp_path: Path) -> None:
             ],
         )
         assert result.exit_code == 0, result.output
+        assert cluster_file.is_symlink()  # rewritten where it lives, its mode kept
+        assert kept.stat().st_mode & 0o777 == 0o640
         found = {
             frozenset(str(end) for end in (c.a, c.b)) for c in load_cluster(cluster_file).cables
         }

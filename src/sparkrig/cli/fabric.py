@@ -140,6 +140,7 @@ def discover_command(
     once, so --executor ssh (or netns for rehearsals)."""
     from sparkrig.config import load_cluster
     from sparkrig.fabric.discover import cables_toml, discover_cables, with_cables
+    from sparkrig.json_files import read_text_file, write_text_atomically
     from sparkrig.launch.executors import executors_for
     from sparkrig.launch.node_executors import ExecutorChoice, resolve_executors
 
@@ -148,14 +149,17 @@ def discover_command(
             "discover needs every node at once — use --executor ssh (or netns for rehearsals)"
         )
     cluster = load_cluster(cluster_file)
+    mode = cluster_file.stat().st_mode & 0o7777  # kept when --write replaces the file
     choice = ExecutorChoice(executor, tuple(netns or ()), netns_prefix)
     runners = executors_for(resolve_executors(cluster, choice))
     # local processes in namespaces share this interpreter; remote nodes have their own
     probe = [sys.executable if executor == "netns" else "python3", "-m", "sparkrig.fabric.probe"]
     cables = discover_cables(cluster, runners, probe)
-    if write:
-        text = cluster_file.read_text(encoding="utf-8")
-        cluster_file.write_text(with_cables(text, cables), encoding="utf-8")
+    if write:  # beside it, then renamed over it: an interrupted write leaves the old file
+        target = cluster_file.resolve()  # a linked cluster file is rewritten where it lives
+        text = read_text_file(target, what="cluster file", fix="pass a cluster TOML")
+        write_text_atomically(with_cables(text, cables), target)
+        target.chmod(mode)
     if as_json:
         print_json([str(cable) for cable in cables])
         return
