@@ -152,3 +152,28 @@ def test_demo_refuses_an_existing_out_before_starting_an_engine(tmp_path: Path) 
     out.write_text(GOOD_RECEIPT)
     one_line_failure(run_cli("demo", "--out", str(out)), "--force")
     assert out.read_text() == GOOD_RECEIPT
+
+
+@pytest.mark.parametrize("existing", ["receipt", "page"])
+def test_soak_refuses_to_replace_a_receipt_or_its_page_before_any_request(
+    existing: str, fake: FakeServer, tmp_path: Path
+) -> None:
+    """A soak rewrites its receipt and the page beside it after every window; an earlier soak's
+    pair is kept unless --force says otherwise."""
+    receipt = tmp_path / "soak.json"
+    kept = receipt if existing == "receipt" else receipt.with_suffix(".html")
+    kept.write_text(GOOD_RECEIPT)
+    hits_before = len(fake.hits)
+    args = ["soak", fake.url("ok"), "--duration", "1", "--receipt", str(receipt)]
+    one_line_failure(run_cli(*args), "--force", str(kept))
+    assert kept.read_text() == GOOD_RECEIPT
+    assert fake.hits[hits_before:] == []
+
+
+def test_fabric_test_refuses_an_existing_out_before_touching_a_node(tmp_path: Path) -> None:
+    out = tmp_path / "fabric.json"
+    out.write_text(GOOD_RECEIPT)
+    pair = Path(__file__).parents[2] / "examples" / "pair.toml"
+    args = ["fabric", "test", str(pair), "--executor", "local", "--apply", "--out", str(out)]
+    one_line_failure(run_cli(*args), "--force")
+    assert out.read_text() == GOOD_RECEIPT

@@ -8,14 +8,21 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from sparkrig import defaults
-from sparkrig.cli.common import COUNT, PORT, POSITIVE, print_json, ranged
+from sparkrig.cli.common import (
+    COUNT,
+    PORT,
+    POSITIVE,
+    ForceFlag,
+    print_json,
+    ranged,
+    receipt_out,
+)
 from sparkrig.cli.fabric import (
     ClusterArg,
     ExecutorOption,
@@ -64,6 +71,7 @@ def fabric_test_command(
         Path | None,
         typer.Option(help="receipt path (default: sparkrig-runs/fabric-test-<time>.json)"),
     ] = None,
+    force: ForceFlag = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Correctness, latency and bus bandwidth of built-in vs sparkrig collectives on every node,
@@ -113,7 +121,8 @@ def fabric_test_command(
             console.print(f"{node}: {shlex.join(argv)}", highlight=False, markup=False)
         console.print("nothing started — add --apply to run the test")
         return
-    receipt = _run(plan, specs, settings, node_python, executor, out)
+    out_path = receipt_out(out, "fabric-test", force=force)  # before any node is touched
+    receipt = _run(plan, specs, settings, node_python, executor, out_path)
     if as_json:
         print_json(receipt.model_dump(mode="json"))
     else:
@@ -151,7 +160,7 @@ def _run(
     settings: TestSettings,
     python: str,
     executor: str,
-    out: Path | None,
+    out_path: Path,
 ) -> FabricTestReceipt:
     from rich.progress import Progress
 
@@ -171,8 +180,6 @@ def _run(
     probes = _probe_nodes(plan, runners, settings, python)
     backend = decide_backend(probes, settings.backend, order[0], settings.port)
     sizes = settings.sizes or default_ladder(gpu=backend == "nccl")
-    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    out_path = out or Path("sparkrig-runs") / f"fabric-test-{stamp}.json"
     receipt = FabricTestReceipt(
         cluster=plan.cluster,
         topology=plan.topology,

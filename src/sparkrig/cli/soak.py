@@ -10,7 +10,16 @@ from typing import Annotated
 import typer
 
 from sparkrig import defaults
-from sparkrig.cli.common import COUNT, NON_NEGATIVE, POSITIVE, Range, app, console, ranged
+from sparkrig.cli.common import (
+    COUNT,
+    NON_NEGATIVE,
+    POSITIVE,
+    Range,
+    app,
+    console,
+    ranged,
+    refuse_to_replace,
+)
 from sparkrig.errors import UsageError
 
 
@@ -101,6 +110,9 @@ def soak(
             Range(low=0, high=3600, low_open=True),
         ),
     ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="let --receipt replace an existing receipt and page")
+    ] = False,
 ) -> None:
     """Soak URL with mixed agent traffic or a replay; per-window tok/s, TTFT, errors, findings.
 
@@ -115,6 +127,8 @@ def soak(
     from sparkrig.client.probe import first_model_id
     from sparkrig.wire.trace_import import describe, import_trace, trace_summary
 
+    refuse_to_replace(receipt, force=force, flag="--receipt")  # both rewritten every window
+    refuse_to_replace(receipt.with_suffix(".html"), force=force, flag="--receipt's page")
     refuse_replay_mixups(
         replay=replay,
         replay_format=replay_format,
