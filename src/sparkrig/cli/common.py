@@ -29,6 +29,11 @@ console = Console()
 err_console = Console(stderr=True)
 
 
+def _shown(bound: float) -> str:
+    """A bound as a user types it: 2592000, not 2.592e+06; 0.5 stays 0.5."""
+    return f"{bound:.0f}" if float(bound).is_integer() else f"{bound:g}"
+
+
 @dataclass(frozen=True)
 class Range:
     """The values a numeric option accepts; checked while the command line is parsed, before any
@@ -51,9 +56,13 @@ class Range:
     def text(self) -> str:
         parts = []
         if self.low is not None:
-            parts.append(f"above {self.low:g}" if self.low_open else f"{self.low:g} or more")
+            parts.append(
+                f"above {_shown(self.low)}" if self.low_open else f"{_shown(self.low)} or more"
+            )
         if self.high is not None:
-            parts.append(f"below {self.high:g}" if self.high_open else f"at most {self.high:g}")
+            parts.append(
+                f"below {_shown(self.high)}" if self.high_open else f"at most {_shown(self.high)}"
+            )
         return " and ".join(parts)
 
 

@@ -82,14 +82,20 @@ def soak(
             POSITIVE,
         ),
     ] = None,
-    concurrency: Annotated[int, ranged("requests in flight", COUNT)] = (defaults.SOAK_CONCURRENCY),
+    concurrency: Annotated[
+        int, ranged("requests in flight", Range(low=1, high=defaults.BENCH_MAX_CONCURRENCY))
+    ] = defaults.SOAK_CONCURRENCY,
     duration: Annotated[
         float,
-        ranged("seconds to run (the 30-minute default is a check, hours a soak)", Range(low=1)),
+        ranged(
+            "seconds to run (the 30-minute default is a check, hours a soak)",
+            Range(low=1, high=defaults.SOAK_MAX_DURATION_S),
+        ),
     ] = defaults.SOAK_DURATION_S,
-    window: Annotated[float, ranged("seconds per reported window", Range(low=1))] = (
-        defaults.SOAK_WINDOW_S
-    ),
+    window: Annotated[
+        float,
+        ranged("seconds per reported window", Range(low=1, high=defaults.SOAK_MAX_DURATION_S)),
+    ] = defaults.SOAK_WINDOW_S,
     receipt: Annotated[Path, typer.Option(help="receipt path (HTML page beside it)")] = Path(
         "soak.json"
     ),
