@@ -749,6 +749,9 @@ SOAK_DURATION_S: Final = 1800.0
 # The longest soak and window taken: 30 days, past any reported failure (17 hours warm) by far;
 # a value past it is a typo (1e300 s), and a timer that far out overflows the event loop's clock.
 SOAK_MAX_DURATION_S: Final = 30 * 86_400.0
+# The longest wait an option takes (ready timeout, a scrape window, a heartbeat): a day. Past it
+# the value is a typo (1e300), and the wait would outlive anyone reading the result.
+MAX_WAIT_S: Final = 86_400.0
 SOAK_SHORTEST_FAILURE_S: Final = 5400.0  # the 1.5-hour rank death, the earliest reported
 # Mixed-traffic token budgets: an agent's tool call is short, a summary long.
 SOAK_MAX_TOKENS: Final = (64, 128, 256)

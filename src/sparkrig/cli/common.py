@@ -71,6 +71,7 @@ class Range:
 COUNT = Range(low=1)
 NON_NEGATIVE = Range(low=0)
 POSITIVE = Range(low=0, low_open=True)
+WAIT_SECONDS = Range(low=0, high=defaults.MAX_WAIT_S, low_open=True)
 SHARE = Range(low=0, high=1, low_open=True, high_open=True)
 FRACTION = Range(low=0, high=1, low_open=True)  # (0, 1]: 1 is all
 PORT = Range(low=1, high=65535)

@@ -17,7 +17,7 @@ from sparkrig import defaults
 from sparkrig.cli.common import (
     COUNT,
     PORT,
-    POSITIVE,
+    WAIT_SECONDS,
     ForceFlag,
     print_json,
     ranged,
@@ -62,7 +62,7 @@ def fabric_test_command(
     port: Annotated[int, ranged("master port on rank 0", PORT)] = defaults.FABRIC_TEST_PORT,
     checks: Annotated[bool, typer.Option("--checks/--no-checks", help="correctness first")] = True,
     liveness: Annotated[
-        float, ranged("seconds without a heartbeat before a node is named hung", POSITIVE)
+        float, ranged("seconds without a heartbeat before a node is named hung", WAIT_SECONDS)
     ] = defaults.FABRIC_TEST_LIVENESS_S,
     python: Annotated[
         str | None, typer.Option(help="python on the nodes (default: this one; python3 on ssh)")

@@ -14,7 +14,7 @@ from rich.table import Table
 from sparkrig import defaults
 from sparkrig.cli.common import (
     COUNT,
-    POSITIVE,
+    WAIT_SECONDS,
     ApplyFlag,
     JsonFlag,
     app,
@@ -61,7 +61,7 @@ def up(
         typer.Option(help="per-position synthetic acceptance, e.g. 0.9,0.5 (benchmarking)"),
     ] = None,
     ready_timeout: Annotated[
-        float, ranged("seconds to wait for ready", POSITIVE)
+        float, ranged("seconds to wait for ready", WAIT_SECONDS)
     ] = defaults.READY_TIMEOUT_S,
     profile: Annotated[
         str | None, typer.Option(help="cluster: the table profiles.NAME instead of profile")

@@ -106,7 +106,10 @@ def soak(
     seed: Annotated[int, ranged("varies the mixed traffic", NON_NEGATIVE)] = 0,
     idle_gap: Annotated[
         float | None,
-        ranged("seconds of no traffic between windows: warm-state decay", NON_NEGATIVE),
+        ranged(
+            "seconds of no traffic between windows: warm-state decay",
+            Range(low=0, high=defaults.SOAK_MAX_DURATION_S),
+        ),
     ] = None,
     stagger: Annotated[
         float | None,

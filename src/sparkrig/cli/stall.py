@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from sparkrig import defaults
-from sparkrig.cli.common import POSITIVE, JsonFlag, app, console, print_json, ranged
+from sparkrig.cli.common import WAIT_SECONDS, JsonFlag, app, console, print_json, ranged
 from sparkrig.errors import EndpointError
 
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 def stall(
     url: Annotated[str, typer.Argument(help="base URL of the server (its /metrics is read)")],
     window: Annotated[
-        float, ranged("seconds between the two scrapes", POSITIVE)
+        float, ranged("seconds between the two scrapes", WAIT_SECONDS)
     ] = defaults.STALL_CHECK_WINDOW_S,
     as_json: JsonFlag = False,
 ) -> None:
