@@ -4,6 +4,7 @@ it a reasoning server on a template that opens <think> (tests/gateway/conftest.p
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -14,10 +15,12 @@ from sparkrig.engines.llamacpp.build import EngineInstall
 from sparkrig.launch.local import (
     LocalInstance,
     embedded_server,
+    is_running,
     plan_local,
     start_local,
     stop_local,
 )
+from sparkrig.launch.state import LaunchState
 
 THINK_TEMPLATE = Path(__file__).parent / "fixtures" / "templates" / "chatml_think.jinja"
 REASONING_TOKENS = 24
@@ -49,3 +52,15 @@ async def own_llama_server(
         yield record
     finally:
         await stop_local(record)
+
+
+def stop_recorded_engines(state: Path) -> None:
+    """Stop every engine a sparkrig process recorded under the state folder `state` and left
+    running: a test that kills that process when it fails must not leave its engine behind."""
+    for record in (state / "local").glob("*.json"):
+        try:
+            launch = LaunchState.model_validate_json(record.read_text())
+        except ValueError:  # the record half written: nothing was started from it yet
+            continue
+        if launch.started and is_running(instance := LocalInstance.of(launch)):
+            asyncio.run(stop_local(instance))

@@ -19,6 +19,7 @@ from sparkrig.engines.llamacpp.build import EngineInstall
 from sparkrig.launch.local import LocalInstance, is_running
 from sparkrig.launch.state import LaunchState
 from tests.conftest import SPARKRIG
+from tests.own_server import stop_recorded_engines
 
 pytestmark = pytest.mark.engine
 
@@ -110,6 +111,8 @@ def test_demo_stopped_by_sigterm_stops_its_engine(tmp_path: Path, engine: Engine
     finally:
         demo.kill()
         demo.wait()
+        running_after = started is not None and is_running(started)
+        stop_recorded_engines(state)  # what a demo killed here left running
     assert demo.returncode != 0
-    assert not is_running(started)
+    assert not running_after
     assert not list((state / "local").glob("*.json"))

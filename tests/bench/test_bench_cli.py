@@ -16,6 +16,7 @@ from sparkrig.engines.llamacpp.build import EngineInstall
 from sparkrig.launch.local import LocalInstance, is_running
 from sparkrig.launch.state import LaunchState
 from tests.conftest import SPARKRIG
+from tests.own_server import stop_recorded_engines
 
 pytestmark = pytest.mark.engine
 
@@ -44,6 +45,7 @@ def test_ctrl_c_keeps_the_finished_samples_and_stops_the_engine(
     finally:
         bench.kill()
         bench.wait()
+        stop_recorded_engines(state)  # what a bench killed here left running
     assert bench.returncode != 0
     assert b"receipt keeps every finished sample" in stderr
     receipt = load_receipt(out)
