@@ -158,6 +158,9 @@ BENCH_STEADY_MAX_S: Final = 300.0
 BENCH_DECODE_TOKENS: Final = 128
 # Fewer generated tokens leave too few decode steps for a rate.
 BENCH_MIN_DECODE_TOKENS: Final = 8
+# The most tokens one request may generate: a 1M-token context, as BENCH_MAX_PREFILL_DEPTH; past
+# it a typo (an extra zero or three) would ask for a reply no server can give.
+BENCH_MAX_DECODE_TOKENS: Final = 1_048_576
 BENCH_CONCURRENCY_LADDER: Final = (1, 2, 4, 8)
 # Prompt length of the concurrency suite, in tokens. Issue 12: the suite replayed 37-39-token
 # prompts, so its TTFT was prefix-cache time. 128 is a short chat turn; with 128 decoded tokens

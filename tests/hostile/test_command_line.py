@@ -61,6 +61,8 @@ OUT_OF_RANGE = [
     (["soak", URL, "--duration", "1e300"], "--duration"),
     (["soak", URL, "--window", "1e300"], "--window"),
     (["soak", URL, "--idle-gap", "1e300"], "--idle-gap"),
+    (["bench", URL, "--tokens", "99999999999"], "--tokens"),
+    (["ask", URL, "hi", "--max-tokens", "99999999999"], "--max-tokens"),
     (["up", "--local", "--ready-timeout", "1e300"], "--ready-timeout"),
     (["stall", URL, "--window", "1e300"], "--window"),
     (["fabric", "test", PAIR, "--liveness", "1e300"], "--liveness"),

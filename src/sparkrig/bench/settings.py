@@ -48,11 +48,13 @@ class BenchSettings(BaseModel):
     steady_warmup_tokens: int = Field(
         default=defaults.BENCH_STEADY_WARMUP_TOKENS,
         ge=defaults.BENCH_MIN_DECODE_TOKENS,
+        le=defaults.BENCH_MAX_DECODE_TOKENS,
         description="tokens per --warmup-steady generation",
     )
     decode_tokens: int = Field(
         default=defaults.BENCH_DECODE_TOKENS,
         ge=defaults.BENCH_MIN_DECODE_TOKENS,
+        le=defaults.BENCH_MAX_DECODE_TOKENS,
         description="tokens generated per request",
     )
     concurrency: list[int] = Field(

@@ -10,8 +10,8 @@ from rich.table import Table
 
 from sparkrig import defaults
 from sparkrig.cli.common import (
-    COUNT,
     JsonFlag,
+    Range,
     app,
     console,
     err_console,
@@ -28,7 +28,10 @@ def ask(
     model: Annotated[
         str | None, typer.Option(help="model id (default: the server's first)")
     ] = None,
-    max_tokens: Annotated[int, ranged("tokens to generate at most", COUNT)] = 128,
+    max_tokens: Annotated[
+        int,
+        ranged("tokens to generate at most", Range(low=1, high=defaults.BENCH_MAX_DECODE_TOKENS)),
+    ] = 128,
     no_stream: Annotated[bool, typer.Option("--no-stream", help="ask for one JSON reply")] = False,
     api_key_env: Annotated[
         str, typer.Option(help="env var holding the API key")

@@ -30,8 +30,8 @@ err_console = Console(stderr=True)
 
 
 def _shown(bound: float) -> str:
-    """A bound as a user types it: 2592000, not 2.592e+06; 0.5 stays 0.5."""
-    return f"{bound:.0f}" if float(bound).is_integer() else f"{bound:g}"
+    """A number as a user types it: 2592000, not 2.592e+06; 0.5 stays 0.5, 1e+300 too."""
+    return f"{bound:.0f}" if float(bound).is_integer() and abs(bound) < 1e15 else f"{bound:g}"
 
 
 @dataclass(frozen=True)
@@ -48,9 +48,9 @@ class Range:
         if not math.isfinite(value):
             return f"{value} is not a finite number: use {self.text()}"
         if self.low is not None and (value < self.low or (self.low_open and value == self.low)):
-            return f"{value:g} is too small: use {self.text()}"
+            return f"{_shown(value)} is too small: use {self.text()}"
         if self.high is not None and (value > self.high or (self.high_open and value == self.high)):
-            return f"{value:g} is too large: use {self.text()}"
+            return f"{_shown(value)} is too large: use {self.text()}"
         return None
 
     def text(self) -> str:
@@ -77,7 +77,6 @@ FRACTION = Range(low=0, high=1, low_open=True)  # (0, 1]: 1 is all
 PORT = Range(low=1, high=65535)
 PORT_OR_ZERO = Range(low=0, high=65535)
 SAMPLES = Range(low=defaults.BENCH_MIN_SAMPLES_CAP)
-DECODE_TOKENS = Range(low=defaults.BENCH_MIN_DECODE_TOKENS)
 KV_BLOCK_TOKENS = Range(low=defaults.CHECK_MIN_KV_BLOCK_TOKENS)
 NEEDLE_CAP_TOKENS = Range(low=defaults.CHECK_MIN_NEEDLE_CAP_TOKENS)
 SLOTS = Range(low=1)
