@@ -31,7 +31,7 @@ err_console = Console(stderr=True)
 
 def _shown(bound: float) -> str:
     """A number as a user types it: 2592000, not 2.592e+06; 0.5 stays 0.5, 1e+300 too."""
-    return f"{bound:.0f}" if float(bound).is_integer() and abs(bound) < 1e15 else f"{bound:g}"
+    return f"{bound:.0f}" if abs(bound) < 1e15 and bound % 1 == 0 else f"{bound:g}"
 
 
 @dataclass(frozen=True)
