@@ -162,7 +162,7 @@ def read_model_file(
     try:
         check_every_number(raw, source=str(path))
     except OutsideNumberError as exc:
-        raise error(f"{what} {_number_problem(exc)} — {damaged_fix or fix}") from exc
+        raise error(f"{what} {number_problem(exc)} — {damaged_fix or fix}") from exc
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
@@ -173,7 +173,7 @@ def read_model_file(
         ) from exc
 
 
-def _number_problem(exc: OutsideNumberError) -> str:
+def number_problem(exc: OutsideNumberError) -> str:
     """`PATH: FIELD is 'inf' (why), expected …` less the parser's own advice: the caller's fix
     is the one that fits a file sparkrig wrote."""
     seen = str(exc).split(" — ")[0]
@@ -215,7 +215,7 @@ def read_receipt(
     try:
         check_every_number(raw, source=str(path))
     except OutsideNumberError as exc:
-        raise UsageError(f"{noun} receipt {_number_problem(exc)} — rerun `{written_by}`") from exc
+        raise UsageError(f"{noun} receipt {number_problem(exc)} — rerun `{written_by}`") from exc
     older = upgrades or {}
     version = raw.get("schema_version")
     upgrade = older.get(version) if type(version) is int and version != schema_version else None

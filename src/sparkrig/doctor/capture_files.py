@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from sparkrig.doctor.model import NodeCapture, ToolOutput
 from sparkrig.errors import UsageError, validation_problem
-from sparkrig.json_files import kind_of, read_json_file, read_text_file
+from sparkrig.json_files import kind_of, number_problem, read_json_file, read_text_file
 from sparkrig.outside_numbers import OutsideNumberError, check_every_number
 
 META = "meta.json"
@@ -85,7 +85,7 @@ def _meta(path: Path) -> dict[str, Any]:
     try:
         check_every_number(raw, source=str(path))
     except OutsideNumberError as exc:
-        raise UsageError(f"{exc}".split(" — ")[0] + f" — {_FIX}") from exc
+        raise UsageError(f"doctor capture {number_problem(exc)} — {_FIX}") from exc
     return raw
 
 
