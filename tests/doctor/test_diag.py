@@ -184,3 +184,51 @@ def test_a_receipt_or_capture_that_cannot_be_read_is_listed_and_the_rest_bundled
         f"doctor/b/lspci.out: doctor capture {doctor / 'lspci.out'} is a named pipe, not a "
         "regular file",
     ]
+
+
+def _diag(out: Path, state: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "SPARKRIG_STATE_DIR": str(state)}
+    return subprocess.run(
+        [SPARKRIG, "diag", "--out", str(out), *extra],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_out_replaces_an_earlier_archive_but_no_other_file_without_force(tmp_path: Path) -> None:
+    """Running diag again refreshes its own archive; a file of the user's at --out is kept
+    unless --force says otherwise, and the refusal is one line that names the fix."""
+    state = tmp_path / "state"
+    archive = tmp_path / "sparkrig-diag.tar.gz"
+    for _ in range(2):
+        result = _diag(archive, state)
+        assert result.returncode == 0, result.stderr
+    assert diag_bundle.is_diag_archive(archive)
+
+    notes = tmp_path / "notes.tar.gz"
+    with tarfile.open(notes, "w:gz") as other:  # a real archive, of something else
+        other.add(tmp_path / "sparkrig-diag.tar.gz", arcname="mine/backup.tar.gz")
+    kept = notes.read_bytes()
+    refused = _diag(notes, state)
+    assert refused.returncode != 0
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1, refused.stderr
+    assert "is not a sparkrig diag archive" in lines[0]
+    assert "--force" in lines[0]
+    assert notes.read_bytes() == kept
+
+    forced = _diag(notes, state, "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert diag_bundle.is_diag_archive(notes)
+
+
+@pytest.mark.parametrize("content", [b"", b"plain text", b"\x1f\x8b\x08garbage"])
+def test_only_an_archive_diag_wrote_is_its_own(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "x.tar.gz"
+    path.write_bytes(content)
+    assert not diag_bundle.is_diag_archive(path)
+    os.mkfifo(tmp_path / "pipe.tar.gz")  # never opened: it would wait for a writer
+    assert not diag_bundle.is_diag_archive(tmp_path / "pipe.tar.gz")

@@ -113,6 +113,28 @@ def test_out_refuses_an_existing_file(
     assert fake.hits[hits_before:] == []  # refused before any request
 
 
+def test_bench_refuses_to_replace_the_page_beside_its_receipt(
+    fake: FakeServer, tmp_path: Path, state: Path
+) -> None:
+    """bench writes its report page beside the receipt (same name, .html): a page of the
+    user's there is kept unless --force, refused before any request."""
+    page = tmp_path / "run.html"
+    page.write_text("my own page")
+    hits_before = len(fake.hits)
+    line = one_line_failure(run_cli("bench", fake.url("ok"), "--out", str(tmp_path / "run.json")))
+    assert str(page) in line
+    assert "--force" in line
+    assert page.read_text() == "my own page"
+    assert fake.hits[hits_before:] == []
+
+
+def test_bench_refuses_an_out_named_like_its_page(fake: FakeServer, tmp_path: Path) -> None:
+    """`--out run.html` would have had the page written over the receipt it reports."""
+    line = one_line_failure(run_cli("bench", fake.url("ok"), "--out", str(tmp_path / "run.html")))
+    assert "run.json" in line
+    assert not (tmp_path / "run.html").exists()
+
+
 @pytest.mark.parametrize("command", ["bench", "check"])
 def test_out_refuses_a_directory(command: str, fake: FakeServer, tmp_path: Path) -> None:
     one_line_failure(run_cli(command, fake.url("ok"), "--out", str(tmp_path)), "directory")
@@ -147,11 +169,18 @@ def test_a_baseline_of_another_kind_is_named_and_kept(
     assert baseline.read_text() == content
 
 
-def test_demo_refuses_an_existing_out_before_starting_an_engine(tmp_path: Path) -> None:
-    out = tmp_path / "demo.json"
-    out.write_text(GOOD_RECEIPT)
-    one_line_failure(run_cli("demo", "--out", str(out)), "--force")
-    assert out.read_text() == GOOD_RECEIPT
+@pytest.mark.parametrize(
+    "existing", ["demo.json", "demo.bench.json", "demo.check.json", "demo.bench.html"]
+)
+def test_demo_refuses_an_existing_out_before_starting_an_engine(
+    existing: str, tmp_path: Path
+) -> None:
+    """The record, the two receipts beside it and the bench's page: none is replaced."""
+    kept = tmp_path / existing
+    kept.write_text(GOOD_RECEIPT)
+    line = one_line_failure(run_cli("demo", "--out", str(tmp_path / "demo.json")), "--force")
+    assert str(kept) in line
+    assert kept.read_text() == GOOD_RECEIPT
 
 
 @pytest.mark.parametrize("existing", ["receipt", "page"])

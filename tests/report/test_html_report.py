@@ -340,3 +340,29 @@ def test_re_tokenized_count_notes_are_counted_never_invalid() -> None:
     assert "2 re-tokenized count notes" in rows[0]
     assert "INVALID" not in rows[0]
     assert "140.0" in rows[0]
+
+
+def test_report_replaces_its_own_page_and_no_other_file_without_force(tmp_path: Path) -> None:
+    """Rerunning report refreshes its page; a file of the user's at --out (or where the
+    default page goes) is kept unless --force, and the refusal names the fix in one line."""
+    receipt_path = tmp_path / "bench-1.json"
+    save_receipt(_receipt(), receipt_path)
+    state = tmp_path / "state"
+    for _ in range(2):
+        assert _run(str(receipt_path), state=state).returncode == 0
+    notes = tmp_path / "notes.html"
+    notes.write_text("<html><title>my notes</title></html>")
+    for args in (["--out", str(notes)], []):
+        if not args:  # the default page: the receipt's name with .html
+            notes = tmp_path / "bench-1.html"
+            notes.write_text("my own page")
+        refused = _run(str(receipt_path), *args, state=state)
+        assert refused.returncode != 0
+        lines = refused.stderr.strip().splitlines()
+        assert len(lines) == 1, refused.stderr
+        assert "is not a sparkrig report" in lines[0]
+        assert "--force" in lines[0]
+        assert "my" in notes.read_text()
+    forced = _run(str(receipt_path), "--force", state=state)
+    assert forced.returncode == 0, forced.stderr
+    assert "<svg" in notes.read_text()

@@ -27,6 +27,8 @@ from sparkrig.cli.common import (
     print_json,
     ranged,
     receipt_out,
+    refuse_to_replace,
+    refuse_to_replace_unless,
     speculative_options,
 )
 from sparkrig.cli.model_options import bound_values, setting
@@ -59,9 +61,16 @@ def demo(
     records and the HTML report, stop the engine.
 
     It starts and stops only its own engine, so it needs no --apply."""
-    from sparkrig.cli.demo import run_demo
+    from sparkrig.cli.demo import demo_receipts, run_demo
 
-    out_path = receipt_out(out, "demo", force=force)
+    out_path = receipt_out(out, "demo", force=force, page=False)
+    bench_path, check_path = demo_receipts(out_path)  # written beside the record
+    for path, what in (
+        (bench_path, "the bench receipt"),
+        (check_path, "the check receipt"),
+        (bench_path.with_suffix(".html"), "the report page"),
+    ):
+        refuse_to_replace(path, force=force, flag=f"{what} beside --out,")
     speculative = speculative_options(spec_type, None, defaults.LOCAL_SPEC_DRAFT_MAX, None)
     receipt = asyncio.run(
         run_demo(console, model=model, out_path=out_path, speculative=speculative)
@@ -251,6 +260,10 @@ def report(
         Path | None,
         typer.Option(help="HTML file to write (default: the first receipt's path with .html)"),
     ] = None,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="let --out replace a file that is not a sparkrig report"),
+    ] = False,
 ) -> None:
     """Turn bench and check receipts into one self-contained HTML page; print their tables.
 
@@ -258,10 +271,12 @@ def report(
     receipt it shows model, URL, engine, host, settings and whether the run finished; its
     warnings; every point with median, 95% interval and flags; and inline SVG charts (decode by
     content type, concurrency aggregate vs per stream, speculative acceptance per draft position).
-    It opens without a network. A point with degenerate output reads "invalid", never a number."""
-    from sparkrig.cli.receipt_files import load_any_receipt
+    It opens without a network. A point with degenerate output reads "invalid", never a number.
+    An earlier sparkrig report at --out is replaced; any other file only with --force."""
+    from sparkrig.cli.receipt_files import is_report_page, load_any_receipt
     from sparkrig.cli.views.receipt_view import receipt_view
     from sparkrig.doctor.telemetry_record import is_telemetry_path, telemetry_beside
+    from sparkrig.json_files import write_text_atomically
     from sparkrig.report.html_report import render_report
 
     # `report runs/*.json` also matches the telemetry files: each is drawn with its receipt
@@ -270,14 +285,14 @@ def report(
     out_path = out or receipts[0].with_suffix(".html")
     if any(out_path.resolve() == path.resolve() for path in receipts):
         raise UsageError(f"--out {out_path} is one of the receipts — pick another --out")
+    refuse_to_replace_unless(out_path, force=force, ours=is_report_page, what="a sparkrig report")
     page = render_report(
         loaded,
         names=[path.name for path in receipts],
         telemetry=[telemetry_beside(path) for path in receipts],
     )
     try:
-        out_path.parent.mkdir(parents=True, exist_ok=True)
-        out_path.write_text(page, encoding="utf-8")
+        write_text_atomically(page, out_path)
     except OSError as exc:
         raise SparkrigError(
             f"cannot write {out_path}: {exc.strerror} — pick a writable --out"

@@ -110,7 +110,7 @@ def check(
         from sparkrig.guards.identity import load_previous_receipt
 
         previous = (against, load_previous_receipt(against))  # a bad file fails before any start
-    out_path = receipt_out(out, "check", force=force)
+    out_path = receipt_out(out, "check", force=force, page=False)
     debug = "--debug" in sys.argv
 
     async def go() -> Any:

@@ -131,12 +131,38 @@ def refuse_to_replace(path: Path, *, force: bool, flag: str = "--out") -> None:
         )
 
 
-def receipt_out(out: Path | None, kind: str, *, force: bool) -> Path:
+def refuse_to_replace_unless(
+    path: Path, *, force: bool, ours: Callable[[Path], bool], what: str, flag: str = "--out"
+) -> None:
+    """`refuse_to_replace` for a file sparkrig rewrites as a matter of course (a report page,
+    a diag archive): one of `what` it wrote before is replaced, anything else only with --force."""
+    if path.is_dir():
+        raise UsageError(f"{flag} {path} is a directory — name a file inside it")
+    if force or not (path.exists() or path.is_symlink()):
+        return
+    if not path.is_symlink() and path.is_file() and ours(path):
+        return
+    raise UsageError(
+        f"{flag} {path} already exists and is not {what} — pick another path, or add --force "
+        "to replace it"
+    )
+
+
+def receipt_out(out: Path | None, kind: str, *, force: bool, page: bool = True) -> Path:
     """`--out`, else `sparkrig-runs/KIND-<UTC time>.json`; refused before any work where it
-    would replace a file without --force."""
+    would replace a file without --force, and, where the run writes its report page beside the
+    receipt (`page`), where that page would."""
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out_path = out or Path("sparkrig-runs") / f"{kind}-{stamp}.json"
     refuse_to_replace(out_path, force=force)
+    if page:
+        if out_path.suffix.lower() == ".html":  # the page would be written over the receipt
+            raise UsageError(
+                f"--out {out_path} ends in .html, the name of the report page written beside "
+                f"the receipt — name the receipt {out_path.with_suffix('.json').name}"
+            )
+        beside = out_path.with_suffix(".html")
+        refuse_to_replace(beside, force=force, flag="the report page beside --out,")
     return out_path
 
 

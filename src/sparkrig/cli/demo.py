@@ -34,6 +34,15 @@ DEMO_BENCH = BenchSettings(
 )
 
 
+def demo_receipts(out_path: Path) -> tuple[Path, Path]:
+    """The bench and check receipts a demo writes beside its record (the bench's page beside
+    the bench receipt)."""
+    return (
+        out_path.with_name(out_path.stem + ".bench.json"),
+        out_path.with_name(out_path.stem + ".check.json"),
+    )
+
+
 async def run_demo(
     console: Console,
     *,
@@ -41,8 +50,7 @@ async def run_demo(
     out_path: Path,
     speculative: SpeculativeOptions | None = None,
 ) -> SmokeReceipt:
-    bench_path = out_path.with_name(out_path.stem + ".bench.json")
-    check_path = out_path.with_name(out_path.stem + ".check.json")
+    bench_path, check_path = demo_receipts(out_path)
     async with embedded_engine(console, model=model, speculative=speculative) as record:
         console.print("running the smoke workload")
         receipt = SmokeReceipt(

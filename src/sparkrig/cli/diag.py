@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from sparkrig import defaults
-from sparkrig.cli.common import COUNT, app, console, ranged
+from sparkrig.cli.common import COUNT, app, console, ranged, refuse_to_replace_unless
 from sparkrig.errors import SparkrigError
 
 
@@ -30,19 +30,27 @@ def diag(
     lines: Annotated[
         int, ranged("lines of each rank's log", COUNT, "-n", "--lines")
     ] = defaults.DIAG_LOG_LINES,
+    force: Annotated[
+        bool, typer.Option("--force", help="let --out replace a file that is not a diag archive")
+    ] = False,
 ) -> None:
     """Bundle the launch state, every rank's log end and scan, doctor's captures, the latest
-    receipts and the fabric plan into one archive, with keys, tokens and prompts removed."""
+    receipts and the fabric plan into one archive, with keys, tokens and prompts removed. An
+    earlier diag archive at --out is replaced; any other file only with --force."""
     from sparkrig.doctor.diag_bundle import (
         Bundle,
         add_doctor,
         add_file_json,
         add_launch,
         add_receipts,
+        is_diag_archive,
         latest_receipts,
         write_bundle,
     )
     from sparkrig.launch.forensics import read_forensics
+
+    what = "a sparkrig diag archive"
+    refuse_to_replace_unless(out, force=force, ours=is_diag_archive, what=what)
 
     bundle = Bundle()
     states: list[Any] = []

@@ -149,7 +149,6 @@ def discover_command(
             "discover needs every node at once — use --executor ssh (or netns for rehearsals)"
         )
     cluster = load_cluster(cluster_file)
-    mode = cluster_file.stat().st_mode & 0o7777  # kept when --write replaces the file
     choice = ExecutorChoice(executor, tuple(netns or ()), netns_prefix)
     runners = executors_for(resolve_executors(cluster, choice))
     # local processes in namespaces share this interpreter; remote nodes have their own
@@ -158,8 +157,7 @@ def discover_command(
     if write:  # beside it, then renamed over it: an interrupted write leaves the old file
         target = cluster_file.resolve()  # a linked cluster file is rewritten where it lives
         text = read_text_file(target, what="cluster file", fix="pass a cluster TOML")
-        write_text_atomically(with_cables(text, cables), target)
-        target.chmod(mode)
+        write_text_atomically(with_cables(text, cables), target)  # keeps its mode
     if as_json:
         print_json([str(cable) for cable in cables])
         return

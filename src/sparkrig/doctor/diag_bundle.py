@@ -12,13 +12,14 @@ import json
 import os
 import tarfile
 import time
+import zlib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from sparkrig import __version__
 from sparkrig.doctor.redact import redact_json, redact_text
-from sparkrig.errors import UsageError
+from sparkrig.errors import SparkrigError, UsageError
 from sparkrig.json_files import read_bytes_file, read_json_file
 from sparkrig.launch.forensics import ForensicsReport
 from sparkrig.launch.lifecycle import read_log
@@ -64,7 +65,7 @@ def add_doctor(bundle: Bundle, folder: Path) -> None:
         try:
             data = read_bytes_file(path, what="doctor capture", fix="", limit=_TEXT_LIMIT + 1)
         except UsageError as exc:
-            bundle.missing.append(f"doctor/{relative}: {str(exc).removesuffix(' — ')}")
+            bundle.missing.append(f"doctor/{relative}: {exc}")
             continue
         if len(data) > _TEXT_LIMIT:
             data = data[:_TEXT_LIMIT]
@@ -92,7 +93,7 @@ def add_receipts(bundle: Bundle, paths: list[Path]) -> None:
         try:
             bundle.json(f"receipts/{path.name}", read_json_file(path, what="receipt", fix=""))
         except UsageError as exc:
-            bundle.missing.append(str(exc).removesuffix(" — "))
+            bundle.missing.append(str(exc))
 
 
 def add_file_json(bundle: Bundle, name: str, path: Path, what: str) -> None:
@@ -102,7 +103,20 @@ def add_file_json(bundle: Bundle, name: str, path: Path, what: str) -> None:
     try:
         bundle.json(name, read_json_file(path, what=what, fix=""))
     except UsageError as exc:
-        bundle.missing.append(str(exc).removesuffix(" — "))
+        bundle.missing.append(str(exc))
+
+
+def is_diag_archive(path: Path) -> bool:
+    """Whether `path` is an archive `write_bundle` wrote: gzip whose first tar member lies under
+    ROOT (members are written sorted, all under it). Reads at most 64 KiB."""
+    try:
+        head = read_bytes_file(path, what="archive", fix="", limit=1 << 16)
+        start = zlib.decompressobj(wbits=31).decompress(head, 1 << 14)
+        with tarfile.open(fileobj=io.BytesIO(start), mode="r|") as archive:
+            first = archive.next()  # past the PAX header tarfile writes before it
+    except (SparkrigError, zlib.error, tarfile.TarError, EOFError):
+        return False
+    return first is not None and first.name.startswith(f"{ROOT}/")
 
 
 def write_bundle(bundle: Bundle, out: Path) -> Path:

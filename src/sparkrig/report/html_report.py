@@ -34,6 +34,7 @@ from sparkrig.report.svg_charts import (
 )
 from sparkrig.report.telemetry_html import telemetry_section
 
+PAGE_TITLE = "sparkrig report"  # how `report --out` knows a page it may replace
 INVALID = "invalid"
 NO_DATA = "no data"
 _DASH = "—"
@@ -114,7 +115,7 @@ def render_report(
             "<!DOCTYPE html>",
             '<html lang="en">',
             '<head>\n<meta charset="utf-8">',
-            f"<title>sparkrig report · {escape(models)}</title>",
+            f"<title>{PAGE_TITLE} · {escape(models)}</title>",
             f"<style>{_CSS}{CHECK_CSS}</style>\n</head>\n<body>",
             f'<h1>sparkrig report</h1>\n<p class="muted">{escape(", ".join(labels))}</p>',
             *sections,
