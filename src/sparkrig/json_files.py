@@ -36,16 +36,29 @@ _KIND_NAMES = {
 }
 
 
+def _then(fix: str) -> str:
+    """A message's advice after its dash; none (and no dash) for a caller that gives none."""
+    return f" — {fix}" if fix else ""
+
+
 def write_atomically(model: BaseModel, path: Path) -> Path:
     """Write beside the target, then rename over it: a reader sees the old or the new file."""
     return write_text_atomically(model.model_dump_json(indent=2), path)
 
 
 def write_text_atomically(text: str, path: Path) -> Path:
-    """`write_atomically` for text that is not one model (a JSONL file of records)."""
+    """`write_atomically` for text that is not one model (a JSONL file of records), as UTF-8
+    whatever the locale. A file it replaces keeps its permissions (a cluster file kept private
+    stays private)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode: int | None = stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        mode = None
     scratch = path.with_name(path.name + ".tmp")
-    scratch.write_text(text)
+    scratch.write_text(text, encoding="utf-8")
+    if mode is not None:
+        scratch.chmod(mode)
     scratch.replace(path)
     return path
 
@@ -71,26 +84,26 @@ def read_bytes_file(
         mode = path.stat().st_mode
         kind = next((name for test, name in _NOT_REGULAR if test(mode)), None)
         if kind is not None:
-            raise error(f"{what} {path} is {kind}, not a regular file — {fix}")
+            raise error(f"{what} {path} is {kind}, not a regular file{_then(fix)}")
         with path.open("rb") as handle:
             size = os.fstat(handle.fileno()).st_size
             if limit < 0 and size > WHOLE_FILE_LIMIT:
                 raise error(
                     f"{what} {path} holds {size / (1 << 30):.1f} GiB, more than the "
-                    f"{WHOLE_FILE_LIMIT >> 30} GiB sparkrig reads of one file — {fix}"
+                    f"{WHOLE_FILE_LIMIT >> 30} GiB sparkrig reads of one file{_then(fix)}"
                 )
             return handle.read(limit)
     except FileNotFoundError as exc:
-        raise error(f"{what} {path} does not exist — {fix}") from exc
+        raise error(f"{what} {path} does not exist{_then(fix)}") from exc
     except IsADirectoryError as exc:
-        raise error(f"{what} {path} is a directory, not a file — {fix}") from exc
+        raise error(f"{what} {path} is a directory, not a file{_then(fix)}") from exc
     except PermissionError as exc:
         raise error(
             f"cannot read {what} {path}: permission denied — run as the user who owns it, or "
             "give read permission (chmod u+r)"
         ) from exc
     except OSError as exc:
-        raise error(f"cannot read {what} {path}: {exc.strerror or exc} — {fix}") from exc
+        raise error(f"cannot read {what} {path}: {exc.strerror or exc}{_then(fix)}") from exc
 
 
 def read_text_file(
@@ -108,7 +121,7 @@ def read_text_file(
     except UnicodeDecodeError as exc:
         raise error(
             f"{what} {path} is not {encoding.upper()} text (byte {raw[exc.start]:#04x} at offset "
-            f"{exc.start}) — {fix}"
+            f"{exc.start}){_then(fix)}"
         ) from exc
 
 
@@ -123,10 +136,10 @@ def read_json_file(
         start = excerpt(text, 40) if text.strip() else "an empty file"
         raise error(
             f"{what} {path} is not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}; "
-            f"starts {start!r}) — {fix}"
+            f"starts {start!r}){_then(fix)}"
         ) from exc
     except RecursionError as exc:
-        raise error(f"{what} {path} is JSON nested too deeply to read — {fix}") from exc
+        raise error(f"{what} {path} is JSON nested too deeply to read{_then(fix)}") from exc
 
 
 def kind_of(raw: Any) -> str:
@@ -158,7 +171,7 @@ def read_model_file(
     the right kind with a bad field (default: `fix`)."""
     raw = read_json_file(path, what=what, fix=fix, error=error)
     if not isinstance(raw, dict) or raw.get("kind") != kind:  # a kind where none belongs too
-        raise error(f"{path} is {kind_of(raw)}, not {_a(what)} — {fix}")
+        raise error(f"{path} is {kind_of(raw)}, not {_a(what)}{_then(fix)}")
     try:
         check_every_number(raw, source=str(path))
     except OutsideNumberError as exc:
@@ -167,7 +180,7 @@ def read_model_file(
         return model.model_validate(raw)
     except ValidationError as exc:
         if kind is None and not _shares_a_field(raw, model):
-            raise error(f"{path} is {kind_of(raw)}, not {_a(what)} — {fix}") from exc
+            raise error(f"{path} is {kind_of(raw)}, not {_a(what)}{_then(fix)}") from exc
         raise error(
             f"{what} {path} is damaged: {validation_problem(exc)} — {damaged_fix or fix}"
         ) from exc
@@ -211,7 +224,7 @@ def read_receipt(
     if isinstance(raw, dict) and "kind" not in raw and kindless is not None and kindless(raw):
         raw = {**raw, "kind": kind}
     if not isinstance(raw, dict) or raw.get("kind") != kind:
-        raise UsageError(f"{path} is {kind_of(raw)}, not a sparkrig {noun} receipt — {fix}")
+        raise UsageError(f"{path} is {kind_of(raw)}, not a sparkrig {noun} receipt{_then(fix)}")
     try:
         check_every_number(raw, source=str(path))
     except OutsideNumberError as exc:

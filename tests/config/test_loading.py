@@ -133,3 +133,11 @@ def test_missing_file(tmp_path: Path) -> None:
 
 def test_head_must_be_a_node() -> None:
     assert "fabric.head z is not a node" in _message(PAIR + '\n[fabric]\nhead = "z"\n')
+
+
+@pytest.mark.parametrize("key", ["ready_timeout_s", "stall_window_s"])
+def test_a_wait_longer_than_a_day_is_refused(key: str) -> None:
+    """31 years passed `gt=0`: `up` would have waited on a dead engine until the user gave up."""
+    message = _message(PAIR + f'\n[engine]\nkind = "vllm"\n{key} = 1e9\n')
+    assert f"engine.{key} is '1e9' (out of range)" in message
+    assert "86400" in message

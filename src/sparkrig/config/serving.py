@@ -111,11 +111,13 @@ class EngineSettings(FrozenModel):
     stall_window_s: float = Field(
         default=defaults.LAUNCH_STALL_WINDOW_S,
         gt=0,
+        le=defaults.MAX_WAIT_S,
         description="a node whose log stops advancing this long before ready has stalled",
     )
     ready_timeout_s: float = Field(
         default=defaults.LAUNCH_READY_TIMEOUT_S,
         gt=0,
+        le=defaults.MAX_WAIT_S,
         description="outer bound on waiting for ready, even while every node advances",
     )
     unified_memory: bool = Field(
