@@ -88,11 +88,28 @@ def test_the_row_after_the_table_is_an_unclosed_pseudo_tag_scaffold() -> None:
 
 
 def test_a_reply_that_fits_no_row_is_unknown_and_says_what_to_try() -> None:
+    # reasoning closed by </think>, read under the key the server used, and no answer after it
     diagnosis = classify_empty_content(
-        content="", reasoning="", finish_reason="stop", end_marker_seen=False
+        content="", reasoning=CUT_REASONING, finish_reason="stop", end_marker_seen=True
     )
     assert diagnosis.cause == "unknown"
     assert "larger max_tokens" in diagnosis.message
+
+
+def test_the_projects_row_a_reply_with_nothing_at_all_is_no_output() -> None:
+    """vLLM 0.26.0 live (tests/fixtures/vllm/live/think-inherit.txt): SmolLM2 after a `<think>`
+    it was never trained on ended its turn at once, one token, content and reasoning null. The
+    request's own marks do not make such a reply the mismatch or the conflict, whose answers
+    land in reasoning."""
+    nothing = {"content": "", "reasoning": "", "finish_reason": "stop", "end_marker_seen": False}
+    diagnosis = classify_empty_content(**nothing)
+    assert diagnosis.cause == "no_output"
+    assert "ended its turn at once" in diagnosis.message
+    assert classify_empty_content(**nothing, none_with_thinking=True).cause == "no_output"
+    assert classify_empty_content(**nothing, switch_conflict=True).cause == "no_output"
+    assert classify_empty_content(**nothing, request_had_stops=True).cause == "no_output"
+    assert cause(finish_reason="stop", reasoning="1 + 1", end_marker_seen=False) != "no_output"
+    assert cause(finish_reason="length", reasoning="", end_marker_seen=False) != "no_output"
 
 
 def test_the_projects_row_a_switch_on_and_one_off_is_the_conflict() -> None:

@@ -10,11 +10,17 @@
 | stop | yes | the server's reasoning key is not the one the client reads | wrong_reasoning_key |
 | any | no | the reasoning is a pseudo-tag scaffold | unclosed_pseudo_tag |
 | stop | no | one switch on, one off (thinking false, top-level effort) | switch_conflict |
+| stop | any | no reasoning text either: the model wrote nothing | no_output |
 
-(The pseudo-tag row is the note after the table, field notes: pseudo-tag-scaffold. The last row
-is the project's, not a report's: vLLM 0.26.0's own code, replayed on a CPU, files a whole reply
-to that request in reasoning, content null, on a template that reads only `thinking`;
-tests/fixtures/vllm/replay/.)
+(The pseudo-tag row is the note after the table, field notes: pseudo-tag-scaffold. The last two
+rows are the project's, not a report's. vLLM 0.26.0's own code, replayed on a CPU, files a
+whole reply to a request with one switch on and one off in reasoning, content null, on a
+template that reads only `thinking` (tests/fixtures/vllm/replay/). And a live vLLM 0.26.0
+whose template opened `<think>` for SmolLM2, which was never trained on one, answered 16 of 20
+chat asks with one token, the end of turn: no reasoning, no content
+(tests/fixtures/vllm/live/think-inherit.txt and its like). Such a reply is no row of the
+report's table, and its request's other marks (effort "none" with thinking on, a switch
+conflict) did not make it.)
 
 Inputs are what a client sees (finish_reason, whether the end-of-reasoning marker appeared,
 which reasoning key the server used) and what the request said (reasoning_effort "none" with
@@ -37,6 +43,7 @@ EmptyCause = Literal[
     "wrong_reasoning_key",
     "unclosed_pseudo_tag",
     "switch_conflict",
+    "no_output",
     "unknown",
 ]
 # an upper-case pseudo-tag like <STORE_AND_RETURN> or <STDERR> (field notes: pseudo-tag-scaffold)
@@ -74,6 +81,13 @@ SWITCH_CONFLICT = (
     "(vLLM 0.26.0, replayed) — send one switch: drop reasoning_effort, or turn thinking on"
 )
 
+NO_OUTPUT = (
+    "the model wrote nothing: finish stop with neither content nor reasoning, so it ended its "
+    "turn at once (or a stop string matched its first words) — check the prompt the server "
+    "renders for this request (a think opener the model was never trained on ends its turn at "
+    "once), and compare the same request without stop strings and with thinking off"
+)
+
 
 class EmptyDiagnosis(BaseModel):
     cause: EmptyCause
@@ -109,6 +123,8 @@ def classify_empty_content(  # noqa: PLR0911 - one return per row of the table
                 f"{reasoning_key!r} (or both keys)"
             ),
         )
+    if finish_reason == "stop" and not reasoning.strip():
+        return EmptyDiagnosis(cause="no_output", message=NO_OUTPUT)
     if finish_reason == "stop" and none_with_thinking:
         return EmptyDiagnosis(cause="reasoning_off_mismatch", message=MISMATCH)
     if finish_reason == "stop" and switch_conflict and not end_marker_seen:
