@@ -12,7 +12,11 @@ from sparkrig.gateway.serve import running_serving_gateway
 from sparkrig.gateway.serve_config import ServeConfig
 from sparkrig.guards.baseline import Baseline
 from sparkrig.guards.context import CheckSettings, GuardContext
-from sparkrig.guards.stop_in_reasoning import reply_budget, stop_in_reasoning_guard
+from sparkrig.guards.stop_in_reasoning import (
+    reply_budget,
+    stop_in_reasoning_guard,
+    stop_word_from,
+)
 from sparkrig.guards.verdict import GuardResult
 from tests.gateway.deepseek_upstream import MODEL, DeepSeekV4Upstream, serve_deepseek
 from tests.gateway.fake_upstream import FakeUpstream, serve_fake
@@ -63,3 +67,22 @@ async def test_it_skips_with_the_reason_only_when_the_model_cannot_think() -> No
 def test_the_budget_is_512_or_what_the_servers_context_leaves() -> None:
     assert reply_budget(None) == reply_budget(1048576) == 512
     assert reply_budget(320) == 256
+
+
+async def test_it_skips_where_the_reply_without_a_stop_has_no_answer_either() -> None:
+    """Seen on vLLM 0.26.0 (benchmarks/results/vllm-h200/2026-12-05-h100/think): SmolLM2 given a
+    `<think>` it was never trained on wrote `<|im_start|>` as its reasoning and ended with no
+    answer; the guard drew "start" from it as a stop word and blamed the stop string."""
+    upstream = DeepSeekV4Upstream(default_kwargs=THINKING_OFF, reasoning="<|im_start|>", answer="")
+    async with serve_deepseek(upstream) as url:
+        result = await guard_at(url)
+    assert result.verdict == "SKIP", result.evidence
+    assert "without a stop string the reply has no answer either" in result.evidence
+    assert "(finish stop, 1 token, reasoning '<|im_start|>" in result.evidence
+    assert len(upstream.received) == 1  # no request with a stop string was sent
+
+
+def test_a_stop_word_is_never_a_special_tokens_name() -> None:
+    assert stop_word_from("<|im_start|>", "") is None
+    assert stop_word_from("<|im_start|><｜User｜></think> weigh it", "") == "weigh"
+    assert stop_word_from("Question: which weighs more?", "Question") == "which"

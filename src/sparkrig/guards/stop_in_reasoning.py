@@ -10,7 +10,10 @@ Thinking is asked for the model family's way (sparkrig.wire.reasoning_families: 
 `chat_template_kwargs.thinking`, Qwen3's `enable_thinking`, gpt-oss's `reasoning_effort`), so a
 server whose default is thinking off is still tested; the budget is
 defaults.CHECK_THINKING_REPLY_TOKENS, or less when the server's context per request is smaller.
-The guard SKIPs only when, asked that way, the server gives no reasoning: the model cannot think.
+The guard SKIPs when, asked that way, the server gives no reasoning (the model cannot think), and
+when the reply without a stop string has no answer either (seen live: SmolLM2 given a `<think>`
+it was never trained on wrote `<|im_start|>` and ended), since a stop cannot take away an answer
+that never comes.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ import re
 from typing import Any, Final
 
 from sparkrig import defaults
+from sparkrig.client.records import RequestRecord
 from sparkrig.detectors.empty_content import classify_empty_content
+from sparkrig.errors import excerpt
 from sparkrig.guards.context import GuardContext
 from sparkrig.guards.server_shape import context_tokens
 from sparkrig.guards.verdict import GuardResult, failed, passed, skipped
@@ -29,14 +34,29 @@ NAME: Final = "stop_in_reasoning"
 PROMPT: Final = "Think it through, then answer: which is heavier, a kilogram of iron or of wool?"
 PROMPT_ALLOWANCE: Final = 64  # tokens for the prompt and the template within a small context
 _WORD = re.compile(r"[A-Za-z]{4,}")
+# a special token or tag written out as text (`<|im_start|>`, `<｜User｜>`, `</think>`): its
+# name is no word of the reasoning (seen live: "start" drawn from `<|im_start|>`)
+_MARKUP = re.compile(r"<\|[^<>|]*\|>|<｜[^<>｜]*｜>|</?[A-Za-z_][^<>\s]*>")
 
 
 def stop_word_from(reasoning: str, content: str) -> str | None:
-    """A word of the reasoning that never occurs in the content."""
-    for match in _WORD.finditer(reasoning):
+    """A word of the reasoning, outside special-token markup, that never occurs in the content."""
+    for match in _WORD.finditer(_MARKUP.sub(" ", reasoning)):
         if match.group() not in content:
             return match.group()
     return None
+
+
+def no_answer_reason(free: RequestRecord) -> str:
+    """Why the guard cannot judge a model whose reply without any stop string has no answer."""
+    count = free.completion_tokens
+    tokens = "tokens not counted" if count is None else f"{count} token{'s' * (count != 1)}"
+    return (
+        f"without a stop string the reply has no answer either (finish {free.finish_reason}, "
+        f"{tokens}, reasoning {excerpt(free.reasoning, 60)!r}),"
+        " so a stop string cannot be shown to take it away — check that the model answers a "
+        "thinking prompt at all (its chat template's think opener, the reasoning parser)"
+    )
 
 
 def reply_budget(server_context: int | None) -> int:
@@ -65,6 +85,8 @@ async def stop_in_reasoning_guard(context: GuardContext) -> GuardResult:
         return failed(NAME, f"the request failed: {free.error.message}")
     if not free.reasoning.strip():
         return skipped(NAME, no_reasoning_reason(family, asked))
+    if not free.content.strip():
+        return skipped(NAME, no_answer_reason(free))
     word = stop_word_from(free.reasoning, free.content)
     if word is None:
         return skipped(NAME, "no word of the reasoning is absent from the answer to use as a stop")
