@@ -15,6 +15,7 @@ from sparkrig.guards.context import CheckSettings, GuardContext
 from sparkrig.guards.structured import structured_guard
 from sparkrig.guards.verdict import GuardResult
 from tests.http_servers import serve_app
+from tests.vllm_live import capture
 from tests.wire.error_shapes import VLLM_BAD_SCHEMA_BODY, VLLM_ENGINE_GENERATE_ERROR_EVENT
 
 SchemaAnswer = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -77,3 +78,22 @@ async def test_a_refused_schema_is_skipped_with_the_servers_reason() -> None:
     assert result.verdict == "SKIP"  # no tool call either: the plain reply calls no tool
     assert result.details["parts"]["json_schema"] == refused
     assert result.evidence.endswith(f"json_schema: {refused}")
+
+
+async def live_empty_reply(request: web.Request) -> web.StreamResponse:
+    """What vLLM 0.26.0 streamed when SmolLM2, after a `<think>` it was never trained on, ended its
+    turn at once (tests/fixtures/vllm/live/think-inherit-stream.txt, 2026-12-05)."""
+    return web.Response(
+        body=capture("think", "inherit-stream"), headers={"Content-Type": "text/event-stream"}
+    )
+
+
+async def test_an_empty_reply_fails_saying_it_is_empty_and_what_it_held() -> None:
+    """Live, the guard said "not JSON (Expecting value at char 0): ''" of this reply."""
+    result = await run_guard(live_empty_reply)
+
+    assert result.verdict == "FAIL"
+    assert result.evidence.startswith(
+        "the JSON-schema reply is empty (finish stop, 1 token, no reasoning): no JSON was written"
+    )
+    assert "Expecting value" not in result.evidence

@@ -24,8 +24,8 @@ from typing import Any, Final
 from sparkrig import defaults
 from sparkrig.client.records import RequestRecord
 from sparkrig.detectors.empty_content import classify_empty_content
-from sparkrig.errors import excerpt
 from sparkrig.guards.context import GuardContext
+from sparkrig.guards.reply_shape import answerless_shape
 from sparkrig.guards.server_shape import context_tokens
 from sparkrig.guards.verdict import GuardResult, failed, passed, skipped
 from sparkrig.wire.reasoning_families import ReasoningFamily, family_of
@@ -49,11 +49,8 @@ def stop_word_from(reasoning: str, content: str) -> str | None:
 
 def no_answer_reason(free: RequestRecord) -> str:
     """Why the guard cannot judge a model whose reply without any stop string has no answer."""
-    count = free.completion_tokens
-    tokens = "tokens not counted" if count is None else f"{count} token{'s' * (count != 1)}"
     return (
-        f"without a stop string the reply has no answer either (finish {free.finish_reason}, "
-        f"{tokens}, reasoning {excerpt(free.reasoning, 60)!r}),"
+        f"without a stop string the reply has no answer either ({answerless_shape(free)}),"
         " so a stop string cannot be shown to take it away — check that the model answers a "
         "thinking prompt at all (its chat template's think opener, the reasoning parser)"
     )

@@ -11,6 +11,7 @@ from sparkrig.client.records import RequestError
 from sparkrig.client.request_parts import PERSON_FORMAT, PERSON_SCHEMA, WEATHER_TOOL
 from sparkrig.detectors.schema import schema_problems
 from sparkrig.guards.context import GuardContext
+from sparkrig.guards.reply_shape import answerless_shape
 from sparkrig.guards.verdict import GuardResult, failed, passed, skipped
 
 NAME: Final = "structured"
@@ -52,6 +53,14 @@ async def structured_guard(context: GuardContext) -> GuardResult:
         )
     elif error is not None:
         return failed(NAME, _schema_failure(error))
+    elif not record.content.strip():
+        return failed(
+            NAME,
+            f"the JSON-schema reply is empty ({answerless_shape(record)}): no JSON was written — "
+            "read the prompt the server renders for it (a reasoning template may put the answer "
+            "in the reasoning, or open a think block the model ends at once)",
+            reply=record.content,
+        )
     else:
         value, problem = _parse(record.content)
         problems = [problem] if problem else schema_problems(value, PERSON_SCHEMA)
