@@ -28,7 +28,6 @@ from sparkrig.cli.common import (
     ranged,
     receipt_out,
     refuse_to_replace,
-    refuse_to_replace_unless,
     speculative_options,
 )
 from sparkrig.cli.model_options import bound_values, setting
@@ -285,7 +284,7 @@ def report(
     out_path = out or receipts[0].with_suffix(".html")
     if any(out_path.resolve() == path.resolve() for path in receipts):
         raise UsageError(f"--out {out_path} is one of the receipts — pick another --out")
-    refuse_to_replace_unless(out_path, force=force, ours=is_report_page, what="a sparkrig report")
+    refuse_to_replace(out_path, force=force, ours=is_report_page, what="a sparkrig report")
     page = render_report(
         loaded,
         names=[path.name for path in receipts],

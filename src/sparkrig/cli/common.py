@@ -120,31 +120,27 @@ TelemetryClusterOption = Annotated[
 ]
 
 
-def refuse_to_replace(path: Path, *, force: bool, flag: str = "--out") -> None:
+def refuse_to_replace(
+    path: Path,
+    *,
+    force: bool,
+    flag: str = "--out",
+    ours: Callable[[Path], bool] | None = None,
+    what: str = "",
+) -> None:
     """A run writes its receipt early and often; it must not replace a user's file (an earlier
-    good receipt, or anything else) unless asked to. Checked before any work."""
+    good receipt, or anything else) unless asked to. Checked before any work. Where sparkrig
+    rewrites a file as a matter of course (a report page, a diag archive), `ours` says which
+    files are `what` it wrote before: those are replaced, anything else only with --force."""
     if path.is_dir():
         raise UsageError(f"{flag} {path} is a directory — name a file, e.g. {path}/run.json")
-    if (path.exists() or path.is_symlink()) and not force:
-        raise UsageError(
-            f"{flag} {path} already exists — pick another path, or add --force to replace it"
-        )
-
-
-def refuse_to_replace_unless(
-    path: Path, *, force: bool, ours: Callable[[Path], bool], what: str, flag: str = "--out"
-) -> None:
-    """`refuse_to_replace` for a file sparkrig rewrites as a matter of course (a report page,
-    a diag archive): one of `what` it wrote before is replaced, anything else only with --force."""
-    if path.is_dir():
-        raise UsageError(f"{flag} {path} is a directory — name a file inside it")
     if force or not (path.exists() or path.is_symlink()):
         return
-    if not path.is_symlink() and path.is_file() and ours(path):
+    if ours is not None and not path.is_symlink() and path.is_file() and ours(path):
         return
+    not_ours = f" and is not {what}" if ours is not None else ""
     raise UsageError(
-        f"{flag} {path} already exists and is not {what} — pick another path, or add --force "
-        "to replace it"
+        f"{flag} {path} already exists{not_ours} — pick another path, or add --force to replace it"
     )
 
 

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from sparkrig import defaults
-from sparkrig.cli.common import COUNT, app, console, ranged, refuse_to_replace_unless
+from sparkrig.cli.common import COUNT, app, console, ranged, refuse_to_replace
 from sparkrig.errors import SparkrigError
 
 
@@ -50,7 +50,7 @@ def diag(
     from sparkrig.launch.forensics import read_forensics
 
     what = "a sparkrig diag archive"
-    refuse_to_replace_unless(out, force=force, ours=is_diag_archive, what=what)
+    refuse_to_replace(out, force=force, ours=is_diag_archive, what=what)
 
     bundle = Bundle()
     states: list[Any] = []
