@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sparkrig.errors import UsageError
-from sparkrig.json_files import read_bytes_file, write_text_atomically
+from sparkrig.json_files import read_bytes_file, read_json_file, write_text_atomically
 
 
 def test_a_replaced_file_keeps_its_permissions(tmp_path: Path) -> None:
@@ -55,3 +55,13 @@ def test_no_advice_leaves_no_dangling_dash(tmp_path: Path) -> None:
     with pytest.raises(UsageError) as told:
         read_bytes_file(tmp_path / "none", what="capture", fix="pass another")
     assert str(told.value).endswith("does not exist — pass another")
+
+
+def test_a_number_past_the_digit_limit_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    """json.loads raises a bare ValueError (not JSONDecodeError) for an integer of more than
+    sys.get_int_max_str_digits() digits: a config.json lint reads may hold one."""
+    path = tmp_path / "config.json"
+    path.write_text('{"vocab_size": ' + "1" * 5000 + "}")
+    with pytest.raises(UsageError) as caught:
+        read_json_file(path, what="model config", fix="")
+    assert str(caught.value).startswith(f"model config {path} holds a number too long to read")

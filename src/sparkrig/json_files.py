@@ -140,6 +140,8 @@ def read_json_file(
         ) from exc
     except RecursionError as exc:
         raise error(f"{what} {path} is JSON nested too deeply to read{_then(fix)}") from exc
+    except ValueError as exc:  # an integer past Python's digit limit for reading one
+        raise error(f"{what} {path} holds a number too long to read ({exc}){_then(fix)}") from exc
 
 
 def kind_of(raw: Any) -> str:
