@@ -69,10 +69,23 @@ async def test_a_node_without_the_model_is_named(tmp_path: Path) -> None:
         await check_model_copies(str(head), ["a", "b"], runners)
 
 
-async def test_one_node_or_a_hub_id_compares_nothing(tmp_path: Path) -> None:
+async def test_a_hub_id_compares_nothing_and_one_node_is_still_looked_at(tmp_path: Path) -> None:
     runners = {"a": LocalExecutor()}
-    await check_model_copies("/nowhere", ["a"], runners)
     await check_model_copies("org/model", ["a", "b"], {"a": LocalExecutor(), "b": LocalExecutor()})
+    await check_model_copies(str(tmp_path), ["a"], runners)  # one node: nothing to compare
+    with pytest.raises(LaunchError, match="is not on node"):
+        await check_model_copies(str(tmp_path / "nowhere"), ["a"], runners)
+
+
+async def test_a_folder_without_a_file_the_engine_reads_first_is_named(tmp_path: Path) -> None:
+    (tmp_path / "model.safetensors").write_bytes(b"x")
+    runners = {"a": LocalExecutor()}
+    with pytest.raises(LaunchError, match=r"on node a has no config\.json — vLLM reads"):
+        await check_model_copies(str(tmp_path), ["a"], runners, ("config.json",))
+    (tmp_path / "config.json").write_text("{}")
+    await check_model_copies(str(tmp_path), ["a"], runners, ("config.json",))
+    single = tmp_path / "model.safetensors"  # a one-file model is no folder: nothing required
+    await check_model_copies(str(single), ["a"], runners, ("config.json",))
 
 
 def test_listing_lines_that_do_not_parse_are_left_out() -> None:

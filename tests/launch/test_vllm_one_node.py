@@ -23,6 +23,11 @@ NAME = "vllm-one-node"
 
 
 def one_node_file(path: Path, port: int, name: str = NAME, engine_extra: str = "") -> None:
+    """A one-node vLLM file whose model folder (beside it) holds the config.json `up` checks
+    for; the fake serves the bundled GGUF whatever the folder holds."""
+    model = path.parent / "smollm2-bf16"
+    model.mkdir(exist_ok=True)
+    (model / "config.json").write_text("{}\n")
     path.write_text(f"""name = "{name}"
 [[nodes]]
 name = "gpu"
@@ -37,7 +42,7 @@ jit_cache_dir = "{path.parent / "jit"}"
 stall_window_s = 60
 {engine_extra}
 [model]
-path = "/models/smollm2-bf16"
+path = "{model}"
 served_name = "smollm2"
 [profile]
 max_model_len = 4096
@@ -80,7 +85,7 @@ def test_plan_is_one_plain_vllm_serve_without_fabric_env(tmp_path: Path) -> None
     )
     assert plan.returncode == 0, plan.stderr
     out = " ".join(plan.stdout.split())
-    assert "vllm serve /models/smollm2-bf16 --served-model-name smollm2" in out
+    assert f"vllm serve {tmp_path / 'smollm2-bf16'} --served-model-name smollm2" in out
     assert "--gpu-memory-utilization 0.3" in out
     for absent in ("--nnodes", "--master-addr", "--headless", "NCCL_SOCKET_IFNAME", "enP7s7"):
         assert absent not in out  # one box: nothing to rendezvous with, no cable to name

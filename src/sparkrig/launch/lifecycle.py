@@ -146,7 +146,9 @@ async def bring_up(
     every process still alive. On any failure, stop what was started and forget it."""
     await preflight(plan, runners)
     if plan.model_path is not None:
-        await check_model_copies(plan.model_path, plan.weight_nodes, runners)
+        await check_model_copies(
+            plan.model_path, plan.weight_nodes, runners, tuple(plan.model_folder_files)
+        )
     await check_containers(plan.processes, runners, plan.cluster, say)
     if cold:  # every node's JIT caches emptied together, so the ranks compile in step
         for line in await empty_caches(plan.processes, runners):

