@@ -56,6 +56,7 @@ ALLOWED: dict[str, str] = {
 
 # the models read through json_files.read_model_file (found in src below), each a JSON record
 READ_MODEL_FILE_MODELS = {"LaunchState", "FabricJournal", "Baseline", "EngineInstall"} | {
+    "VllmCpuInstall",
     "TelemetryRecord",
     "ActivityNote",  # bench/idle_gap.py: a damaged note reads as no note
 }

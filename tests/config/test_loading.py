@@ -27,7 +27,7 @@ name = "b"
 def test_every_example_loads(path: Path) -> None:
     cluster = load_cluster(path)
     assert cluster.name == path.stem
-    assert cluster.cables
+    assert cluster.cables or len(cluster.nodes) == 1  # one box has no cable
 
 
 def test_nodes_get_dgx_spark_ports_by_default() -> None:

@@ -16,6 +16,8 @@ from sparkrig.lint import lint_cluster, rules
 from sparkrig.recipes import load_recipe, recipe_names, recipe_path
 
 PAIR = "dsv4-flash-0731-tp2-pair"
+# the bundled SmolLM2-135M's shape (9 attention heads, 3 KV heads): vLLM 0.32.0 refused TP 2
+SMOLLM2_SHAPE = Path(__file__).resolve().parents[1] / "fixtures" / "models" / "smollm2-135m"
 # vLLM's own parser and sizing data: a source as good as a field report for what vLLM accepts
 KNOWLEDGE = "src/sparkrig/engines/vllm/knowledge/"
 
@@ -94,6 +96,16 @@ _bad("kv-pool-holds-one-request", _with(PAIR, profile={"kv_pool_tokens": 1_000_0
 _bad("bench-no-stream-chunks", _with(PAIR, profile={"bench_streaming_chunk_counts": True}))
 _bad("tp-closed-collective", _with("glm53-flash-tp4-ring", profile={"tensor_parallel_size": 3}))
 _bad("workers-first", _with(PAIR, engine={"start_order": "head-first"}))
+_bad("parallel-fits-model-shape", _with(PAIR, model={"path": str(SMOLLM2_SHAPE)}))
+# two ranks a node on the CPU build, and the GPU share that counts host memory there
+_bad(
+    "vllm-cpu-layout",
+    _with(
+        PAIR,
+        engine={"device": "cpu"},
+        profile={"pipeline_parallel_size": 2, "tensor_parallel_size": 2},
+    ),
+)
 
 
 def test_there_are_at_least_twelve_rules_and_each_has_a_bad_example() -> None:
@@ -115,6 +127,7 @@ def test_rule_flags_its_bad_example(rule: str) -> None:
             or KNOWLEDGE in finding.source
             or finding.source.startswith("benchmarks/results/vllm-h200/")
             or finding.source == "benchmarks/vllm_replay/README.md"  # vLLM's own code, on a CPU
+            or finding.source == "docs/launch.md#vllms-cpu-build"  # vLLM's CPU build, run here
         )
         assert " — " in finding.line()
 

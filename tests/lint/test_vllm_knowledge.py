@@ -41,7 +41,7 @@ def _rules(cluster: Cluster) -> dict[str, list[str]]:
 
 
 def test_data_exists_for_the_four_releases_read() -> None:
-    assert {"0.26.0", "0.29.0", "0.30.0", "0.33.0"} <= set(known_versions())
+    assert {"0.26.0", "0.29.0", "0.30.0", "0.32.0", "0.33.0"} <= set(known_versions())
     for version in known_versions():
         data = knowledge_for(version)
         assert data.provenance["wheel"].startswith(f"vllm-{version}-")
@@ -80,10 +80,10 @@ def test_flag_spellings_vllm_accepts_are_accepted() -> None:
     assert serve_argv_problems(["--max-num-seqs"], data)[0].kind == "missing-value"
 
 
-@pytest.mark.parametrize("version", ["0.26.0", "0.29.0", "0.30.0", "0.33.0"])
+@pytest.mark.parametrize("version", ["0.26.0", "0.29.0", "0.30.0", "0.32.0", "0.33.0"])
 def test_capture_sizes_match_vllms_own_answers_on_every_grid_point(version: str) -> None:
     data = knowledge_for(version)
-    appends, plain = version_key(version) >= (0, 29), version_key(version) >= (0, 33)
+    appends, plain = version_key(version) >= (0, 29), version_key(version) >= (0, 32)
     for row in data.capture_rows:
         ours = captured_sizes(
             row.max_num_seqs,
@@ -171,6 +171,7 @@ def test_deepseek_v41_takes_deepseek_v41_where_the_release_ships_it() -> None:
         v for v in known_versions() if "deepseek_v41" in knowledge_for(v).reasoning_parsers
     ] == [
         "0.30.0",
+        "0.32.0",
         "0.33.0",
     ]
     cluster = load_recipe(TRIANGLE_V41)

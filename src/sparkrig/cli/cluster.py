@@ -29,7 +29,7 @@ def load_plan(path: Path, profile: str | None) -> tuple[Cluster, LaunchPlan]:
     cluster = load_cluster(path)
     local = LocalEngine()
     if cluster.engine is not None and cluster.model is not None:
-        local = adapter_for(cluster.engine.kind).local_engine(cluster.model.path)
+        local = adapter_for(cluster.engine.kind).local_engine(cluster.engine, cluster.model.path)
     plan = plan_launch(
         cluster,
         profile_name=profile,

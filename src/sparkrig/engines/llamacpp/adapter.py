@@ -42,6 +42,7 @@ class LlamacppAdapter:
     jit_caches: tuple[tuple[str, str], ...] = ()
     collectives_over_nccl = False  # RPC is plain TCP
     every_rank_loads_weights = False  # RPC workers get their tensors from the head
+    model_folder_files: tuple[str, ...] = ()  # one GGUF file
     serves_slots = True
 
     def backend(self, engine: EngineSettings) -> str:
@@ -60,7 +61,7 @@ class LlamacppAdapter:
     def render(self, context: LaunchContext) -> list[ProcessSpec]:
         return render_llamacpp(context)
 
-    def local_engine(self, model_path: str) -> LocalEngine:
+    def local_engine(self, engine: EngineSettings, model_path: str) -> LocalEngine:
         found = find_installed()
         return LocalEngine(
             binaries=(str(found.server_binary), str(found.rpc_binary)) if found else None,

@@ -57,7 +57,8 @@ def captured_sizes(
 ) -> Captured:
     """`appends_decode_sizes`: vLLM 0.29 and later add, when no size is given, every request
     count of the grid times k+1 (so each uniform decode batch has its graph);
-    `appends_plain_decode_size`: 0.33 adds max_num_seqs itself without speculation."""
+    `appends_plain_decode_size`: 0.32 and 0.33 add max_num_seqs itself without speculation
+    (0.30 does not; 0.31 was not read)."""
     query = k + 1
     default = min(max_num_seqs * query * 2, DEFAULT_CAPTURE_CEILING)
     decode_sizes: list[int] = []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+from sparkrig import defaults
 from sparkrig.config.serving import EngineSettings, ServingProfile
 from sparkrig.engines.launch_spec import (
     LaunchContext,
@@ -69,6 +70,7 @@ def profile_args(profile: ServingProfile) -> list[str]:
     args: list[str] = []
     scalar_flags = (
         ("--max-model-len", profile.max_model_len),
+        ("--pipeline-parallel-size", profile.pipeline_parallel_size),
         ("--max-num-seqs", profile.max_num_seqs),
         ("--max-num-batched-tokens", profile.max_num_batched_tokens),
         ("--kv-cache-dtype", profile.kv_cache_dtype),
@@ -110,14 +112,41 @@ def _serve_head_args(context: LaunchContext) -> list[str]:
 
 
 def _tp(context: LaunchContext) -> int:
-    return context.profile.tensor_parallel_size or len(context.nodes)
+    """The profile's size, else the nodes' ranks less the pipeline's stages (one rank a node)."""
+    stages = context.profile.pipeline_parallel_size or 1
+    return context.profile.tensor_parallel_size or max(1, len(context.nodes) // stages)
+
+
+def device_env(engine: EngineSettings, profile: ServingProfile) -> list[EnvVar]:
+    """What vLLM's CPU build needs on every node (vllm/platforms/cpu.py, vllm/envs.py); nothing
+    for the GPU build."""
+    if engine.device != "cpu":
+        return []
+    space = profile.cpu_kvcache_gib or defaults.VLLM_CPU_KVCACHE_GIB
+    return [
+        EnvVar(
+            name="VLLM_TARGET_DEVICE",
+            value="cpu",
+            reason="vLLM's CPU build; without it a build whose metadata lacks '+cpu' cannot "
+            "tell its device ('Failed to infer device type')",
+        ),
+        EnvVar(
+            name="VLLM_CPU_KVCACHE_SPACE",
+            value=str(space),
+            reason="KV cache in GiB on the CPU build, where gpu_memory_utilization counts the "
+            "host's whole memory (defaults.VLLM_CPU_KVCACHE_GIB)",
+        ),
+    ]
 
 
 def render_vllm(context: LaunchContext) -> list[ProcessSpec]:
     """Processes in start order (workers first unless engine.start_order says otherwise)."""
     if context.engine.backend == "ray":
         return _render_ray(context)
-    engine_env = jit_cache_env(context.engine.jit_cache_dir)
+    engine_env = [
+        *jit_cache_env(context.engine.jit_cache_dir),
+        *device_env(context.engine, context.profile),
+    ]
     if len(context.nodes) == 1:
         # one node: a plain `vllm serve`, no --nnodes/--master-addr (nothing to rendezvous with)
         argv = [*_serve_head_args(context), *profile_args(context.profile)]
@@ -179,7 +208,10 @@ def _head(
 
 
 def _render_ray(context: LaunchContext) -> list[ProcessSpec]:
-    engine_env = jit_cache_env(context.engine.jit_cache_dir)
+    engine_env = [
+        *jit_cache_env(context.engine.jit_cache_dir),
+        *device_env(context.engine, context.profile),
+    ]
     head = context.head
     ray_port = str(context.engine.ray_port)
     ray_head = ProcessSpec(
