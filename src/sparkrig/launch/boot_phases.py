@@ -35,7 +35,9 @@ Stamp = Callable[[str], float | None]
 
 @dataclass(frozen=True)
 class EngineBootLog:
-    """How one engine stamps its lines, and the line that ends each phase, in boot order."""
+    """How one engine stamps its lines, and the line that ends each phase, in boot order. A
+    phase may be listed twice: the first listing whose line the log holds ends it (vLLM's GPU
+    runner says "Model loading took", its CPU runner only "Loading weights took")."""
 
     stamp: Stamp
     phases: tuple[tuple[str, re.Pattern[str]], ...]
@@ -76,8 +78,11 @@ BOOT_LOGS.add(
         stamp=_vllm_stamp,
         phases=(
             ("weights loaded", re.compile(r"Model loading took .* seconds")),
-            ("KV cache sized", re.compile(r"GPU KV cache size: [\d,]+ tokens")),
+            ("weights loaded", re.compile(r"Loading weights took [\d.]+ seconds")),
+            ("KV cache sized", re.compile(r"[GC]PU KV cache size: [\d,]+ tokens")),
             ("graphs captured", re.compile(r"Graph capturing finished in")),
+            # profile, KV cache and warm-up (with torch.compile, where the CPU build compiles)
+            ("engine warmed up", re.compile(r"init engine \(.*\) took [\d.]+ s")),
             ("API up", re.compile(r"Starting vLLM server on http")),
         ),
     ),
@@ -102,7 +107,7 @@ def boot_phases(lines: Sequence[str], engine: str) -> list[BootPhase]:
         return []
     log = BOOT_LOGS.get(engine)
     start: float | None = None
-    reached: dict[str, tuple[float, str]] = {}
+    reached: dict[int, tuple[float, str]] = {}  # by listing
     last_stamp: float | None = None
     for line in lines:
         stamp = log.stamp(line)
@@ -113,15 +118,16 @@ def boot_phases(lines: Sequence[str], engine: str) -> list[BootPhase]:
             start = stamp if start is None else start
         if last_stamp is None:
             continue
-        for name, pattern in log.phases:
-            if name not in reached and pattern.search(line):
-                reached[name] = (last_stamp, line.strip())
+        for index, (_, pattern) in enumerate(log.phases):
+            if index not in reached and pattern.search(line):
+                reached[index] = (last_stamp, line.strip())
     phases: list[BootPhase] = []
     previous = start
-    for name, _ in log.phases:
-        if name not in reached or start is None or previous is None:
+    for name in dict.fromkeys(name for name, _ in log.phases):
+        listed = [i for i, (other, _) in enumerate(log.phases) if other == name and i in reached]
+        if not listed or start is None or previous is None:
             continue
-        at, line = reached[name]
+        at, line = reached[listed[0]]
         phases.append(
             BootPhase(
                 name=name, at_s=round(at - start, 3), took_s=round(at - previous, 3), line=line

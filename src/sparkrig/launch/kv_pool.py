@@ -2,7 +2,8 @@
 (field notes: kv-pool-per-boot), so the capacity math takes it from the engine, not the user.
 
 vLLM prints `GPU KV cache size: 1,923,456 tokens` in its boot log (0.26.0, the same number as
-`vllm:cache_config_info`'s `kv_cache_size_tokens`); llama-server prints `n_slots = 4,
+`vllm:cache_config_info`'s `kv_cache_size_tokens`; its CPU build, 0.32.0, `CPU KV cache size:
+46,592 tokens`); llama-server prints `n_slots = 4,
 n_ctx_slot = 1024` and answers `/slots` with each slot's `n_ctx`.
 """
 
@@ -13,7 +14,7 @@ from collections.abc import Sequence
 
 from sparkrig.outside_numbers import count_or_none, int_or_none
 
-_VLLM_KV = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
+_VLLM_KV = re.compile(r"[GC]PU KV cache size: ([\d,]+) tokens")  # the CPU build says CPU
 _LLAMA_SLOTS = re.compile(r"n_slots = (\d+), n_ctx_slot = (\d+)")
 
 
