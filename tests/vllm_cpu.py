@@ -60,11 +60,14 @@ cpu_kvcache_gib = {defaults.VLLM_CPU_KVCACHE_GIB}
 
 def pair_cluster_text(port: int, master_port: int, name: str, profile_extra: str = "") -> str:
     """examples/pair-vllm-cpu.toml's two nodes as two loopback addresses of this machine (local
-    executors): the worker headless first, then the head."""
+    executors): the worker headless first, then the head. Their control interface is `lo`: the
+    plan's default, a DGX Spark's enP7s7, is not here, and gloo refuses a GLOO_SOCKET_IFNAME it
+    cannot find ("Unable to find address for: enP7s7")."""
     one = cluster_text(port, name=name, profile_extra=profile_extra)
     nodes = (
         'cables = ["a.p0 <-> b.p1"]\n[[nodes]]\nname = "a"\nmanagement = "127.0.0.1/8"\n'
-        '[[nodes]]\nname = "b"\nmanagement = "127.0.0.2/8"\n'
+        'management_interface = "lo"\n[[nodes]]\nname = "b"\nmanagement = "127.0.0.2/8"\n'
+        'management_interface = "lo"\n'
     )
     one = one.replace('[[nodes]]\nname = "cpu"\nmanagement = "127.0.0.1/8"\n', nodes)
     return one.replace("[engine]\n", f"[engine]\nmaster_port = {master_port}\n")

@@ -16,8 +16,8 @@ from sparkrig.client.probe import first_model_id, model_ids
 from sparkrig.client.tokenize import server_detokenize, server_tokenize
 from sparkrig.engines.metric_map import Quantity
 from sparkrig.engines.vllm.metric_names import VLLM_METRICS
+from tests.client.test_vllm_live import as_asked as as_captured
 from tests.vllm_cpu import VllmCpuServer
-from tests.vllm_live import asked
 
 SPEC = (
     Quantity.SPEC_DRAFTS,
@@ -29,16 +29,7 @@ SPEC = (
 
 def as_asked(name: str) -> ChatRequest | CompletionRequest:
     """The GPU capture's request `name`, as the client's own request model."""
-    body = asked("plain", name)["request"]
-    shared: dict[str, Any] = {
-        "model": body["model"],
-        "max_tokens": body["max_tokens"],
-        "stream": body.get("stream", False),
-        "logprobs": body.get("top_logprobs", body.get("logprobs")),
-    }
-    if "messages" in body:
-        return ChatRequest(messages=body["messages"], **shared)
-    return CompletionRequest(prompt=body["prompt"], **shared)
+    return as_captured("plain", name)
 
 
 async def scrape(base_url: str) -> Any:

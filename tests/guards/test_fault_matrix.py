@@ -109,18 +109,36 @@ async def test_guard_against_fault(
     guards: list[str],
     must_fail: list[str],
 ) -> None:
-    config = gateway_config(fault, settings)
+    verdicts, evidence = await assert_row(
+        llama_server.base_url, baseline, tmp_path, (fault, settings, guards, must_fail)
+    )
+    if fault == "none" and not settings and guards == list(GUARD_NAMES):
+        # clean: only what this engine cannot show may skip
+        skipped = {guard for guard, verdict in verdicts.items() if verdict == "SKIP"}
+        assert skipped == {"stop_in_reasoning", "acceptance"}, evidence
+
+
+async def assert_row(
+    base_url: str,
+    baseline: Path,
+    folder: Path,
+    row: tuple[str, str, list[str], list[str]],
+) -> tuple[dict[str, str], dict[str, str]]:
+    """One row of the matrix on the engine at `base_url`, behind the fault-injecting gateway:
+    exactly the guards the row names FAIL, each with its evidence text. Returns every guard's
+    verdict and evidence; `against` compares with the baseline run's receipt beside `baseline`."""
+    fault, settings, guards, must_fail = row
     against = None
     if "against" in guards:  # `check --against` the clean engine's receipt of the baseline run
         guards = [guard for guard in guards if guard != "against"]
         earlier = baseline.with_name(EARLIER_RECEIPT)
         against = (earlier, load_previous_receipt(earlier))
-    async with running_gateway(llama_server.base_url, config) as url:
+    async with running_gateway(base_url, gateway_config(fault, settings)) as url:
         receipt = await run_battery(
             url,
             settings=SETTINGS,
             guards=guards,
-            out_path=tmp_path / "check.json",
+            out_path=folder / "check.json",
             baseline_path=baseline,
             reraise=True,
             against=against,
@@ -132,10 +150,7 @@ async def test_guard_against_fault(
     assert failed == sorted(expected), evidence
     for guard, text in expected.items():
         assert text in evidence[guard], evidence[guard]
-    if fault == "none" and not settings and guards == list(GUARD_NAMES):
-        # clean: only what this engine cannot show may skip
-        skipped = {guard for guard, verdict in verdicts.items() if verdict == "SKIP"}
-        assert skipped == {"stop_in_reasoning", "acceptance"}, evidence
+    return verdicts, evidence
 
 
 async def _acceptance(url: str, baseline: Path, out: Path, record: bool = False) -> GuardResult:

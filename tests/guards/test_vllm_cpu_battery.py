@@ -12,25 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from sparkrig.gateway import running_gateway
-from sparkrig.guards.battery import GUARD_NAMES, run_battery
-from sparkrig.guards.context import CheckSettings
-from sparkrig.guards.identity import load_previous_receipt
+from sparkrig.guards.battery import GUARD_NAMES
 from tests.conftest import SPARKRIG
-from tests.guards.test_fault_matrix import (
-    EARLIER_RECEIPT,
-    expected_failures,
-    gateway_config,
-    matrix_rows,
-    row_id,
-)
+from tests.guards.test_fault_matrix import EARLIER_RECEIPT, assert_row, matrix_rows, row_id
 from tests.vllm_cpu import VllmCpuServer
 
 # What vLLM 0.32's CPU build cannot show, with the bundled model: acceptance needs speculative
 # decoding; stop_in_reasoning a reasoning parser and a model that reasons
 SKIPPED_ON_CLEAN = {"acceptance", "stop_in_reasoning"}
-# the session server's context is 4,096 tokens: blocks of 128 keep kv_integrity's documents in it
-SETTINGS = CheckSettings(kv_block_tokens=128)
 
 
 def cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
@@ -113,41 +102,16 @@ def test_bench_decode_concurrency_prefill_has_no_invalid_point(
         assert point["summary"]["median"] > 0, point["name"]
 
 
-@pytest.mark.parametrize(
-    ("fault", "settings", "guards", "must_fail"),
-    matrix_rows(),
-    ids=[row_id(*row) for row in matrix_rows()],
-)
+def faulted_rows() -> list[tuple[str, str, list[str], list[str]]]:
+    """docs/guards.md's rows but the clean full battery, which the baseline fixture ran."""
+    return [row for row in matrix_rows() if row[:3] != ("none", "", list(GUARD_NAMES))]
+
+
+@pytest.mark.parametrize("row", faulted_rows(), ids=[row_id(*row) for row in faulted_rows()])
 async def test_guard_against_fault_on_vllm(
     vllm_cpu: VllmCpuServer,
     baseline: Path,
     tmp_path: Path,
-    fault: str,
-    settings: str,
-    guards: list[str],
-    must_fail: list[str],
+    row: tuple[str, str, list[str], list[str]],
 ) -> None:
-    if fault == "none" and not settings and guards == list(GUARD_NAMES):
-        return  # the clean full battery is the baseline fixture's own run above
-    against = None
-    if "against" in guards:  # `check --against` the clean engine's receipt of the baseline run
-        guards = [guard for guard in guards if guard != "against"]
-        earlier = baseline.with_name(EARLIER_RECEIPT)
-        against = (earlier, load_previous_receipt(earlier))
-    async with running_gateway(vllm_cpu.base_url, gateway_config(fault, settings)) as url:
-        receipt = await run_battery(
-            url,
-            settings=SETTINGS,
-            guards=guards,
-            out_path=tmp_path / "check.json",
-            baseline_path=baseline,
-            reraise=True,
-            against=against,
-        )
-    verdicts = {result.guard: result.verdict for result in receipt.results}
-    evidence = {result.guard: result.evidence for result in receipt.results}
-    failed = sorted(guard for guard, verdict in verdicts.items() if verdict == "FAIL")
-    expected = expected_failures(must_fail)
-    assert failed == sorted(expected), evidence
-    for guard, text in expected.items():
-        assert text in evidence[guard], evidence[guard]
+    await assert_row(vllm_cpu.base_url, baseline, tmp_path, row)

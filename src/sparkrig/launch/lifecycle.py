@@ -191,6 +191,8 @@ async def bring_up(
                         pid_start_ticks=started.start_ticks,
                         log_path=log_path,
                         started_at=datetime.now(UTC),
+                        session=started.session,
+                        session_start_ticks=started.session_ticks,
                     )
                 )
                 save_state(state)
@@ -430,7 +432,15 @@ async def bring_down(
         grace = defaults.STOP_GRACE_S
         try:
             result = await _run(
-                runner, stop_script(record.pid, record.pid_start_ticks, grace), grace + 15
+                runner,
+                stop_script(
+                    record.pid,
+                    record.pid_start_ticks,
+                    grace,
+                    record.session,
+                    record.session_start_ticks,
+                ),
+                grace + 15,
             )
         except ExecutorError as exc:
             return record, f"not reached: {exc}"

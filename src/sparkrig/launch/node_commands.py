@@ -28,6 +28,8 @@ class StartedProcess(BaseModel):
 
     pid: int
     start_ticks: int
+    session: int | None = None  # the setsid session it runs in: the wrapper's pid
+    session_ticks: int | None = None  # the session leader's start time, when it could be read
 
 
 class ProcessObservation(BaseModel):
@@ -87,22 +89,32 @@ def start_script(argv: Sequence[str], env: dict[str, str], log_path: str) -> lis
         f"i=0; while [ ! -s {status}.pid ] && [ $i -lt {_PID_WAIT_STEPS} ]; do "
         "sleep 0.05; i=$((i+1)); done\n"
         f'pid=$(cat {status}.pid 2>/dev/null)\necho "pid $pid"\necho "stat $(stat_of "$pid")"\n'
+        'set -- $(stat_of "$pid"); if [ -n "$4" ]; then echo "session $4 $(stat_of "$4")"; fi\n'
     )
     return ["sh", "-c", script]
 
 
 def parse_started(stdout: str) -> StartedProcess:
-    pid = ticks = None
+    pid = ticks = session = session_ticks = None
     for line in stdout.splitlines():
         key, _, value = line.partition(" ")
         if key == "pid" and (number := int_or_none(value, minimum=2, maximum=PID_MAX)) is not None:
             pid = number  # never 0, -1 or 1: signals to those reach whole process groups
         elif key == "stat":
             ticks = _ticks(value)
+        elif key == "session":
+            leader, _, leader_stat = value.partition(" ")
+            session = int_or_none(leader, minimum=2, maximum=PID_MAX)
+            session_ticks = _ticks(leader_stat)
     if pid is None:
         raise LaunchError(f"the start command printed no pid ({stdout.strip()!r}) — see the node")
     # a process that died before /proc was read keeps ticks -1: the first observation says dead
-    return StartedProcess(pid=pid, start_ticks=ticks if ticks is not None else -1)
+    return StartedProcess(
+        pid=pid,
+        start_ticks=ticks if ticks is not None else -1,
+        session=session if session_ticks is not None else None,
+        session_ticks=session_ticks,
+    )
 
 
 def _ticks(stat_rest: str) -> int | None:
@@ -150,19 +162,40 @@ def parse_observation(stdout: str, start_ticks: int, port: int | None) -> Proces
     )
 
 
-def stop_script(pid: int, start_ticks: int, grace_s: float) -> list[str]:
-    """SIGTERM the recorded process, SIGKILL it after the grace; prints what happened."""
+def stop_script(
+    pid: int,
+    start_ticks: int,
+    grace_s: float,
+    session: int | None = None,
+    session_ticks: int | None = None,
+) -> list[str]:
+    """SIGTERM the recorded process, SIGKILL it after the grace; then the same to what is left of
+    its session (vLLM's engine core and workers outlive a killed API process or headless worker).
+    The session is swept only while its number still names it: its leader alive with the
+    recorded start time, or gone with members still holding the number (Linux reuses no pid a
+    session still holds). Prints what happened."""
     checks = max(1, int(grace_s * 10))
-    same = f'[ "$(ticks)" = "{start_ticks}" ]'
+    same = f'[ "$(ticks {pid})" = "{start_ticks}" ]'
+    sweep = ""
+    if session is not None and session_ticks is not None:
+        sweep = (
+            f'lead=$(ticks {session}); if [ "$lead" = gone ] || [ "$lead" = "{session_ticks}" ]; '
+            "then for sig in TERM KILL; do n=0; for d in /proc/[0-9]*; do p=${d#/proc/}; "
+            f'set -- $(stat_of "$p"); [ "$4" = "{session}" ] && [ "$1" != Z ] && '
+            '[ "$p" != "$$" ] && kill -$sig "$p" 2>/dev/null && n=$((n+1)); done; '
+            '[ $n -eq 0 ] && break; [ $sig = TERM ] && echo "stopped $n more of its session" '
+            "&& sleep 2; done; fi\n"
+        )
     script = (
         f"{_STAT_AFTER_NAME}\n"
-        f"ticks() {{ set -- $(stat_of {pid}); case \"$1\" in Z|X|'') echo gone;; "
-        f'*) shift 19; echo "$1";; esac; }}\n'
-        f'{same} || {{ echo "already stopped"; exit 0; }}\n'
+        'ticks() { set -- $(stat_of "$1"); case "$1" in Z|X|\'\') echo gone;; '
+        '*) shift 19; echo "$1";; esac; }\n'
+        f"sweep() {{ {sweep.strip() or ':'}\n}}\n"
+        f'if ! {same}; then sweep; echo "already stopped"; exit 0; fi\n'
         f"kill -TERM {pid} 2>/dev/null\n"
-        f"i=0; while [ $i -lt {checks} ]; do {same} || {{ echo stopped; exit 0; }}; "
+        f"i=0; while [ $i -lt {checks} ]; do {same} || {{ sweep; echo stopped; exit 0; }}; "
         "sleep 0.1; i=$((i+1)); done\n"
-        f'kill -KILL {pid} 2>/dev/null; echo "killed after the grace period"\n'
+        f'kill -KILL {pid} 2>/dev/null; sweep; echo "killed after the grace period"\n'
     )
     return ["sh", "-c", script]
 

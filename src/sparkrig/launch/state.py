@@ -32,6 +32,15 @@ class StartedRecord(BaseModel):
     )
     log_path: str
     started_at: AwareDatetime
+    session: int | None = Field(
+        default=None,
+        gt=1,
+        description="the session (setsid) it was started in, which its children share: `down` "
+        "stops what is left of it (None in records from before sparkrig kept it)",
+    )
+    session_start_ticks: int | None = Field(
+        default=None, description="the session leader's start time, so a reused number is not ours"
+    )
 
     def uptime_s(self) -> float:
         return (datetime.now(UTC) - self.started_at).total_seconds()
