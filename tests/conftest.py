@@ -109,6 +109,7 @@ async def spec_server(
 _VLLM_BOOT: SessionBoot | None = None
 
 
+@pytest.hookimpl(trylast=True)  # after -k and -m have deselected what will not run
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Start the session's CPU vLLM now, when a collected test needs it and its build is here,
     so its minutes of boot run beside the tests collected before its users."""
