@@ -13,6 +13,8 @@ import os
 import shutil
 import socket
 import subprocess
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -23,7 +25,7 @@ from sparkrig.launch.state import load_state
 from sparkrig.paths import CACHE_ENV, STATE_ENV
 from tests.conftest import SPARKRIG
 from tests.launch.test_cluster_bad_input import assert_one_line_error
-from tests.vllm_cpu import NAME, VllmCpuServer, cluster_text, pair_cluster_text
+from tests.vllm_cpu import NAME, SERVED_NAME, VllmCpuServer, cluster_text, pair_cluster_text
 
 
 def sparkrig(
@@ -138,3 +140,48 @@ def test_the_boot_phases_and_kv_pool_come_from_vllms_own_log(
     assert "CPU KV cache size" in phases[1].line
     assert state.kv_pool_tokens is not None
     assert f"{state.kv_pool_tokens:,}" in phases[1].line
+
+
+KEY = "sk-rig-3c9e1a70-never-shown"
+KEY_VAR = "RIG_ENGINE_KEY"  # sparkrig reads the variable the file names; vLLM reads VLLM_API_KEY
+
+
+def test_a_keyed_vllm_401s_without_the_key_and_readiness_still_passes(
+    vllm_cpu: VllmCpuServer, tmp_path: Path
+) -> None:
+    """vLLM 0.32 started with an API key (VLLM_API_KEY on the node): /health needs none, /v1
+    answers 401 without `Authorization: Bearer KEY`; `up`'s one real completion sends the key the
+    variable engine.api_key_env names, so readiness passes, and the key shows nowhere sparkrig
+    prints or records. Takes the session's server so two boots never share the 2 cores."""
+    assert vllm_cpu.boot_seconds > 0
+    port = free_port("127.0.0.1")
+    cluster = tmp_path / "keyed.toml"
+    text = cluster_text(port, name="cpu-keyed")
+    cluster.write_text(text.replace("[engine]\n", f'[engine]\napi_key_env = "{KEY_VAR}"\n', 1))
+    keys = {"VLLM_API_KEY": KEY, KEY_VAR: KEY}
+    try:
+        up = sparkrig("up", str(cluster), "--apply", state=tmp_path, extra_env=keys, timeout=1500)
+        assert up.returncode == 0, up.stdout[-2000:] + up.stderr[-2000:]
+        status = sparkrig("status", str(cluster), "--json", state=tmp_path, extra_env=keys)
+        assert json.loads(status.stdout)["ready"] is True
+        body = json.dumps({"model": SERVED_NAME, "prompt": "Hi", "max_tokens": 2}).encode()
+        answers = []
+        for headers in ({}, {"Authorization": f"Bearer {KEY}"}):
+            request = urllib.request.Request(
+                f"http://127.0.0.1:{port}/v1/completions",
+                data=body,
+                headers={"Content-Type": "application/json", **headers},
+            )
+            try:
+                with urllib.request.urlopen(request, timeout=60) as reply:
+                    answers.append(reply.status)
+            except urllib.error.HTTPError as refused:
+                answers.append(refused.code)
+        assert answers == [401, 200]
+        said = up.stdout + up.stderr + status.stdout + status.stderr
+        records = "".join(p.read_text() for p in (tmp_path / "clusters").rglob("*.json"))
+        assert KEY not in said
+        assert KEY not in records
+    finally:
+        down = sparkrig("down", str(cluster), "--apply", state=tmp_path, extra_env=keys)
+    assert down.returncode == 0, down.stderr
