@@ -39,7 +39,8 @@ def sparkrig(
 
 def test_status_and_logs_read_the_running_cpu_build(vllm_cpu: VllmCpuServer) -> None:
     status = vllm_cpu.sparkrig("status", str(vllm_cpu.cluster_file), "--json")
-    logs = vllm_cpu.sparkrig("logs", str(vllm_cpu.cluster_file), "cpu", "-n", "400")
+    # the whole log: by now the tests before this one have pushed the banner out of any tail
+    logs = vllm_cpu.sparkrig("logs", str(vllm_cpu.cluster_file), "cpu", "-n", "1000000")
 
     assert status.returncode == 0, status.stderr
     seen = json.loads(status.stdout)
