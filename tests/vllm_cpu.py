@@ -92,8 +92,12 @@ class VllmCpuServer:
         return run_sparkrig(self.state_dir, *args, timeout=timeout)
 
 
-def run_sparkrig(state: Path, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, STATE_ENV: str(state)}
+def run_sparkrig(
+    state: Path, *args: str, timeout: float = 300, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """A sparkrig command with its state folder at `state` (where `up` records and `down`
+    reads), and `extra_env` beside this process's environment."""
+    env = {**os.environ, STATE_ENV: str(state), **(extra_env or {})}
     return subprocess.run(
         [SPARKRIG, *args], capture_output=True, text=True, timeout=timeout, check=False, env=env
     )

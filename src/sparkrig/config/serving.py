@@ -275,6 +275,12 @@ class ServingProfile(FrozenModel):
         default_factory=list, description="engine arguments passed through verbatim"
     )
 
+    def tensor_parallel_for(self, nodes: int) -> int:
+        """vLLM's tensor-parallel size on `nodes` nodes: the profile's, else one rank a node
+        over the pipeline stages."""
+        stages = self.pipeline_parallel_size or 1
+        return self.tensor_parallel_size or max(1, nodes // stages)
+
 
 class RecipeInfo(FrozenModel):
     """`[recipe]`: a catalog entry's name and where each value comes from."""

@@ -17,6 +17,10 @@ from sparkrig.engines.metric_map import EngineMetricMap
 from sparkrig.frozen_model import FrozenModel
 from sparkrig.process_exit import ProcessExit
 
+BUNDLED_MODEL = "bundled"
+"""`model.path` that names the bundled model (each engine's own form of it: the GGUF, or the
+folder vLLM's CPU build converted it to)."""
+
 
 class LocalEngine(FrozenModel):
     """What this machine provides for an engine whose cluster file names no binary: sparkrig's

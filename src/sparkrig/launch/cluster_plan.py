@@ -11,7 +11,7 @@ from pydantic import Field
 from sparkrig.config.cluster import Cluster, Node
 from sparkrig.config.container import BindMount
 from sparkrig.config.serving import ServingProfile
-from sparkrig.engines.adapter import EngineAdapter, LocalEngine
+from sparkrig.engines.adapter import BUNDLED_MODEL, EngineAdapter, LocalEngine
 from sparkrig.engines.launch_spec import LaunchContext, LaunchNode, ProcessSpec
 from sparkrig.engines.llamacpp.server import LlamaServerSpec
 from sparkrig.engines.registry import adapter_for
@@ -22,8 +22,6 @@ from sparkrig.fabric.runner import ExecutorSpec
 from sparkrig.frozen_model import FrozenModel
 from sparkrig.launch.containers import binds_rdma, containerize, pin_warning
 from sparkrig.launch.node_executors import executor_spec
-
-BUNDLED_MODEL = "bundled"
 
 
 class NodeAccess(FrozenModel):

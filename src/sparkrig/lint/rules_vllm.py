@@ -261,8 +261,7 @@ def vllm_cpu_layout(cluster: Cluster, profile: ServingProfile, key: str) -> list
     if engine is None or engine.kind != "vllm" or engine.device != "cpu":
         return []
     findings = []
-    stages = profile.pipeline_parallel_size or 1
-    ranks = (profile.tensor_parallel_size or max(1, len(cluster.nodes) // stages)) * stages
+    ranks = profile.tensor_parallel_for(len(cluster.nodes)) * (profile.pipeline_parallel_size or 1)
     bound = "VLLM_CPU_OMP_THREADS_BIND" in cluster.env
     if ranks > len(cluster.nodes) and not bound:
         findings.append(

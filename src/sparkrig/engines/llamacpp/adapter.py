@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sparkrig.config.serving import EngineSettings
-from sparkrig.engines.adapter import LocalEngine, SelfTestOutcome
+from sparkrig.engines.adapter import BUNDLED_MODEL, LocalEngine, SelfTestOutcome
 from sparkrig.engines.launch_spec import LaunchContext, ProcessSpec
 from sparkrig.engines.llamacpp.build import find_installed, prove_binary
 from sparkrig.engines.llamacpp.gguf_model import resolve_model
@@ -14,7 +14,6 @@ from sparkrig.engines.llamacpp.metric_names import LLAMACPP_METRICS, PREFIX
 from sparkrig.engines.llamacpp.rpc import render_llamacpp
 from sparkrig.engines.metric_map import EngineMetricMap
 
-BUNDLED_MODEL = "bundled"
 DEFAULT_BINARIES = ("llama-server", "ggml-rpc-server")
 
 

