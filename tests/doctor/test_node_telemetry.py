@@ -13,7 +13,8 @@ import pytest
 from sparkrig.doctor import node_telemetry
 from sparkrig.doctor.node_telemetry import gpu_rows, parse_stream
 from sparkrig.doctor.telemetry_model import TelemetryRecord
-from sparkrig.doctor.telemetry_record import telemetry_path
+from sparkrig.doctor.telemetry_record import cluster_nodes, telemetry_path
+from sparkrig.errors import UsageError
 from sparkrig.launch.local import LocalInstance
 from tests.conftest import SPARKRIG
 from tests.fabric.netns_lab import netns_lab, why_netns_unavailable
@@ -132,3 +133,19 @@ def test_check_samples_every_node_of_the_telemetry_cluster(
     page = tmp_path / "page.html"
     subprocess.run([SPARKRIG, "report", str(out), "--out", str(page)], check=True, timeout=60)
     assert "<h4>x</h4>" in page.read_text()
+
+
+def test_a_telemetry_cluster_without_executors_names_the_ways_out(tmp_path: Path) -> None:
+    """bench and check have no --executor or --node: the file's executors decide, and a file
+    with none says what to do in the terms of those commands."""
+    path = tmp_path / "pair.toml"
+    text = 'cables = ["a.p0 <-> b.p1"]\n[[nodes]]\nname = "a"\n[[nodes]]\nname = "b"\n'
+    path.write_text(text)
+    with pytest.raises(UsageError) as refused:
+        cluster_nodes(path)
+    assert str(refused.value) == (
+        "the cluster file has no [executor] — give it one (ssh) to sample its nodes, or leave "
+        "out --telemetry-cluster"
+    )
+    path.write_text(text + '[executor]\nkind = "netns"\ntarget = "ns"\n')
+    assert sorted(cluster_nodes(path)) == ["a", "b"]

@@ -117,6 +117,7 @@ def test_apply_without_apply_prints_commands_and_changes_nothing(tmp_path: Path)
         (("--executor", "ssh"), "node a has no ssh destination"),
         (("--executor", "telnet"), "--executor telnet is not known"),
         (("--restore",), "nothing to restore"),
+        ((), "the cluster file has no [executor] — give it one (ssh), pass --executor ssh or "),
     ],
 )
 def test_apply_usage_errors(tmp_path: Path, args: tuple[str, ...], expected: str) -> None:
@@ -124,3 +125,75 @@ def test_apply_usage_errors(tmp_path: Path, args: tuple[str, ...], expected: str
     assert done.returncode != 0
     assert expected in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_apply_follows_the_files_executors_as_up_does(tmp_path: Path) -> None:
+    """No --executor: each node is reached by the file's [executor] (ssh to its `ssh` field),
+    not by a local default that would need --node."""
+    done = _run("fabric", "apply", str(EXAMPLES / "ring4-vllm.toml"), env_state=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "a (admin@spark-a)" in done.stdout
+    assert "d (admin@spark-d)" in done.stdout
+    assert "nothing changed — add --apply" in done.stdout
+
+
+def test_apply_options_still_beat_the_file(tmp_path: Path) -> None:
+    ring = str(EXAMPLES / "ring4-vllm.toml")
+    done = _run("fabric", "apply", ring, "--netns-prefix", "x-", env_state=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "a (x-a)" in done.stdout
+    assert "admin@spark-a" not in done.stdout
+
+
+def _discover(tmp_path: Path, text: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    path = tmp_path / "cluster.toml"
+    path.write_text(text)
+    return _run("fabric", "discover", str(path), *extra, env_state=tmp_path)
+
+
+PAIR = 'cables = ["a.p0 <-> b.p1"]\n[[nodes]]\nname = "a"\n[[nodes]]\nname = "b"\n'
+
+
+@pytest.mark.parametrize(
+    ("tables", "extra", "expected"),
+    [
+        (
+            "",
+            (),
+            "the cluster file has no [executor] — give it one (ssh), or pass --executor ssh (or "
+            "netns for rehearsals): discover needs every node at once",
+        ),
+        (
+            '[executor]\nkind = "local"\n',
+            (),
+            "the cluster file reaches a, b through the local executor, all this machine: "
+            "discover needs every node at once — use --executor ssh (or netns for rehearsals)",
+        ),
+        (
+            "",
+            ("--executor", "local"),
+            "discover needs every node at once — use --executor ssh (or netns for rehearsals)",
+        ),
+    ],
+)
+def test_discover_refuses_what_cannot_reach_every_node(
+    tmp_path: Path, tables: str, extra: tuple[str, ...], expected: str
+) -> None:
+    done = _discover(tmp_path, PAIR + tables, *extra)
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"error: {expected}"
+
+
+def test_discover_reaches_the_nodes_the_file_names(tmp_path: Path) -> None:
+    """No --executor: discover goes to the file's netns executors (here absent namespaces, so
+    it stops at the first with that executor's own error), not to ssh."""
+    own = PAIR.replace(
+        'name = "a"', 'name = "a"\nexecutor = { kind = "netns", target = "sr-absent-a" }'
+    )
+    own = own.replace(
+        'name = "b"', 'name = "b"\nexecutor = { kind = "netns", target = "sr-absent-b" }'
+    )
+    done = _discover(tmp_path, own)
+    assert done.returncode != 0
+    assert "network namespace sr-absent-a does not exist" in done.stderr
+    assert "ssh" not in done.stderr

@@ -3,6 +3,8 @@ cluster file and the command line can disagree. Pure: no node is reached."""
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from sparkrig.config import parse_cluster
@@ -10,7 +12,12 @@ from sparkrig.config.cluster import Cluster
 from sparkrig.errors import ConfigError, SparkrigError, UsageError
 from sparkrig.fabric.runner import ExecutorSpec
 from sparkrig.launch.executors import LocalExecutor, NetnsExecutor, SshExecutor, reach_nodes
-from sparkrig.launch.node_executors import ExecutorChoice, resolve_executors
+from sparkrig.launch.node_executors import (
+    ExecutorChoice,
+    every_node_here,
+    node_python,
+    resolve_executors,
+)
 
 PAIR = """
 name = "pair"
@@ -175,3 +182,38 @@ def test_without_a_cluster_file_this_machine_is_the_one_node() -> None:
     runners = reach_nodes(None, ExecutorChoice(kind="ssh", this_machine="h"))
     assert list(runners) == ["h"]
     assert isinstance(runners["h"], LocalExecutor)
+
+
+def test_a_command_names_its_own_way_out_of_a_file_without_executors() -> None:
+    """fabric test and discover have no --node: each says what it can do instead."""
+    choice = ExecutorChoice(no_executor_fix="rehearse with --executor local")
+    with pytest.raises(
+        UsageError, match=r"^the cluster file has no \[executor\] — rehearse with --executor local$"
+    ):
+        resolve_executors(cluster(), choice)
+
+
+def test_every_node_here_only_when_each_is_reached_locally() -> None:
+    """The fabric test's rehearsal: every rank a local process, from the option or the file."""
+    assert every_node_here(resolve_executors(cluster(), ExecutorChoice("local", loopback=True)))
+    assert every_node_here(
+        resolve_executors(cluster(executor='[executor]\nkind = "local"\n'), ExecutorChoice())
+    )
+    mixed = cluster(executor='[executor]\nkind = "ssh"\n', a_extra='executor = { kind = "local" }')
+    assert not every_node_here(resolve_executors(mixed, ExecutorChoice()))
+    assert not every_node_here(resolve_executors(cluster(), ExecutorChoice("netns", (), "ns-")))
+    assert not every_node_here({})
+
+
+def test_each_node_runs_the_python_its_executor_has() -> None:
+    """This interpreter where the node is this machine (or a namespace of it), else python3."""
+    mixed = cluster(
+        executor='[executor]\nkind = "ssh"\n',
+        a_extra='executor = { kind = "netns", target = "ns-a" }',
+    )
+    specs = resolve_executors(mixed, ExecutorChoice())
+    assert {name: node_python(spec) for name, spec in specs.items()} == {
+        "a": sys.executable,
+        "b": "python3",
+    }
+    assert node_python(ExecutorSpec(kind="local")) == sys.executable

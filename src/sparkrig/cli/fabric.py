@@ -3,7 +3,6 @@ inside the commands so `sparkrig --help` stays fast."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -27,7 +26,12 @@ TpOption = Annotated[
     ranged("tensor-parallel size (default: the file's, else every node)", COUNT, "--tp"),
 ]
 ExecutorOption = Annotated[
-    str, typer.Option("--executor", help="how to reach the nodes: local, netns or ssh")
+    str | None,
+    typer.Option(
+        "--executor",
+        help="how to reach the nodes: local, netns or ssh (default: the cluster file's "
+        "\\[executor] and each node's executor, as up, doctor and sync use them)",
+    ),
 ]
 NetnsOption = Annotated[
     list[str] | None,
@@ -74,7 +78,7 @@ def apply_command(
     restore: Annotated[
         bool, typer.Option("--restore", help="undo the last apply exactly, from its journal")
     ] = False,
-    executor: ExecutorOption = "local",
+    executor: ExecutorOption = None,
     netns: NetnsOption = None,
     netns_prefix: NetnsPrefixOption = None,
     node: NodeOption = None,
@@ -102,7 +106,14 @@ def apply_command(
         console.print(f"restored {len(undone)} change(s) of {name}", highlight=False)
         return
     plan = plan_fabric(cluster, tp)
-    choice = ExecutorChoice(executor, tuple(netns or ()), netns_prefix, node)
+    choice = ExecutorChoice(
+        executor,
+        tuple(netns or ()),
+        netns_prefix,
+        node,
+        no_executor_fix="give it one (ssh), pass --executor ssh or netns, or change only this "
+        "machine as one node with --node NAME",
+    )
     specs = resolve_executors(cluster, choice)
     if not apply:
         for node_name in plan.rank_order:
@@ -126,7 +137,7 @@ def apply_command(
 @fabric_app.command("discover")
 def discover_command(
     cluster_file: ClusterArg,
-    executor: ExecutorOption = "ssh",
+    executor: ExecutorOption = None,
     netns: NetnsOption = None,
     netns_prefix: NetnsPrefixOption = None,
     write: Annotated[
@@ -137,23 +148,36 @@ def discover_command(
     """Find which port faces which node from the wires; print or --write the cables.
 
     Temporary IPv6 link-local addresses and one all-nodes echo per interface; every node at
-    once, so --executor ssh (or netns for rehearsals)."""
+    once, so ssh (or netns for rehearsals), from the file's executors or --executor."""
     from sparkrig.config import load_cluster
     from sparkrig.fabric.discover import cables_toml, discover_cables, with_cables
     from sparkrig.json_files import read_text_file, write_text_atomically
     from sparkrig.launch.executors import executors_for
-    from sparkrig.launch.node_executors import ExecutorChoice, resolve_executors
+    from sparkrig.launch.node_executors import ExecutorChoice, node_python, resolve_executors
 
+    needs_all = "discover needs every node at once — use --executor ssh (or netns for rehearsals)"
     if executor == "local":
-        raise UsageError(
-            "discover needs every node at once — use --executor ssh (or netns for rehearsals)"
-        )
+        raise UsageError(needs_all)
     cluster = load_cluster(cluster_file)
-    choice = ExecutorChoice(executor, tuple(netns or ()), netns_prefix)
-    runners = executors_for(resolve_executors(cluster, choice))
-    # local processes in namespaces share this interpreter; remote nodes have their own
-    probe = [sys.executable if executor == "netns" else "python3", "-m", "sparkrig.fabric.probe"]
-    cables = discover_cables(cluster, runners, probe)
+    choice = ExecutorChoice(
+        executor,
+        tuple(netns or ()),
+        netns_prefix,
+        no_executor_fix="give it one (ssh), or pass --executor ssh (or netns for rehearsals): "
+        "discover needs every node at once",
+    )
+    specs = resolve_executors(cluster, choice)
+    here = [name for name, spec in specs.items() if spec.kind == "local"]
+    if len(here) > 1:  # two nodes that are both this machine share its interfaces
+        raise UsageError(
+            f"the cluster file reaches {', '.join(here)} through the local executor, all this "
+            f"machine: {needs_all}"
+        )
+    runners = executors_for(specs)
+    probes = {
+        name: [node_python(spec), "-m", "sparkrig.fabric.probe"] for name, spec in specs.items()
+    }
+    cables = discover_cables(cluster, runners, probes)
     if write:  # beside it, then renamed over it: an interrupted write leaves the old file
         target = cluster_file.resolve()  # a linked cluster file is rewritten where it lives
         text = read_text_file(target, what="cluster file", fix="pass a cluster TOML")

@@ -46,8 +46,13 @@ def cluster_nodes(cluster_file: Path | None, *, enabled: bool = True) -> dict[st
     # only a run given --telemetry-cluster loads these; `report` reads this module too
     from sparkrig.config import load_cluster  # noqa: PLC0415
     from sparkrig.launch.executors import reach_nodes  # noqa: PLC0415
+    from sparkrig.launch.node_executors import ExecutorChoice  # noqa: PLC0415
 
-    return dict(reach_nodes(load_cluster(cluster_file)))
+    # bench and check have no --executor or --node: the file must name how nodes are reached
+    choice = ExecutorChoice(
+        no_executor_fix="give it one (ssh) to sample its nodes, or leave out --telemetry-cluster"
+    )
+    return dict(reach_nodes(load_cluster(cluster_file), choice))
 
 
 @contextmanager

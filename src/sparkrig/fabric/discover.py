@@ -29,11 +29,12 @@ def temporary_address(node_index: int, interface_index: int) -> str:
 def discover_cables(
     cluster: Cluster,
     runners: Mapping[str, CommandRunner],
-    probe: Sequence[str],
+    probes: Mapping[str, Sequence[str]],
     reply_wait_s: float = defaults.DISCOVER_REPLY_WAIT_S,
     carrier_wait_s: float = defaults.DISCOVER_CARRIER_WAIT_S,
 ) -> list[Cable]:
-    """`probe`: the argv prefix that runs `sparkrig.fabric.probe` on a node."""
+    """`probes`: per node, the argv prefix that runs `sparkrig.fabric.probe` there (each node's
+    own python: this one on a namespace of this machine, `python3` over ssh)."""
     interfaces = {
         node.name: [f.netdev for p in node.ports for f in p.functions] for node in cluster.nodes
     }
@@ -55,7 +56,7 @@ def discover_cables(
         heard: dict[tuple[str, str], set[tuple[str, str]]] = {}
         for node in cluster.nodes:
             answered = runners[node.name].run(
-                [*probe, "echo6", *interfaces[node.name], "--wait", str(reply_wait_s)],
+                [*probes[node.name], "echo6", *interfaces[node.name], "--wait", str(reply_wait_s)],
                 timeout=reply_wait_s + defaults.FABRIC_COMMAND_TIMEOUT_S,
             )
             if not answered.ok:

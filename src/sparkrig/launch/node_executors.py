@@ -6,6 +6,8 @@ cluster file; nothing is run.
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from sparkrig.config.cluster import Cluster, Node
@@ -32,6 +34,12 @@ class ExecutorChoice:
     this_machine: str = "local"
     """the name of the one node reached when there is no cluster file (doctor: the host name);
     `node` wins over it"""
+    no_executor_fix: str = (
+        "give it one (ssh), pass --executor ssh or netns, or check only this machine as one node "
+        "with --node NAME"
+    )
+    """what to do when neither the file nor the command line names an executor (each command
+    has its own ways out)"""
 
 
 def resolve_executors(cluster: Cluster | None, choice: ExecutorChoice) -> dict[str, ExecutorSpec]:
@@ -47,13 +55,22 @@ def resolve_executors(cluster: Cluster | None, choice: ExecutorChoice) -> dict[s
             return _named(cluster, "netns", choice)
         if all(cluster.executor_of(n) is None for n in cluster.nodes):
             if choice.node is None and len(cluster.nodes) > 1:
-                raise UsageError(
-                    "the cluster file has no [executor] — give it one (ssh), pass --executor ssh "
-                    "or netns, or check only this machine as one node with --node NAME"
-                )
+                raise UsageError(f"the cluster file has no [executor] — {choice.no_executor_fix}")
             return _named(cluster, "local", choice)
         return {n.name: executor_spec(cluster, n) for n in cluster.nodes}
     return _named(cluster, choice.kind, choice)
+
+
+def every_node_here(specs: Mapping[str, ExecutorSpec]) -> bool:
+    """Every node reached by the local executor: all of them are processes of this machine, so
+    no cable lies between them (the fabric test's rehearsal on loopback)."""
+    return bool(specs) and all(spec.kind == "local" for spec in specs.values())
+
+
+def node_python(spec: ExecutorSpec) -> str:
+    """The python that runs sparkrig's probes and workers on a node: this interpreter where the
+    node is this machine (local, or a namespace of it), `python3` on an ssh node's PATH."""
+    return "python3" if spec.kind == "ssh" else sys.executable
 
 
 def _named(cluster: Cluster, kind: str, choice: ExecutorChoice) -> dict[str, ExecutorSpec]:
