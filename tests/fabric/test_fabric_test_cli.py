@@ -31,6 +31,8 @@ name = "c"
 [[nodes]]
 name = "d"
 """
+HERE = ("--executor", "local")  # every node a process of this machine: the rehearsal
+WIDE = {"COLUMNS": "1000"}  # one printed line a worker, unwrapped
 LINE3 = """cables = ["a.p0 <-> b.p1", "b.p0 <-> c.p1"]
 [[nodes]]
 name = "a"
@@ -82,7 +84,7 @@ def _one_line_error(result: subprocess.CompletedProcess[str]) -> str:
 
 def test_without_apply_it_prints_each_nodes_worker_and_starts_nothing(tmp_path: Path) -> None:
     port = free_port()
-    result = _sparkrig(tmp_path, RING4, "--port", str(port))
+    result = _sparkrig(tmp_path, RING4, *HERE, "--port", str(port))
     assert result.returncode == 0, result.stderr
     assert "ranks a → b → c → d → a" in result.stdout
     assert "nothing started — add --apply" in result.stdout
@@ -97,6 +99,7 @@ def test_a_ring_of_four_passes_every_check_and_keeps_a_receipt(tmp_path: Path) -
     result = _sparkrig(
         tmp_path,
         RING4,
+        *HERE,
         "--apply",
         "--port",
         str(port),
@@ -114,6 +117,9 @@ def test_a_ring_of_four_passes_every_check_and_keeps_a_receipt(tmp_path: Path) -
     assert printed == kept
     assert kept["kind"] == "sparkrig-fabric-test"
     assert kept["complete"] is True
+    assert kept["executor"] == "local"
+    assert kept["rehearsal"] is True  # every rank on 127.0.0.1: no cable was tested
+    assert "rehearsal on this machine's loopback: no cable was tested" in result.stderr
     assert kept["backend"] == "gloo"
     assert [(c["node"], c["failed"]) for c in kept["checks"]] == [
         (n, []) for n in ["a", "b", "c", "d"]
@@ -137,6 +143,45 @@ def test_a_ring_of_four_passes_every_check_and_keeps_a_receipt(tmp_path: Path) -
     assert "correctness per rank" in (tmp_path / "again.html").read_text()
 
 
+def test_a_file_without_executors_is_refused_with_the_rehearsal_as_one_way_out(
+    tmp_path: Path,
+) -> None:
+    """The executor comes from the file; with none there and none given, nothing runs on
+    loopback behind the user's back."""
+    port = free_port()
+    message = _one_line_error(_sparkrig(tmp_path, RING4, "--apply", "--port", str(port)))
+    assert message == (
+        "error: the cluster file has no [executor] — give it one (ssh), pass --executor ssh or "
+        "netns, or rehearse on this machine's loopback with --executor local (no cable is tested)"
+    )
+    assert not _workers_running(port)
+    assert not (tmp_path / "sparkrig-runs").exists()
+
+
+def test_the_files_executors_decide_and_all_local_is_a_rehearsal(tmp_path: Path) -> None:
+    here = _sparkrig(tmp_path, RING4 + '[executor]\nkind = "local"\n', env=WIDE)
+    assert here.returncode == 0, here.stderr
+    assert "master 127.0.0.1:" in here.stdout
+    assert "on this machine's loopback, 127.0.0.1: a rehearsal, no cable is tested" in here.stdout
+
+
+def test_each_node_runs_the_python_its_executor_has(tmp_path: Path) -> None:
+    """Node a is this machine (local), b to d are ssh nodes: this interpreter on a, python3 on
+    the others, and the master on a's cable address: no rehearsal."""
+    ssh_ring = RING4.replace('name = "a"', 'name = "a"\nexecutor = { kind = "local" }')
+    for node in "bcd":
+        ssh_ring = ssh_ring.replace(f'name = "{node}"', f'name = "{node}"\nssh = "admin@{node}"')
+    result = _sparkrig(tmp_path, ssh_ring + '[executor]\nkind = "ssh"\n', env=WIDE)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "on local, ssh" in lines[0]
+    assert "rehearsal" not in result.stdout
+    assert "master 10.20." in lines[0]
+    workers = {line[0]: line for line in lines if line[:2] in {"a:", "b:", "c:", "d:"}}
+    assert f" {sys.executable} -W ignore" in workers["a"]
+    assert all(" python3 -W ignore" in workers[node] for node in "bcd")
+
+
 def test_a_line_is_refused_with_the_cable_that_closes_it(tmp_path: Path) -> None:
     message = _one_line_error(_sparkrig(tmp_path, LINE3, "--apply"))
     assert "a,b,c form a line, not a ring: c has no cable to a — cable c to a" in message
@@ -156,14 +201,14 @@ def test_a_port_in_use_on_the_master_is_named(tmp_path: Path) -> None:
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         port = holder.getsockname()[1]
-        result = _sparkrig(tmp_path, RING4, "--apply", "--port", str(port))
+        result = _sparkrig(tmp_path, RING4, *HERE, "--apply", "--port", str(port))
     message = _one_line_error(result)
     assert f"port {port} on a (rank 0, the master) is in use — pass --port" in message
     assert not _workers_running(port)
 
 
 def test_nccl_where_no_gpu_is_seen_is_refused(tmp_path: Path) -> None:
-    message = _one_line_error(_sparkrig(tmp_path, RING4, "--apply", "--backend", "nccl"))
+    message = _one_line_error(_sparkrig(tmp_path, RING4, *HERE, "--apply", "--backend", "nccl"))
     assert "--backend nccl needs a GPU on every node; torch sees none on a, b, c, d" in message
 
 
@@ -173,7 +218,9 @@ def test_a_node_without_torch_gets_the_install_line(tmp_path: Path) -> None:
     if check.returncode == 0 or not Path(bare).exists():
         pytest.skip(f"{bare} has torch (or is missing): no torch-less interpreter here")
     source = str(Path(__file__).parents[2] / "src")
-    result = _sparkrig(tmp_path, RING4, "--apply", "--python", bare, env={"PYTHONPATH": source})
+    result = _sparkrig(
+        tmp_path, RING4, *HERE, "--apply", "--python", bare, env={"PYTHONPATH": source}
+    )
     message = _one_line_error(result)
     assert "torch is not installed on a, b, c, d — install it there: pip install" in message
     assert "sparkrig[collectives]" in message
@@ -201,6 +248,7 @@ def test_a_node_that_dies_or_hangs_is_named_and_nothing_is_left_running(
     result = _sparkrig(
         tmp_path,
         RING4,
+        *HERE,
         "--apply",
         "--port",
         str(port),
@@ -227,6 +275,7 @@ def test_a_collective_that_returns_wrong_numbers_fails_the_run(tmp_path: Path) -
     result = _sparkrig(
         tmp_path,
         RING4,
+        *HERE,
         "--apply",
         "--port",
         str(port),
@@ -248,6 +297,7 @@ def test_a_collective_that_returns_wrong_numbers_fails_the_run(tmp_path: Path) -
     assert all(name.startswith("all_reduce/sparkrig/") for name in failed["c"])
     assert {c["passed"] for c in kept["checks"] if c["node"] == "c"} == {96 - 12}
     assert "all_reduce/sparkrig/float32/1" in result.stdout  # the table names them
+    assert "rehearsal on this machine's loopback: no cable was tested" in result.stdout
     assert not _workers_running(port)
 
 

@@ -1,14 +1,17 @@
 """The fabric test's pure parts: the size ladder, nccl-tests' bandwidth definitions, the receipt
-round trip."""
+round trip, and a rehearsal on loopback named as one."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
+from sparkrig.cli.views.fabric_test_table import fabric_test_view
 from sparkrig.errors import UsageError
 from sparkrig.fabric.collectives.results import (
+    REHEARSAL_NOTE,
     FabricTestReceipt,
     bus_factor,
     default_ladder,
@@ -66,3 +69,43 @@ def test_the_receipt_reads_back_and_refuses_another_kind(tmp_path: Path) -> None
     path.write_text(path.read_text().replace("sparkrig-fabric-test", "sparkrig-bench"))
     with pytest.raises(UsageError, match="not a sparkrig fabric-test receipt"):
         load_receipt(path)
+
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "receipts"
+
+
+def _shown(receipt: FabricTestReceipt) -> str:
+    console = Console(record=True, width=200)
+    console.print(fabric_test_view(receipt))
+    return console.export_text()
+
+
+def test_a_rehearsal_says_that_no_cable_was_tested() -> None:
+    rehearsal = FabricTestReceipt(
+        cluster="c",
+        topology="ring-4",
+        rank_order=["a", "b"],
+        executor="local",
+        rehearsal=True,
+        backend="gloo",
+        iterations=1,
+    )
+    assert REHEARSAL_NOTE == "rehearsal on this machine's loopback: no cable was tested"
+    assert _shown(rehearsal).rstrip().endswith(REHEARSAL_NOTE)
+    over_cables = rehearsal.model_copy(update={"executor": "ssh", "rehearsal": False})
+    assert "rehearsal" not in _shown(over_cables)
+
+
+def test_a_receipt_written_before_rehearsals_were_named_reads_as_none() -> None:
+    old = load_receipt(FIXTURES / "fabric-test-v1.json")
+    assert "rehearsal" not in (FIXTURES / "fabric-test-v1.json").read_text()
+    assert old.rehearsal is False
+
+
+def test_the_html_report_names_a_rehearsal_beside_its_executor() -> None:
+    from sparkrig.report.fabric_test_html import fabric_test_section
+
+    old = load_receipt(FIXTURES / "fabric-test-v1.json")
+    assert "rehearsal" not in fabric_test_section(old, "old")
+    page = fabric_test_section(old.model_copy(update={"rehearsal": True}), "new")
+    assert f"<dd>local ({REHEARSAL_NOTE})</dd>".replace("'", "&#x27;") in page

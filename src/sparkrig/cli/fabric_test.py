@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -46,7 +45,7 @@ if TYPE_CHECKING:
 def fabric_test_command(
     cluster_file: ClusterArg,
     apply: Annotated[bool, typer.Option("--apply", help="run; without it, print the plan")] = False,
-    executor: ExecutorOption = "local",
+    executor: ExecutorOption = None,
     netns: NetnsOption = None,
     netns_prefix: NetnsPrefixOption = None,
     backend: Annotated[
@@ -65,7 +64,8 @@ def fabric_test_command(
         float, ranged("seconds without a heartbeat before a node is named hung", WAIT_SECONDS)
     ] = defaults.FABRIC_TEST_LIVENESS_S,
     python: Annotated[
-        str | None, typer.Option(help="python on the nodes (default: this one; python3 on ssh)")
+        str | None,
+        typer.Option(help="python on the nodes (default: this one; python3 on an ssh node)"),
     ] = None,
     out: Annotated[
         Path | None,
@@ -75,22 +75,36 @@ def fabric_test_command(
     as_json: JsonFlag = False,
 ) -> None:
     """Correctness, latency and bus bandwidth of built-in vs sparkrig collectives on every node,
-    and bytes per cable direction. `--executor local` runs every node here on 127.0.0.1."""
+    and bytes per cable direction. The nodes are reached as the cluster file says; `--executor
+    local` rehearses every node here on 127.0.0.1, which tests no cable."""
     from sparkrig.config import load_cluster
     from sparkrig.fabric.collectives.fabric_test import TestSettings, master_address, worker_argv
     from sparkrig.fabric.collectives.results import default_ladder, parse_sizes
     from sparkrig.fabric.collectives.schedule import ring_of
     from sparkrig.fabric.plan import plan_fabric
-    from sparkrig.launch.node_executors import ExecutorChoice, resolve_executors
+    from sparkrig.launch.node_executors import (
+        ExecutorChoice,
+        every_node_here,
+        node_python,
+        resolve_executors,
+    )
 
     cluster = load_cluster(cluster_file)
     plan = plan_fabric(cluster)
     order = ring_of(plan)
     ladder = parse_sizes(sizes) if sizes is not None else None
-    # `--executor local` rehearses the whole cluster here: every rank a local process
-    choice = ExecutorChoice(executor, tuple(netns or ()), netns_prefix, loopback=True)
+    # `--executor local` (or a file whose executors are all local) rehearses the whole cluster
+    # here: every rank a local process on loopback
+    choice = ExecutorChoice(
+        executor,
+        tuple(netns or ()),
+        netns_prefix,
+        loopback=True,
+        no_executor_fix="give it one (ssh), pass --executor ssh or netns, or rehearse on this "
+        "machine's loopback with --executor local (no cable is tested)",
+    )
     specs = resolve_executors(cluster, choice)
-    loopback = executor == "local"
+    loopback = every_node_here(specs)
     settings = TestSettings(
         backend=backend,
         sizes=ladder,
@@ -100,10 +114,14 @@ def fabric_test_command(
         liveness_s=liveness,
         loopback=loopback,
     )
-    node_python = python or ("python3" if executor == "ssh" else sys.executable)
+    pythons = {node: python or node_python(spec) for node, spec in specs.items()}
     shown_sizes = ladder or default_ladder(gpu=backend == "nccl")
     if not apply:
-        where = "this machine, 127.0.0.1" if loopback else executor
+        where = (
+            "this machine's loopback, 127.0.0.1: a rehearsal, no cable is tested"
+            if loopback
+            else _kinds(specs)
+        )
         console.print(
             f"{plan.cluster}: {plan.topology}, ranks {' → '.join(order)} → {order[0]}, "
             f"master {master_address(plan, loopback)}:{port}, on {where}",
@@ -113,7 +131,7 @@ def fabric_test_command(
             argv = worker_argv(
                 plan,
                 node,
-                python=node_python,
+                python=pythons[node],
                 settings=settings,
                 backend=backend,
                 sizes=shown_sizes,
@@ -122,9 +140,14 @@ def fabric_test_command(
         console.print("nothing started — add --apply to run the test")
         return
     out_path = receipt_out(out, "fabric-test", force=force)  # before any node is touched
-    receipt = _run(plan, specs, settings, node_python, executor, out_path)
+    receipt = _run(plan, specs, settings, pythons, out_path)
     if as_json:
         print_json(receipt.model_dump(mode="json"))
+        if receipt.rehearsal:  # stdout is the receipt alone; its `rehearsal` field says it too
+            from sparkrig.cli.common import err_console
+            from sparkrig.fabric.collectives.results import REHEARSAL_NOTE
+
+            err_console.print(REHEARSAL_NOTE, highlight=False)
     else:
         from sparkrig.cli.views.fabric_test_table import fabric_test_view
 
@@ -134,8 +157,16 @@ def fabric_test_command(
         raise FabricError(f"{failed} correctness check(s) failed — see the table; receipt kept")
 
 
+def _kinds(specs: dict[str, ExecutorSpec]) -> str:
+    """How the nodes are reached, for the plan line and the receipt: `ssh`, `local, ssh`."""
+    return ", ".join(dict.fromkeys(spec.kind for spec in specs.values()))
+
+
 def _probe_nodes(
-    plan: FabricPlan, runners: dict[str, Executor], settings: TestSettings, python: str
+    plan: FabricPlan,
+    runners: dict[str, Executor],
+    settings: TestSettings,
+    pythons: dict[str, str],
 ) -> dict[str, dict[str, Any]]:
     """What each node has (torch, GPUs; on rank 0 whether the master port is free)."""
     from sparkrig.fabric.collectives.fabric_test import master_address, probe_argv
@@ -144,7 +175,7 @@ def _probe_nodes(
     bind = f"{master_address(plan, settings.loopback)}:{settings.port}"
     probes: dict[str, dict[str, Any]] = {}
     for node in plan.rank_order:
-        result = runners[node].run(probe_argv(python, bind if node == master else None))
+        result = runners[node].run(probe_argv(pythons[node], bind if node == master else None))
         if not result.ok:
             raise FabricError(
                 f"node {node} cannot run the fabric-test worker: {result.error_line} — install "
@@ -158,8 +189,7 @@ def _run(
     plan: FabricPlan,
     specs: dict[str, ExecutorSpec],
     settings: TestSettings,
-    python: str,
-    executor: str,
+    pythons: dict[str, str],
     out_path: Path,
 ) -> FabricTestReceipt:
     from rich.progress import Progress
@@ -177,14 +207,15 @@ def _run(
 
     order = list(plan.rank_order)
     runners: dict[str, Executor] = executors_for(specs)
-    probes = _probe_nodes(plan, runners, settings, python)
+    probes = _probe_nodes(plan, runners, settings, pythons)
     backend = decide_backend(probes, settings.backend, order[0], settings.port)
     sizes = settings.sizes or default_ladder(gpu=backend == "nccl")
     receipt = FabricTestReceipt(
         cluster=plan.cluster,
         topology=plan.topology,
         rank_order=order,
-        executor=executor,
+        executor=_kinds(specs),
+        rehearsal=settings.loopback,
         backend=backend,
         torch_version=probes[order[0]]["torch"],
         iterations=settings.iterations,
@@ -196,7 +227,12 @@ def _run(
             rank,
             runners[node].argv_for(
                 worker_argv(
-                    plan, node, python=python, settings=settings, backend=backend, sizes=sizes
+                    plan,
+                    node,
+                    python=pythons[node],
+                    settings=settings,
+                    backend=backend,
+                    sizes=sizes,
                 )
             ),
         )

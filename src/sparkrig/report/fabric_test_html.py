@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from html import escape
 
-from sparkrig.fabric.collectives.results import FabricTestReceipt, ladder_rows, size_label
+from sparkrig.fabric.collectives.results import (
+    REHEARSAL_NOTE,
+    FabricTestReceipt,
+    ladder_rows,
+    size_label,
+)
 from sparkrig.report.receipt_kinds import section_for
 
 _DASH = "—"
@@ -40,7 +45,9 @@ def _identity(receipt: FabricTestReceipt) -> str:
     rows = {
         "cluster": f"{receipt.cluster} ({receipt.topology})",
         "ranks": " → ".join(receipt.rank_order),
-        "executor": receipt.executor,
+        "executor": f"{receipt.executor} ({REHEARSAL_NOTE})"
+        if receipt.rehearsal
+        else receipt.executor,
         "backend": f"{receipt.backend}, torch {receipt.torch_version or _DASH}",
         "iterations": str(receipt.iterations),
         "host": receipt.host or "not recorded",

@@ -1,12 +1,18 @@
 """Terminal tables of a fabric test: correctness per rank, the ladder with built-in and
-sparkrig side by side, and bytes per cable direction."""
+sparkrig side by side, and bytes per cable direction; a rehearsal on loopback says so last."""
 
 from __future__ import annotations
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.table import Table
+from rich.text import Text
 
-from sparkrig.fabric.collectives.results import FabricTestReceipt, ladder_rows, size_label
+from sparkrig.fabric.collectives.results import (
+    REHEARSAL_NOTE,
+    FabricTestReceipt,
+    ladder_rows,
+    size_label,
+)
 
 
 def _number(value: float | None, digits: int = 3) -> str:
@@ -72,8 +78,10 @@ def cables_table(receipt: FabricTestReceipt) -> Table | None:
 
 
 def fabric_test_view(receipt: FabricTestReceipt) -> Group:
-    parts: list[Table] = [checks_table(receipt), ladder_table(receipt)]
+    parts: list[RenderableType] = [checks_table(receipt), ladder_table(receipt)]
     cables = cables_table(receipt)
     if cables is not None:
         parts.append(cables)
+    if receipt.rehearsal:  # last, where a verdict is read
+        parts.append(Text(REHEARSAL_NOTE, style="bold yellow"))
     return Group(*parts)

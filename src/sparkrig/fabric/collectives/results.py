@@ -16,6 +16,8 @@ from sparkrig.outside_numbers import int_or_none
 from sparkrig.receipts import ReceiptHeader, load_receipt_file, save_receipt_file
 
 IMPLEMENTATIONS = ("builtin", "sparkrig")
+REHEARSAL_NOTE = "rehearsal on this machine's loopback: no cable was tested"
+"""What a receipt with `rehearsal` says wherever it is shown (terminal table, HTML report)."""
 _UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
 _SIZE = re.compile(r"^\s*(-?\d+)\s*([KMG]?)(?:i?B)?\s*$", re.IGNORECASE)
 
@@ -128,7 +130,12 @@ class FabricTestReceipt(ReceiptHeader):
     cluster: str
     topology: str
     rank_order: list[str]
-    executor: str
+    executor: str = Field(description="how the nodes were reached: ssh, netns, local (or a mix)")
+    rehearsal: bool = Field(
+        default=False,
+        description="every rank a local process on this machine's loopback (the local executor "
+        "for every node): the collectives ran, but no cable was tested",
+    )
     backend: str
     torch_version: str | None = None
     iterations: int
