@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sparkrig.config import load_cluster, parse_cluster
-from sparkrig.errors import CablingError
+from sparkrig.errors import CablingError, ConfigError
 from sparkrig.fabric.plan import plan_fabric
 from sparkrig.fabric.plan_model import FabricPlan
 
@@ -172,6 +172,22 @@ def test_ring_graph_receives_on_prev_port_sends_on_next_alternating_roots() -> N
 def test_nccl_graph_can_be_turned_off() -> None:
     plan = _plan(_cluster(RING4, ("a", "b", "c", "d"), "nccl_graph = false"))
     assert all(n.nccl_graph_xml is None for n in plan.nodes)
+    assert all(n.node_files == {} for n in plan.nodes)
+
+
+def test_node_dir_places_the_graph_file_the_env_names() -> None:
+    plan = _plan(_cluster(RING4, ("a", "b", "c", "d"), 'node_dir = "/srv/sparkrig/"'))
+    env = {e.name: e.value for e in plan.node("b").env}
+    assert env["NCCL_GRAPH_FILE"] == "/srv/sparkrig/nccl-graph-b.xml"
+    assert plan.node("b").node_files == {
+        "/srv/sparkrig/nccl-graph-b.xml": plan.node("b").nccl_graph_xml
+    }
+
+
+@pytest.mark.parametrize("node_dir", ["etc/sparkrig", "", "/etc/a,b"])
+def test_node_dir_must_be_an_absolute_path_without_commas(node_dir: str) -> None:
+    with pytest.raises(ConfigError, match="not an absolute path without commas"):
+        parse_cluster(_cluster(RING4, ("a", "b", "c", "d"), f'node_dir = "{node_dir}"'))
 
 
 def test_tp2_on_a_ring4_is_a_cabled_pair() -> None:

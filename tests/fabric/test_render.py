@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 from sparkrig.config import load_cluster
 from sparkrig.fabric.plan import plan_fabric
 from sparkrig.fabric.plan_model import FabricPlan
 from sparkrig.fabric.render import env_file, ip_script, netplan_yaml, plan_files, write_plan_files
+from sparkrig.fabric.steps import write_file_argv
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
@@ -17,9 +19,10 @@ def _ring4() -> FabricPlan:
 
 
 def test_ip_script_of_a_relay() -> None:
-    script = ip_script(_ring4(), "c")
+    plan = _ring4()
+    script = ip_script(plan, "c")
     body = [line for line in script.splitlines() if not line.startswith("#")]
-    assert body == [
+    assert body[:16] == [
         "set -eu",
         "ip link set dev enp1s0f1np1 mtu 9000",
         "ip link set dev enp1s0f1np1 up",
@@ -37,6 +40,9 @@ def test_ip_script_of_a_relay() -> None:
         "ip route add 10.20.6.2/32 via 10.20.4.2 dev enp1s0f0np0 src 10.20.4.1",
         "sysctl -w net.ipv4.ip_forward=1",
     ]
+    # last, the graph file its ranks read, written whole at the path NCCL_GRAPH_FILE names
+    ((path, xml),) = plan.node("c").node_files.items()
+    assert "\n".join(body[16:]) == shlex.join(write_file_argv(path, xml))
 
 
 def test_undo_script_reverses_the_apply_script() -> None:
@@ -50,6 +56,7 @@ def test_undo_script_reverses_the_apply_script() -> None:
     assert undo[1] == "ip route del 10.20.6.2/32 via 10.20.4.2 dev enp1s0f0np0"
     assert undo[-1] == "ip link set dev enp1s0f1np1 mtu 1500"
     assert len(undo) == 15
+    assert ip_script(plan, "c", undo=True).splitlines()[4] == "rm -f /etc/sparkrig/nccl-graph-c.xml"
 
 
 def test_netplan_has_each_rail_with_mtu_address_and_relay_route() -> None:

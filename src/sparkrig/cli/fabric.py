@@ -84,7 +84,8 @@ def apply_command(
     node: NodeOption = None,
     tp: TpOption = None,
 ) -> None:
-    """Set MTU, addresses, routes and forwarding on the nodes; `--restore` undoes it."""
+    """Set MTU, addresses, routes and forwarding on the nodes and write the NCCL graph files
+    their ranks read; `--restore` undoes it."""
     from sparkrig.config import load_cluster
     from sparkrig.fabric.apply import apply_plan, journal_path
     from sparkrig.fabric.apply import restore as restore_journal
@@ -102,7 +103,7 @@ def apply_command(
         journal = restore_journal(path, executor_for)
         undone = [e for e in journal.entries if e.undo is not None]
         for entry in reversed(undone):
-            console.print(f"{entry.node}: {' '.join(entry.undo or [])}", highlight=False)
+            console.print(f"{entry.node}: {entry.undo_shown}", highlight=False)
         console.print(f"restored {len(undone)} change(s) of {name}", highlight=False)
         return
     plan = plan_fabric(cluster, tp)
@@ -122,7 +123,7 @@ def apply_command(
             target = specs[node_name].target or specs[node_name].kind
             console.print(f"[bold]{node_name}[/] ({target})")
             for step in node_steps(plan, node_name):
-                console.print(f"  {' '.join(step.apply)}", highlight=False, markup=False)
+                console.print(f"  {step.shown}", highlight=False, markup=False)
         console.print("nothing changed — add --apply to run these commands")
         return
     runners = executors_for(specs)

@@ -168,6 +168,12 @@ class FabricSettings(FrozenModel):
         description="NCCL_IB_MERGE_NICS: 0 keeps each PCIe function a separate NIC so "
         "subnet-aware routing can pick the one facing the peer",
     )
+    node_dir: str = Field(
+        default=defaults.FABRIC_NODE_DIR,
+        max_length=4096,
+        description="folder on every node for the files its ranks read (the NCCL graph XML); "
+        "`fabric apply` writes them there",
+    )
 
     @field_validator("mtu")
     @classmethod
@@ -180,6 +186,17 @@ class FabricSettings(FrozenModel):
                 "that range"
             )
         return mtu
+
+    @field_validator("node_dir")
+    @classmethod
+    def _node_dir_absolute(cls, node_dir: str) -> str:
+        # a comma would split the container runtime's `--mount source=…,target=…` option
+        if not node_dir.startswith("/") or "," in node_dir:
+            raise ValueError(
+                f"node_dir {node_dir!r} is not an absolute path without commas — write one "
+                f"such as {defaults.FABRIC_NODE_DIR!r}"
+            )
+        return node_dir.rstrip("/") or "/"
 
     @field_validator("subnet_pool")
     @classmethod

@@ -7,7 +7,10 @@ what to undo.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import shlex
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,11 +21,19 @@ from pydantic import AwareDatetime, BaseModel, Field
 from sparkrig.errors import FabricError, StateError
 from sparkrig.fabric.plan_model import FabricPlan
 from sparkrig.fabric.runner import CommandRunner, ExecutorSpec
-from sparkrig.fabric.steps import Step, node_steps
+from sparkrig.fabric.steps import (
+    ARGUMENT_MAX_BYTES,
+    Step,
+    describe_bytes,
+    node_steps,
+    read_file_argv,
+    write_back_argv,
+)
 from sparkrig.json_files import read_model_file, write_atomically
 from sparkrig.paths import state_dir
 
 ALREADY_THERE = "File exists"
+ABSENT = "absent"
 
 
 class JournalEntry(BaseModel):
@@ -33,6 +44,14 @@ class JournalEntry(BaseModel):
     ran: list[str] | None = Field(description="the command that changed it; None: no change")
     undo: list[str] | None = Field(description="restores what was there before; None: nothing")
     found: str = Field(description="the state before, in words")
+
+    @property
+    def undo_shown(self) -> str:
+        """The undo in one line; a file's old content stays in the journal, not on the
+        terminal."""
+        if self.kind == "file" and self.undo is not None and self.found != ABSENT:
+            return f"write back {self.target} ({self.found})"
+        return " ".join(self.undo or [])
 
 
 class FabricJournal(BaseModel):
@@ -107,8 +126,12 @@ def apply_plan(
 def _apply_step(step: Step, runner: CommandRunner) -> JournalEntry:
     base = {"node": step.node, "kind": step.kind, "target": step.target, "value": step.value}
     undo: list[str] | None = step.undo
-    found = "absent"
-    if step.kind in ("mtu", "link-up"):
+    found = ABSENT
+    if step.kind == "file":
+        found, undo = _file_undo(step, runner)
+        if undo is None:
+            return JournalEntry(**base, ran=None, undo=None, found=found)
+    elif step.kind in ("mtu", "link-up"):
         link = _link_state(step, runner)
         if step.kind == "mtu":
             found = f"mtu {link['mtu']}"
@@ -137,10 +160,48 @@ def _apply_step(step: Step, runner: CommandRunner) -> JournalEntry:
         if step.kind in ("address", "route") and ALREADY_THERE in done.stderr:
             return JournalEntry(**base, ran=None, undo=None, found="already present, left alone")
         raise FabricError(
-            f"node {step.node} ({runner.description}): `{' '.join(step.apply)}` failed: "
+            f"node {step.node} ({runner.description}): `{step.shown}` failed: "
             f"{done.error_line} — fix the cause"
         )
     return JournalEntry(**base, ran=step.apply, undo=undo, found=found)
+
+
+def _file_undo(step: Step, runner: CommandRunner) -> tuple[str, list[str] | None]:
+    """What the file was (in words) and the undo that brings it back: removing it when there
+    was none, writing the old bytes back when they differ; None when it already holds the
+    plan's content."""
+    held = _file_content(step, runner)
+    if held is None:
+        return ABSENT, step.undo
+    found = describe_bytes(held)
+    if held == (step.content or "").encode():
+        return found, None
+    undo = write_back_argv(step.target, base64.b64encode(held).decode())
+    if len(shlex.join(undo).encode()) > ARGUMENT_MAX_BYTES:
+        raise FabricError(
+            f"node {step.node}: {step.target} holds {found}, more than a restore can write "
+            f"back in one command ({ARGUMENT_MAX_BYTES:,} bytes) — move it aside, then apply "
+            "again"
+        )
+    return found, undo
+
+
+def _file_content(step: Step, runner: CommandRunner) -> bytes | None:
+    """The file's bytes on the node, None when there is none."""
+    read = runner.run(read_file_argv(step.target))
+    status, _, encoded = read.stdout.partition("\n")
+    if read.ok and status == ABSENT:
+        return None
+    said = read.error_line if not read.ok else f"it answered {read.stdout[:60]!r}"
+    if read.ok and status == "present":
+        try:
+            return base64.b64decode(encoded)
+        except binascii.Error as exc:
+            said = f"its base64 does not decode ({exc})"
+    raise FabricError(
+        f"node {step.node} ({runner.description}): cannot read {step.target}: {said} — make "
+        "it a readable file (not a folder), then apply again"
+    )
 
 
 def _link_state(step: Step, runner: CommandRunner) -> dict[str, object]:
@@ -168,7 +229,7 @@ def restore(path: Path, runner_for: Callable[[ExecutorSpec], CommandRunner]) -> 
         result = runners[entry.node].run(entry.undo)
         if not result.ok:
             failed.insert(0, entry)
-            failures.append(f"{entry.node}: `{' '.join(entry.undo)}`: {result.error_line}")
+            failures.append(f"{entry.node}: `{entry.undo_shown}`: {result.error_line}")
     if failures:
         journal.entries = failed
         save_journal(journal, path)

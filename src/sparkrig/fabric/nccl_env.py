@@ -3,7 +3,8 @@ report behind it; `docs/fabric.md` quotes the same reasons."""
 
 from __future__ import annotations
 
-from sparkrig import defaults
+import posixpath
+
 from sparkrig.fabric.plan_model import EnvVar, InterfacePlan
 
 
@@ -108,5 +109,6 @@ def node_env(
     return env
 
 
-def graph_file_path(node: str) -> str:
-    return f"{defaults.FABRIC_NODE_DIR}/nccl-graph-{node}.xml"
+def graph_file_path(node_dir: str, node: str) -> str:
+    """Where the node's ranks read their graph (`fabric.node_dir`); `fabric apply` writes it."""
+    return posixpath.join(node_dir, f"nccl-graph-{node}.xml")

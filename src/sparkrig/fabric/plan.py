@@ -134,7 +134,7 @@ def _plan_node(
         prev_devices = [i.rdma for i in interfaces if i.peer == prev]
         next_devices = [i.rdma for i in interfaces if i.peer == following]
         graph_xml = ring_graph_xml(hcas, prev_devices, next_devices)
-        graph_file = graph_file_path(name)
+        graph_file = graph_file_path(cluster.fabric.node_dir, name)
     address, interface = control[name]
     env = node_env(
         interfaces=interfaces,

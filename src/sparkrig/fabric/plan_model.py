@@ -91,6 +91,16 @@ class NodePlan(FrozenModel):
     env: list[EnvVar]
     nccl_graph_xml: str | None = None
 
+    @property
+    def node_files(self) -> dict[str, str]:
+        """Path -> text of every file on the node that a rank reads: the NCCL graph XML, at the
+        path NCCL_GRAPH_FILE names. `fabric apply` writes them, doctor compares them, a
+        container binds them."""
+        path = next((var.value for var in self.env if var.name == "NCCL_GRAPH_FILE"), None)
+        if path is None or self.nccl_graph_xml is None:
+            return {}
+        return {path: self.nccl_graph_xml}
+
 
 class FabricPlan(FrozenModel):
     version: Literal[1] = 1

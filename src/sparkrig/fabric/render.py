@@ -49,9 +49,10 @@ def netplan_yaml(plan: FabricPlan, node: str) -> str:
 
 
 def ip_script(plan: FabricPlan, node: str, *, undo: bool = False) -> str:
-    """The same steps `fabric apply` runs, as a shell script. The undo script assumes the
-    kernel defaults were in place before (MTU 1500, link down, no forwarding);
-    `fabric apply --restore` instead restores exactly what its journal found."""
+    """The same steps `fabric apply` runs, as a shell script (a file step writes the whole
+    file). The undo script assumes the kernel defaults were in place before (MTU 1500, link
+    down, no forwarding, none of the files); `fabric apply --restore` instead restores exactly
+    what its journal found."""
     steps = node_steps(plan, node)
     commands = [step.undo for step in reversed(steps)] if undo else [s.apply for s in steps]
     what = "undo" if undo else "apply"
