@@ -1,13 +1,20 @@
-"""`sparkrig up CLUSTER.toml` without --apply: the plan, as text and JSON, for each engine."""
+"""`sparkrig up CLUSTER.toml` without --apply: the plan, as text and JSON, for each engine, and
+its warning when the API lands on a cable this machine has no route to."""
 
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import shutil
+import subprocess
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from sparkrig.cli import app
+from tests.conftest import SPARKRIG
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
@@ -73,3 +80,71 @@ def test_settings_the_engine_has_no_flag_for_are_warned_about(tmp_path: Path) ->
     assert plan["warnings"] == [
         "profile.max_num_seqs does not apply to llamacpp and is ignored — remove it"
     ]
+
+
+RING4_VLLM = EXAMPLES / "ring4-vllm.toml"
+REACH_FIX = (
+    "set engine.api_address to an address this machine reaches, or give every node a "
+    "management address (the API then takes head a's)"
+)
+
+
+def _up_in_a_namespace(setup: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`up` run in a network namespace of its own, whose routes `setup` makes: the answer of
+    `ip route get` is then this test's, not the host's."""
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        pytest.skip("a network namespace of its own needs util-linux's unshare and root")
+    command = f"{setup} exec {shlex.join([SPARKRIG, 'up', *args])}"
+    done = subprocess.run(
+        ["unshare", "-n", "sh", "-c", command],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "COLUMNS": "1000"},
+    )
+    if done.returncode != 0 and "unshare:" in done.stderr:
+        pytest.skip(f"cannot make a network namespace here: {done.stderr.strip()}")
+    return done
+
+
+def test_an_api_on_a_cable_this_machine_has_no_route_to_is_warned_about() -> None:
+    """ring4-vllm: no management LAN, so the API lands on a's cable address 10.20.0.1; a machine
+    with no route there is told so in the plan, its JSON and the text, with the fix."""
+    warning = (
+        "the API is planned at 10.20.0.1, a cable address only the cluster's nodes reach, and "
+        "this machine has no route to it (RTNETLINK answers: Network is unreachable) — " + REACH_FIX
+    )
+    plan = _up_in_a_namespace("ip link set lo up;", str(RING4_VLLM), "--json")
+    assert plan.returncode == 0, plan.stderr
+    assert json.loads(plan.stdout)["warnings"][-1] == warning
+    text = _up_in_a_namespace("ip link set lo up;", str(RING4_VLLM))
+    assert text.returncode == 0, text.stderr
+    assert f"warning: {warning}" in text.stdout
+
+
+def test_an_api_on_a_cable_this_machine_routes_to_is_not_warned_about() -> None:
+    """The same plan where this machine holds an address on that cable's subnet."""
+    setup = "ip link set lo up && ip address add 10.20.0.2/24 dev lo &&"
+    plan = _up_in_a_namespace(setup, str(RING4_VLLM), "--json")
+    assert plan.returncode == 0, plan.stderr
+    assert json.loads(plan.stdout)["api_on_cables"] is True
+    assert not any("API is planned" in w for w in json.loads(plan.stdout)["warnings"])
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # sparkrig runs on the head: its own cable address is reached, nothing is asked
+        ('ssh = "admin@spark-a"', 'ssh = "admin@spark-a"\nexecutor = { kind = "local" }'),
+        # the API is where the user said
+        ("[engine]\n", '[engine]\napi_address = "192.168.1.50"\n'),
+    ],
+    ids=["head-is-here", "api-address"],
+)
+def test_an_api_this_machine_reaches_by_the_file_is_not_warned_about(
+    tmp_path: Path, old: str, new: str
+) -> None:
+    cluster = tmp_path / "c.toml"
+    cluster.write_text(RING4_VLLM.read_text().replace(old, new, 1))
+    plan = json.loads(_up(str(cluster), "--json"))
+    assert not any("API is planned" in w for w in plan["warnings"])

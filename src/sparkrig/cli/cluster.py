@@ -59,10 +59,15 @@ def up_cluster(
 ) -> None:
     from sparkrig.cli.views.cluster_table import plan_view
     from sparkrig.client.first_completion import completion_probe
+    from sparkrig.launch.api_reach import unreached_api_warning
+    from sparkrig.launch.executors import LocalExecutor
     from sparkrig.launch.lifecycle import bring_down, bring_up, runners_for
     from sparkrig.launch.state import load_state
 
     cluster, plan = load_plan(path, profile)
+    unreached = unreached_api_warning(plan, LocalExecutor())
+    if unreached is not None:
+        plan = plan.model_copy(update={"warnings": [*plan.warnings, unreached]})
     probe = completion_probe(_api_key(cluster))
     if not apply:
         if as_json:
@@ -89,6 +94,8 @@ def up_cluster(
     say = (
         (lambda line: None) if as_json else (lambda line: err_console.print(line, highlight=False))
     )
+    if unreached is not None:  # said before minutes of boot, not only when readiness fails
+        err_console.print(f"warning: {unreached}", highlight=False, soft_wrap=True)
     state = asyncio.run(bring_up(plan, runners_for(plan), probe, say, cold=cold))
     if as_json:
         print_json({"applied": True, **state.model_dump(mode="json")})

@@ -4,6 +4,7 @@ environment, reached by which executor. Pure: nothing here touches a host.
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 
 from pydantic import Field
@@ -39,6 +40,11 @@ class LaunchPlan(FrozenModel):
     backend: str
     head: str
     api_url: str = Field(description="where sparkrig (and clients) reach the head's API")
+    api_on_cables: bool = Field(
+        default=False,
+        description="the API address is a cable's: only the cluster's nodes reach it (`up` "
+        "asks this machine's routes before it warns)",
+    )
     model_name: str = Field(description="model id the API answers with")
     processes: list[ProcessSpec] = Field(description="in start order")
     access: list[NodeAccess]
@@ -148,6 +154,7 @@ def plan_launch(
         backend=adapter.backend(engine),
         head=nodes[0].name,
         api_url=f"http://{api_address}:{engine.port}",
+        api_on_cables=_on_cables(fabric, api_address),
         model_name=cluster.model.api_name,
         model_path=model_path,
         weight_nodes=[n.name for n in nodes] if adapter.every_rank_loads_weights else [],
@@ -162,6 +169,16 @@ def plan_launch(
             *([image_warning] if image_warning else []),
         ],
     )
+
+
+def _on_cables(fabric: FabricPlan, address: str) -> bool:
+    """The address lies in a cable's subnet: only the nodes at that cable's ends hold one, and
+    only the cluster's nodes route to it. A host name is not judged."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return any(ip in rail.subnet for cable in fabric.cables for rail in cable.rails)
 
 
 def _plan_mounts(model_path: str, jit_root: str | None) -> list[BindMount]:

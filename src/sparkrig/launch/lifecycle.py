@@ -8,6 +8,7 @@ API is probed over HTTP from here. Decisions (phases, stalls, ready) are the pur
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -26,6 +27,7 @@ from sparkrig.errors import (
     SparkrigError,
 )
 from sparkrig.fabric.runner import CommandResult, CommandRunner
+from sparkrig.launch.api_reach import api_cut_off
 from sparkrig.launch.boot_phases import BootPhase
 from sparkrig.launch.cache_parity import empty_caches, parity_warnings, survey_caches
 from sparkrig.launch.cluster_plan import LaunchPlan
@@ -100,12 +102,18 @@ async def preflight(plan: LaunchPlan, runners: dict[str, CommandRunner]) -> None
     await asyncio.gather(*(check(node) for node in runners))
 
 
-async def _health(session: aiohttp.ClientSession, api_url: str) -> bool:
+async def _health(session: aiohttp.ClientSession, api_url: str) -> tuple[bool, str | None]:
+    """Whether /health said 200, and why no connection got through when none did."""
     try:
         async with session.get(f"{api_url}/health") as response:
-            return response.status == 200
+            return response.status == 200, None
+    except aiohttp.ClientConnectorError as exc:  # asyncio words it "Connect call failed (…)"
+        errno = exc.os_error.errno
+        return False, os.strerror(errno) if errno and errno > 0 else str(exc.os_error)
+    except aiohttp.ServerTimeoutError:  # raised while connecting (a read timeout is plain)
+        return False, "timed out connecting"
     except (aiohttp.ClientError, TimeoutError):
-        return False
+        return False, None
 
 
 async def observe_process(
@@ -123,8 +131,10 @@ async def observe_process(
         ),
     )
     seen = parse_observation(result.stdout, record.pid_start_ticks, process.port)
-    healthy = process.ready_when == "health" and seen.alive and await _health(session, api_url)
-    return Sighting(observation=seen, healthy=healthy)
+    if process.ready_when != "health" or not seen.alive:
+        return Sighting(observation=seen)
+    healthy, api_error = await _health(session, api_url)
+    return Sighting(observation=seen, healthy=healthy, api_error=api_error)
 
 
 def _session() -> aiohttp.ClientSession:
@@ -265,6 +275,10 @@ async def _wait(
         if readiness.state == "failed" and readiness.process is not None:
             index = [r.process.key for r in state.started].index(readiness.process.key)
             record = state.started[index]
+            if readiness.reason != "exited":  # stalled: a head this machine cannot connect to?
+                cut_off = api_cut_off(plan, [(record.process, sightings[index])])
+                if cut_off is not None:
+                    raise LaunchError(cut_off)
             seen = sightings[index].observation
             if readiness.reason == "exited" and seen.exit_status is None:
                 await asyncio.sleep(_EXIT_STATUS_GRACE_S)  # the wrapper writes $? just after
@@ -278,6 +292,11 @@ async def _wait(
             message += await _container_sentence(record, runners[record.process.node])
             raise LaunchError(message + hits_sentence(await read_forensics(state)))
         if now > deadline:
+            cut_off = api_cut_off(
+                plan, [(r.process, s) for r, s in zip(state.started, sightings, strict=True)]
+            )
+            if cut_off is not None:
+                raise LaunchError(cut_off)
             raise LaunchError(
                 f"not ready after {plan.ready_timeout_s:g} s although every node advanced; "
                 f"waiting on {', '.join(readiness.waiting_on)} — raise "

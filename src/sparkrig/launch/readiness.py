@@ -38,6 +38,9 @@ class Sighting:
 
     observation: ProcessObservation
     healthy: bool = False
+    api_error: str | None = None
+    """why no connection from here reached the API (refused, no route, timed out); None when
+    one did, or none was tried"""
 
 
 @dataclass(frozen=True)
