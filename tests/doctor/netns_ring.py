@@ -1,6 +1,6 @@
 """A 4-ring of network namespaces with the fabric plan applied, for doctor's tests and for
-recording its fixtures (`python -m tests.doctor.netns_ring DIR` saves the clean ring and each
-fault, one folder per case)."""
+recording its fixtures (`python -m tests.doctor.netns_ring DIR [CASE ...]` saves the clean ring
+and each fault, or only the cases named, one folder per case)."""
 
 from __future__ import annotations
 
@@ -31,8 +31,13 @@ WIRING = [
 ]
 
 
-def ring_toml(name: str = "ring4") -> str:
-    return cluster_toml(name, NAMES, CABLES)
+# The recorded cases' `fabric.node_dir`: the namespaces share this machine's disk, so the ring's
+# graph files go here rather than to /etc/sparkrig (tests use a folder of their tmp_path).
+FIXTURE_NODE_DIR = "/tmp/sparkrig-ring4-fixture"
+
+
+def ring_toml(name: str = "ring4", node_dir: str = FIXTURE_NODE_DIR) -> str:
+    return cluster_toml(name, NAMES, CABLES, f'[fabric]\nnode_dir = "{node_dir}"\n')
 
 
 def _apply(cluster_file: Path, prefix: str) -> None:
@@ -53,11 +58,14 @@ def _apply(cluster_file: Path, prefix: str) -> None:
 
 
 @contextmanager
-def applied_ring(tmp: Path) -> Iterator[tuple[NetnsLab, FabricPlan, Path]]:
-    """The ring with `fabric apply` done; restored and removed afterwards, even on failure."""
+def applied_ring(
+    tmp: Path, node_dir: str | None = None
+) -> Iterator[tuple[NetnsLab, FabricPlan, Path]]:
+    """The ring with `fabric apply` done (its graph files in `node_dir`, default a folder of
+    `tmp`); restored and removed afterwards, even on failure."""
     with netns_lab(NAMES, WIRING) as lab:
         cluster_file = tmp / "cluster.toml"
-        cluster_file.write_text(ring_toml(f"{lab.prefix}ring4"))
+        cluster_file.write_text(ring_toml(f"{lab.prefix}ring4", node_dir or str(tmp / "node")))
         _apply(cluster_file, lab.prefix)
         plan = plan_fabric(load_cluster(cluster_file))
         try:
@@ -71,6 +79,16 @@ def _relay_route(plan: FabricPlan) -> tuple[str, str]:
     """The first route that crosses a relay: (node it is on, destination)."""
     route = next(r for r in plan.routes if r.relays)
     return route.node, f"{route.destination}/32"
+
+
+def break_graph_files(lab: NetnsLab, plan: FabricPlan) -> None:
+    """c's graph file holding a's graph (a numbers its net devices the other way round: b, c
+    and d hold the same XML), then a's removed."""
+    ((path, own),) = plan.node("c").node_files.items()
+    other = plan.node("a").nccl_graph_xml or ""
+    assert other != own
+    lab.run("c", "sh", "-c", 'printf %s "$1" > "$2"', "sh", other, path)
+    lab.run("a", "rm", next(iter(plan.node("a").node_files)))
 
 
 # Each fault: (name, what it breaks). The doctor tests assert which check names it.
@@ -93,9 +111,21 @@ FAULTS: dict[str, Callable[[NetnsLab, FabricPlan], object]] = {
         plan.node("c").interfaces[0].netdev,
     ),
     "link-down": lambda lab, plan: lab.run("d", "ip", "link", "set", "dev", "p1b", "down"),
+    "graph-file": break_graph_files,
 }
 
-KEPT = ("ip_addr", "ip_route", "ip_link", "net_sysfs", "ib_sysfs", "clock", "uname", "pagesize")
+
+KEPT = (
+    "ip_addr",
+    "ip_route",
+    "ip_link",
+    "net_sysfs",
+    "ib_sysfs",
+    "clock",
+    "uname",
+    "pagesize",
+    "node_files",
+)
 
 
 def save_case(lab: NetnsLab, cluster_file: Path, out: Path, toml: str | None = None) -> None:
@@ -125,13 +155,21 @@ def save_case(lab: NetnsLab, cluster_file: Path, out: Path, toml: str | None = N
     (out / "cluster.toml").write_text(toml or ring_toml())
 
 
-def main(destination: Path) -> None:
+def main(destination: Path, cases: list[str] | None = None) -> None:
+    """Every case, or only the named ones (`clean`, a fault's name, `pair`)."""
     for fault in [None, *FAULTS]:
-        with tempfile.TemporaryDirectory() as tmp, applied_ring(Path(tmp)) as ring:
+        if cases and (fault or "clean") not in cases:
+            continue
+        with (
+            tempfile.TemporaryDirectory() as tmp,
+            applied_ring(Path(tmp), FIXTURE_NODE_DIR) as ring,
+        ):
             lab, plan, cluster_file = ring
             if fault is not None:
                 FAULTS[fault](lab, plan)
             save_case(lab, cluster_file, destination / f"ring4-{fault or 'clean'}")
+    if cases and "pair" not in cases:
+        return
     with tempfile.TemporaryDirectory() as tmp, spark_pair(Path(tmp)) as (lab, cluster_file):
         save_case(lab, cluster_file, destination / "pair-captured", PAIR_TOML)
 
@@ -177,4 +215,4 @@ def spark_pair(tmp: Path) -> Iterator[tuple[NetnsLab, Path]]:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    main(Path(sys.argv[1]), sys.argv[2:])

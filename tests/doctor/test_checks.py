@@ -19,6 +19,7 @@ CASES = {
     "address-missing": ("ring4-address", "ring4-clean"),
     "route-missing": ("ring4-route", "ring4-clean"),
     "forwarding-off": ("ring4-forwarding", "ring4-clean"),
+    "nccl-graph-file": ("ring4-graph-file", "ring4-graph-files"),
     "link-speed": ("pair-veth-speed", "pair-clean"),
     "pcie-slot-power": ("slow-slot-power", "h200"),
     "rdma-devices": ("ring4-clean", "pair-clean"),
@@ -108,6 +109,58 @@ def test_each_ring_fault_is_named_with_its_fix() -> None:
         # the one other error allowed: the peer of a downed link loses carrier too
         assert all(f.check == check for f in errors), (fixture, errors)
     assert [f for f in report_of("ring4-clean").findings if f.severity == "error"] == []
+
+
+def test_nccl_graph_file_names_the_node_the_path_and_the_apply() -> None:
+    """ring4-graph-file: a's graph removed, c's holding a's; b and d as the plan wrote them."""
+    findings = report_of("ring4-graph-file", only=["nccl-graph-file"]).findings
+    assert [(f.severity, f.node) for f in findings] == [("error", "a"), ("error", "c")]
+    assert findings[0].seen.startswith("/tmp/sparkrig-ring4-fixture/nccl-graph-a.xml is missing")
+    assert findings[1].seen.startswith(
+        "/tmp/sparkrig-ring4-fixture/nccl-graph-c.xml differs from the plan's (sha256 a899cb485235"
+    )
+    assert all("run `sparkrig fabric apply CLUSTER --apply`" in f.fix for f in findings)
+    assert [f for f in report_of("ring4-graph-file").findings if f.severity == "error"] == findings
+
+
+def test_nccl_graph_file_does_not_run_where_the_plan_has_no_graph() -> None:
+    from sparkrig.config.loading import parse_cluster
+    from sparkrig.doctor.capture_files import load_captures
+    from sparkrig.doctor.session import check_captures
+
+    assert report_of("pair-clean", only=["nccl-graph-file"]).checks_run == 0
+    folder = FIXTURES / "ring4-graph-file"
+    text = (folder / "cluster.toml").read_text() + "nccl_graph = false\n"  # [fabric] is last
+    report, _ = check_captures(load_captures(folder), parse_cluster(text), only=["nccl-graph-file"])
+    assert (report.checks_run, report.findings, report.skipped) == (0, [], [])
+
+
+def _with_node_files(text: str) -> DoctorReport:
+    """ring4-graph-files with node a's `node_files` output replaced."""
+    from sparkrig.config.loading import load_cluster
+    from sparkrig.doctor.capture_files import load_captures
+    from sparkrig.doctor.model import ToolOutput
+    from sparkrig.doctor.session import check_captures
+
+    folder = FIXTURES / "ring4-graph-files"
+    captures = load_captures(folder)
+    node = captures["a"]
+    output = ToolOutput(command="sh", returncode=0, stdout=text)
+    captures["a"] = node.model_copy(update={"outputs": dict(node.outputs) | {"node_files": output}})
+    cluster = load_cluster(folder / "cluster.toml")
+    return check_captures(captures, cluster, only=["nccl-graph-file"])[0]
+
+
+def test_nccl_graph_file_says_a_folder_an_unreadable_file_and_unreadable_output() -> None:
+    path = "/tmp/sparkrig-ring4-fixture/nccl-graph-a.xml"
+    (folder,) = _with_node_files(f"folder {path}\n").findings
+    assert "is a folder" in folder.seen
+    assert folder.fix.startswith(f"remove it (`rmdir {path}`), then run `sparkrig fabric apply")
+    (unreadable,) = _with_node_files(f"unreadable {path}\n").findings
+    assert unreadable.fix.startswith(f"`chmod a+r {path}`")
+    garbled = _with_node_files("sha256: No such file or directory\n")
+    assert garbled.findings == []
+    assert "output unreadable" in garbled.skipped[0].reason
 
 
 def test_link_speed_reads_ethtool_where_it_ran() -> None:

@@ -1,7 +1,7 @@
 """`sparkrig doctor` through the netns executor on a real 4-ring of network namespaces with the
-fabric plan applied: quiet (no error) on the applied ring; then one fault at a time, each named
-with its node and its fix, and repaired before the next; then a node whose namespace is gone is
-one line while the other nodes are still checked."""
+fabric plan applied: quiet (no error) on the applied ring, graph files included; then one fault
+at a time, each named with its node and its fix, and repaired before the next; then a node whose
+namespace is gone is one line while the other nodes are still checked."""
 
 from __future__ import annotations
 
@@ -48,6 +48,8 @@ def test_doctor_names_each_fault_on_the_ring_and_its_fix(tmp_path: Path) -> None
         relay = next(n.node for n in plan.nodes if n.forwarding)
         route = next(r for r in plan.routes if r.relays)
         route_fix = f"ip route replace {route.destination}/32 via {route.via}"
+        ((graph, xml),) = plan.node("a").node_files.items()
+        write = ("sh", "-c", 'printf %s "$1" > "$2"', "sh")
         faults = [
             (
                 ("b", "ip", "link", "set", "dev", "p0a", "mtu", "1500"),
@@ -75,6 +77,16 @@ def test_doctor_names_each_fault_on_the_ring_and_its_fix(tmp_path: Path) -> None
                 (relay, "sysctl", "-w", "net.ipv4.ip_forward=0"),
                 ("forwarding-off", relay, "sysctl -w net.ipv4.ip_forward=1"),
                 (relay, "sysctl", "-w", "net.ipv4.ip_forward=1"),
+            ),
+            (
+                ("a", *write, xml.replace("<graphs", "<!-- edited --><graphs"), graph),
+                ("nccl-graph-file", "a", "run `sparkrig fabric apply CLUSTER --apply`"),
+                ("a", *write, xml, graph),
+            ),
+            (
+                ("a", "rm", graph),
+                ("nccl-graph-file", "a", "run `sparkrig fabric apply CLUSTER --apply`"),
+                ("a", *write, xml, graph),
             ),
         ]
         for breaking, (check, node, fix), repair in faults:

@@ -49,3 +49,25 @@ def test_model_vocab_finds_a_token_only_as_a_json_string_of_its_own(tmp_path: Pa
     assert "lacks </think>\n" in vocab_of(held)
     assert "has" not in vocab_of(text_only).split()
     assert vocab_of(tmp_path).startswith(f"no-tokenizer-json {tmp_path}/tokenizer.json")
+
+
+def test_node_files_reads_a_digest_or_says_missing_or_folder(tmp_path: Path) -> None:
+    """The real probe through sh and sha256sum, read by the parser the check uses."""
+    import hashlib
+
+    from sparkrig.doctor.parse import file_digests
+    from sparkrig.doctor.probes import node_files_probe
+
+    held = tmp_path / "with space" / "nccl-graph-a.xml"
+    held.parent.mkdir()
+    held.write_text("<graphs/>\n")
+    folder = tmp_path / "nccl-graph-b.xml"
+    folder.mkdir()
+    paths = [str(held), str(tmp_path / "nccl-graph-c.xml"), str(folder)]
+    output = run_probe(LocalExecutor(), node_files_probe(paths))
+    assert output.skipped is None
+    assert file_digests(output.stdout) == {
+        str(held): hashlib.sha256(b"<graphs/>\n").hexdigest(),
+        paths[1]: "missing",
+        str(folder): "folder",
+    }

@@ -22,6 +22,7 @@ from sparkrig.doctor.probes import (
     engine_python_probe,
     ethtool_probe,
     image_python_probe,
+    node_files_probe,
     node_probes,
     unit_show_probe,
 )
@@ -132,14 +133,18 @@ def collect_node(
     engine_python: str | None = None,
     container_runtime: str | None = None,
     container_image: tuple[str, list[str]] | None = None,
+    files: list[str] | None = None,
 ) -> NodeCapture:
     """`interfaces`: netdevs to run ethtool on (default: every Ethernet device the node has);
     `container_runtime`: docker or podman when the engine runs from an image;
     `container_image`: that image and the runtime's options before `run` (the engine's
-    packages are then listed inside the image, not in a host venv)."""
+    packages are then listed inside the image, not in a host venv);
+    `files`: paths the plan puts on the node for its ranks (the NCCL graph XML)."""
     outputs: dict[str, ToolOutput] = {}
     probes = node_probes(model_dir, jit_dir, engine_version)
     probes += _engine_probes(engine_python, container_runtime, container_image)
+    if files:
+        probes.append(node_files_probe(files))
     try:
         for probe in probes:
             outputs[probe.name] = run_probe(runner, probe)
@@ -183,6 +188,7 @@ def collect_all(
     engine_python: str | None = None,
     container_runtime: str | None = None,
     container_image: tuple[str, list[str]] | None = None,
+    files: Mapping[str, list[str]] | None = None,
 ) -> dict[str, NodeCapture]:
     with ThreadPoolExecutor(max_workers=max(1, len(runners))) as pool:
         futures = {
@@ -197,6 +203,7 @@ def collect_all(
                 engine_python=engine_python,
                 container_runtime=container_runtime,
                 container_image=container_image,
+                files=(files or {}).get(node),
             )
             for node, runner in runners.items()
         }

@@ -190,3 +190,22 @@ def route_source(text: str) -> str | None:
     if not isinstance(source, str) or not source:
         raise Unreadable("`ip -j route get` names no prefsrc")
     return source
+
+
+_SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
+FILE_STATES = ("missing", "folder", "unreadable")
+
+
+def file_digests(text: str) -> dict[str, str]:
+    """The `node_files` probe: path -> its sha256 (hex), or `missing`, `folder`, `unreadable`."""
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        state, _, rest = line.partition(" ")
+        if state in FILE_STATES and rest:
+            found[rest] = state
+            continue
+        digest, _, path = rest.partition(" ")
+        if state != "sha256" or not _SHA256_HEX.match(digest) or not path:
+            raise Unreadable(f"line {line[:60]!r} is not `sha256 HEX PATH` or `missing PATH`")
+        found[path] = digest
+    return found

@@ -232,6 +232,20 @@ def node_probes(model_dir: str, jit_dir: str, engine_version: list[str] | None) 
     return probes
 
 
+# each file the node's ranks read: `sha256 HEX PATH`, or `missing`, `folder` (docker makes one
+# where a `-v` bind source is missing) or `unreadable` before the path
+_NODE_FILES = (
+    'for p in "$@"; do if [ -d "$p" ]; then echo "folder $p"; '
+    'elif [ ! -e "$p" ]; then echo "missing $p"; elif [ ! -r "$p" ]; then echo "unreadable $p"; '
+    'else echo "sha256 $(sha256sum < "$p" | cut -d" " -f1) $p"; fi; done'
+)
+
+
+def node_files_probe(paths: list[str]) -> Probe:
+    """Only for a node whose plan has files its ranks read (the NCCL graph XML)."""
+    return Probe("node_files", ["sh", "-c", _NODE_FILES, "sh", *paths], "sh", "dash")
+
+
 def ethtool_probe(netdev: str) -> Probe:
     return Probe(f"ethtool:{netdev}", ["ethtool", netdev], "ethtool", "apt install ethtool")
 

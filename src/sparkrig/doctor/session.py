@@ -176,6 +176,7 @@ def collect_for(
     interfaces = (
         {n.node: [i.netdev for i in n.interfaces] for n in plan.nodes} if plan is not None else None
     )
+    files = {n.node: list(n.node_files) for n in plan.nodes} if plan is not None else None
     return collect_all(
         runners,
         model_dir=model_dir or model_dir_of(cluster),
@@ -185,6 +186,7 @@ def collect_for(
         engine_python=engine_python_of(cluster),
         container_runtime=container_runtime_of(cluster),
         container_image=container_image_of(cluster),
+        files=files,
     )
 
 

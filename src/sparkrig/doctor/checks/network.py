@@ -1,9 +1,10 @@
-"""The node against its fabric plan: interfaces, MTU, addresses, routes, forwarding, link speed.
-Fixes are the plan's own `ip` / `sysctl` steps, so what doctor prints is what `fabric apply`
-would run."""
+"""The node against its fabric plan: interfaces, MTU, addresses, routes, forwarding, the NCCL
+graph file, link speed. Fixes are the plan's own `ip` / `sysctl` steps, so what doctor prints is
+what `fabric apply` would run."""
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import re
 import shlex
@@ -11,7 +12,7 @@ from typing import Any
 
 from sparkrig import defaults
 from sparkrig.doctor.model import NodeCapture
-from sparkrig.doctor.parse import ip_json, sysfs_values
+from sparkrig.doctor.parse import file_digests, ip_json, sysfs_values
 from sparkrig.doctor.registry import Hit, NodeContext, node_check
 from sparkrig.fabric.plan_model import InterfacePlan, NodePlan
 from sparkrig.outside_numbers import int_or_none, parse_int
@@ -215,6 +216,50 @@ def forwarding_off(capture: NodeCapture, context: NodeContext) -> list[Hit]:
             f"`sysctl -w net.ipv4.ip_forward=1`; {APPLY}",
         )
     ]
+
+
+def _has_node_files(context: NodeContext) -> bool:
+    return context.node_plan is not None and bool(context.node_plan.node_files)
+
+
+_FILE_FIX = (
+    "run `sparkrig fabric apply CLUSTER --apply` (`--restore` first when an earlier apply is "
+    "journaled); it writes the plan's file there"
+)
+
+
+@node_check(
+    "nccl-graph-file",
+    summary="the NCCL graph XML that NCCL_GRAPH_FILE names is on the node with the plan's content",
+    why="every rank opens it when NCCL starts: missing, NCCL's init fails (`Could not open XML "
+    "graph file`, a system error in NCCL's src/graph/xml.cc); another plan's graph sends "
+    "channels out of ports that do not face the neighbour",
+    source=f"{NOTES} (nccl-ring-graph)",
+    needs=("node_files",),
+    needs_plan=True,
+    applies=_has_node_files,
+)
+def nccl_graph_file(capture: NodeCapture, context: NodeContext) -> list[Hit]:
+    found = file_digests(capture.text("node_files") or "")
+    hits = []
+    for path, text in _planned(context)[0].node_files.items():
+        wanted = hashlib.sha256(text.encode()).hexdigest()
+        held = found.get(path, "missing")
+        if held == wanted:
+            continue
+        fix = _FILE_FIX
+        if held == "missing":
+            seen = f"{path} is missing"
+        elif held == "folder":
+            seen = f"{path} is a folder (docker makes one for a missing `-v` source)"
+            fix = f"remove it (`rmdir {path}`), then {_FILE_FIX}"
+        elif held == "unreadable":
+            seen = f"{path} cannot be read"
+            fix = f"`chmod a+r {path}`, or {_FILE_FIX}"
+        else:
+            seen = f"{path} differs from the plan's (sha256 {held[:12]}…, plan {wanted[:12]}…)"
+        hits.append(Hit("error", f"{seen}; NCCL_GRAPH_FILE names it", fix))
+    return hits
 
 
 def _fabric_netdevs(context: NodeContext) -> list[str]:
