@@ -42,7 +42,9 @@ def _tested(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[st
     names, cables = TOPOLOGIES[request.param]
     with netns_lab(names, _wiring(cables)) as lab:
         cluster = tmp_path / "cluster.toml"
-        cluster.write_text(cluster_toml(f"{lab.prefix}{request.param}", names, cables))
+        # the namespaces share this machine's disk: the ring's graph files go to tmp_path
+        node_dir = f'[fabric]\nnode_dir = "{tmp_path / "node"}"\n'
+        cluster.write_text(cluster_toml(f"{lab.prefix}{request.param}", names, cables, node_dir))
         applied = _sparkrig(
             "fabric",
             "apply",

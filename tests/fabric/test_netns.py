@@ -4,7 +4,8 @@ For the pair, the triangle, the 4-ring and a line of three: `sparkrig fabric app
 through the netns executor, then from inside the namespaces: every rail works end to end with
 DF pings that fill the MTU, opposite ranks on the ring reach each other over TCP through
 exactly one relay, no node reaches a cable subnet it does not own, and `--restore` leaves every
-namespace as it was.
+namespace as it was. On the 4-ring each node reads its NCCL graph file after the apply, and
+`--restore` puts back what was at that path.
 """
 
 from __future__ import annotations
@@ -64,8 +65,12 @@ def _applied(
     names, cables = TOPOLOGIES[request.param]
     with netns_lab(names, _wiring(cables)) as lab:
         cluster_file = tmp_path / "cluster.toml"
-        # unique per run: the journal is named after the cluster
-        cluster_file.write_text(cluster_toml(f"{lab.prefix}{request.param}", names, cables))
+        # unique per run: the journal is named after the cluster; the namespaces share this
+        # machine's disk, so the graph files go to tmp_path, not /etc/sparkrig
+        node_dir = f'[fabric]\nnode_dir = "{tmp_path / "node"}"\n'
+        cluster_file.write_text(
+            cluster_toml(f"{lab.prefix}{request.param}", names, cables, node_dir)
+        )
         before = {name: lab.snapshot(name) for name in names}
         _cli(
             "fabric",
@@ -183,6 +188,42 @@ def test_restore_leaves_nothing_behind(applied: tuple) -> None:  # type: ignore[
     for name in plan.rank_order:
         assert lab.snapshot(name) == before[name], name
     assert not journal_path(plan.cluster).exists()
+
+
+def test_ring4_graph_files_are_on_every_node_and_restore_undoes_them(tmp_path: Path) -> None:
+    """Through the CLI and the netns executor: a holds another graph before, b-d none; after
+    --apply each node reads its own plan's XML at the path NCCL_GRAPH_FILE names, and
+    --restore writes a's bytes back and removes the rest."""
+    names, cables = TOPOLOGIES["ring4"]
+    node_dir = tmp_path / "node"
+    other = b"<graphs>another ring</graphs>\r\n\x00\xff"
+    with netns_lab(names, _wiring(cables)) as lab:
+        cluster_file = tmp_path / "cluster.toml"
+        extra = f'[fabric]\nnode_dir = "{node_dir}"\n'
+        cluster_file.write_text(cluster_toml(f"{lab.prefix}ring4", names, cables, extra))
+        plan = plan_fabric(load_cluster(cluster_file))
+        graphs = {node.node: next(iter(node.node_files.items())) for node in plan.nodes}
+        env = {v.name: v.value for v in plan.node("a").env}
+        assert graphs["a"][0] == env["NCCL_GRAPH_FILE"] == f"{node_dir}/nccl-graph-a.xml"
+        node_dir.mkdir()
+        Path(graphs["a"][0]).write_bytes(other)
+        args = ("fabric", "apply", str(cluster_file))
+        try:
+            _cli(*args, "--apply", "--executor", "netns", "--netns-prefix", lab.prefix)
+            for node, (path, xml) in graphs.items():
+                assert lab.run(node, "cat", path) == xml, node  # read from inside the node
+            restored = _cli(*args, "--restore")
+        finally:
+            if journal_path(plan.cluster).exists():
+                CliRunner().invoke(app, [*args, "--restore"])
+        said = restored.replace("\n", "")  # the terminal wraps long lines
+        assert f"a: write back {graphs['a'][0]} (" in said
+        assert f"b: rm -f {graphs['b'][0]}" in said
+        assert "<graphs" not in said
+        assert Path(graphs["a"][0]).read_bytes() == other
+        for node in ("b", "c", "d"):
+            assert lab.runners[node].run(["test", "-e", graphs[node][0]]).returncode == 1
+        assert sorted(node_dir.iterdir()) == [Path(graphs["a"][0])]
 
 
 def _fail_inside_a_lab(seen: list[str]) -> None:
