@@ -12,6 +12,7 @@ import pytest
 
 from sparkrig.config import load_cluster, parse_cluster
 from sparkrig.config.container import ContainerSettings
+from sparkrig.engines.launch_spec import ProcessSpec
 from sparkrig.errors import ConfigError
 from sparkrig.launch.cluster_plan import plan_launch
 from sparkrig.launch.containers import parse_container_state, parse_image_identity
@@ -197,3 +198,35 @@ def test_a_runtime_that_does_not_answer_is_one_line_naming_the_fix(
     assert line.startswith("node spark2: ")
     assert needle in line
     assert " — " in line
+
+
+def _ring_in_docker(container: str = "") -> list[ProcessSpec]:
+    text = (ROOT / "examples" / "ring4-vllm.toml").read_text()
+    text += f'\n[engine.container]\nruntime = "docker"\nimage = "r/vllm@sha256:{"0" * 64}"\n'
+    return plan_launch(parse_cluster(text + container), local_state_dir=Path("/state")).processes
+
+
+def test_each_ring_rank_gets_its_own_graph_file_bound_read_only_at_the_same_path() -> None:
+    """NCCL_GRAPH_FILE names a file `fabric apply` wrote on the node: the container sees it at
+    that path, read-only, bound with --mount so a missing file stops the run (docker's --volume
+    would make a folder there); per node, so it is not among the paths proven equal."""
+    processes = _ring_in_docker()
+    assert sorted(p.node for p in processes) == ["a", "b", "c", "d"]
+    for process in processes:
+        path = f"/etc/sparkrig/nccl-graph-{process.node}.xml"
+        assert {var.name: var.value for var in process.env}["NCCL_GRAPH_FILE"] == path
+        argv = process.argv
+        bind = f"type=bind,source={path},target={path},readonly"
+        assert argv.count(bind) == 1
+        assert argv[argv.index(bind) - 1] == "--mount"
+        assert argv.index(bind) < argv.index(f"r/vllm@sha256:{'0' * 64}")
+        assert process.container is not None
+        assert path not in process.container.verified_paths + process.container.created_paths
+    assert "--mount" not in _plan("docker").processes[0].argv  # a pair has no graph file
+
+
+def test_a_mount_of_the_graph_folder_is_not_bound_twice() -> None:
+    processes = _ring_in_docker('mounts = [{ source = "/etc/sparkrig", verify = false }]\n')
+    for process in processes:
+        assert "/etc/sparkrig:/etc/sparkrig:ro" in process.argv
+        assert "--mount" not in process.argv

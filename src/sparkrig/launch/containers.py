@@ -24,6 +24,9 @@ from sparkrig.outside_numbers import count_or_none
 
 HF_HOME: Final = "HF_HOME"
 RDMA_DEVICES: Final = "/dev/infiniband"
+# files on the node that a rank opens by the path its environment names (`fabric apply` writes
+# them: NodePlan.node_files)
+NODE_FILE_VARIABLES: Final = ("NCCL_GRAPH_FILE",)
 # The image config fields that decide what a container runs; their digest is sparkrig's config
 # digest (the image ID cannot be compared: it differs by snapshotter on the same image).
 IDENTITY_CONFIG_FIELDS: Final = ("Entrypoint", "Cmd", "Env", "WorkingDir", "User", "Labels")
@@ -70,6 +73,7 @@ def containerize(
     for mount in mounts:
         suffix = ":ro" if mount.read_only else ""
         args += ["--volume", f"{mount.source}:{mount.inside}{suffix}"]
+    args += _node_file_binds(process, mounts)
     for variable in env:
         args += ["--env", variable]  # the value comes from the client's environment, not argv
     for variable, value in extra_env.items():
@@ -108,6 +112,27 @@ def _all_mounts(settings: ContainerSettings, auto_mounts: list[BindMount]) -> li
             mounts.append(mount)
             taken.add(mount.inside)
     return mounts
+
+
+def _node_file_binds(process: ProcessSpec, mounts: list[BindMount]) -> list[str]:
+    """Each node file the process's environment names (the NCCL graph XML), read-only at the
+    same path, unless a mount already binds it. `--mount`, not `--volume`: a file missing on
+    the node stops the container with the runtime's error, where docker's `--volume` would
+    make an empty folder at that path for the rank to read. Per node, so never hashed across
+    nodes: doctor's nccl-graph-file compares it with the plan."""
+    taken = {mount.inside for mount in mounts}
+    args = []
+    for var in process.env:
+        path = var.value
+        if var.name not in NODE_FILE_VARIABLES or not path.startswith("/"):
+            continue
+        if path in taken or _under_any(path, taken):
+            continue
+        if "," in path:  # `--mount` splits its options on commas
+            args += ["--volume", f"{path}:{path}:ro"]
+        else:
+            args += ["--mount", f"type=bind,source={path},target={path},readonly"]
+    return args
 
 
 def _under_any(path: str, folders: set[str]) -> bool:
