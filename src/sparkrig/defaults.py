@@ -759,6 +759,10 @@ SOAK_SHORTEST_FAILURE_S: Final = 5400.0  # the 1.5-hour rank death, the earliest
 # Mixed-traffic token budgets: an agent's tool call is short, a summary long.
 SOAK_MAX_TOKENS: Final = (64, 128, 256)
 SOAK_TEMPERATURES: Final = (0.0, 0.3, 0.7)
+# The budget of the one tool-call request a mixed soak sends first, to learn whether the server
+# serves tool calls: vLLM without a tool parser and llama-server without --jinja refuse the
+# request before generating, so the reply is never judged and a short one costs least.
+SOAK_TOOL_PROBE_MAX_TOKENS: Final = 16
 # `gateway serve` drops an idle upstream connection after this long: before llama.cpp's own 5 s
 # keep-alive timeout closes it, which else races a request sent on it (a 30-minute soak run lost one
 # request to that race: ServerDisconnectedError 0.6 ms after sending).

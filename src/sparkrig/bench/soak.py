@@ -11,13 +11,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 import aiohttp
 
 from sparkrig import defaults
 from sparkrig.bench.soak_pacing import PacedReplay, pacing_summary
-from sparkrig.bench.soak_receipt import SoakProblem, SoakReceipt
+from sparkrig.bench.soak_receipt import LeftOutKind, SoakProblem, SoakReceipt
 from sparkrig.bench.soak_traffic import PlannedRequest
 from sparkrig.bench.soak_windows import Outcome, output_findings, window_figures
 from sparkrig.client import EndpointClient
@@ -265,7 +265,11 @@ def new_receipt(
     seed: int,
     idle_gap_s: float | None = None,
     stagger_s: float | None = None,
+    kinds: Sequence[str] | None = None,
+    left_out: Sequence[LeftOutKind] = (),
 ) -> SoakReceipt:
+    """`kinds`: what the mixed traffic cycles over (None for a replay); `left_out`: the kinds
+    of the mix it does not send, and why."""
     return SoakReceipt(
         base_url=url,
         model=model,
@@ -276,4 +280,6 @@ def new_receipt(
         seed=seed,
         idle_gap_s=idle_gap_s,
         stagger_s=stagger_s,
+        kinds=None if kinds is None else list(kinds),
+        left_out=list(left_out),
     )

@@ -87,6 +87,26 @@ class SoakPacing(BaseModel):
         )
 
 
+class LeftOutKind(BaseModel):
+    """A kind of the mixed traffic a run did not send, and why: the server refused it before
+    the first window (bench/soak_tool_probe.py), or the user left it out (--no-tools)."""
+
+    kind: str = Field(description="the traffic kind left out (bench/soak_traffic.py KINDS)")
+    by: Literal["server", "flag"] = Field(
+        description="server: the server refused the one probe request of this kind, in words "
+        "that say it does not serve it; flag: left out on purpose (--no-tools)"
+    )
+    server_said: str | None = Field(
+        default=None, description="the server's own refusal (HTTP status and message); None: flag"
+    )
+    fix: str | None = Field(default=None, description="how to serve the kind, so a soak sends it")
+
+    def describe(self) -> str:
+        if self.by == "flag":
+            return f"{self.kind} left out on purpose (--no-tools)"
+        return f"{self.kind} left out: the server refused it with {self.server_said} — {self.fix}"
+
+
 class SoakProblem(BaseModel):
     request_id: str
     kind: Literal["lost", "bad_output"]
@@ -130,6 +150,16 @@ class SoakReceipt(ReceiptHeader):
         default=None,
         description="--stagger: stream k of the closed loop joined k × this many seconds in "
         "(staggered independent arrivals); None: all at once",
+    )
+    kinds: list[str] | None = Field(
+        default=None,
+        description="the mixed traffic's kinds, in the order it cycles over them; None: a "
+        "replay, or a receipt written before soak recorded them (it sent every kind)",
+    )
+    left_out: list[LeftOutKind] = Field(
+        default_factory=list,
+        description="kinds of the mix this run did not send, each with why (empty in receipts "
+        "written before soak could leave one out)",
     )
     pacing: SoakPacing | None = Field(
         default=None,

@@ -6,7 +6,7 @@ with prefix blocks (a Mooncake trace's hash_ids) always gets the same filler per
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Final, Literal
@@ -69,12 +69,15 @@ def task_prompt(kind: Kind, pick: int) -> str:
     return f"Write a short paragraph about {_TOPICS[pick % len(_TOPICS)]}."
 
 
-def mixed_request(model: str, n: int, seed: int = 0) -> PlannedRequest:
-    """Request n of the mixed traffic."""
-    kind = KINDS[(n + seed) % len(KINDS)]
-    budget = defaults.SOAK_MAX_TOKENS[(n // len(KINDS) + seed) % len(defaults.SOAK_MAX_TOKENS)]
+def mixed_request(
+    model: str, n: int, seed: int = 0, kinds: Sequence[Kind] = KINDS
+) -> PlannedRequest:
+    """Request n of the mixed traffic, cycling over `kinds` (all of KINDS unless a kind the
+    server does not serve is left out)."""
+    kind = kinds[(n + seed) % len(kinds)]
+    budget = defaults.SOAK_MAX_TOKENS[(n // len(kinds) + seed) % len(defaults.SOAK_MAX_TOKENS)]
     temperature = defaults.SOAK_TEMPERATURES[(n + seed) % len(defaults.SOAK_TEMPERATURES)]
-    pick = n // len(KINDS)
+    pick = n // len(kinds)
     extra: dict[str, Any] = {}
     tools = None
     prompt = task_prompt(kind, pick)
@@ -93,11 +96,26 @@ def mixed_request(model: str, n: int, seed: int = 0) -> PlannedRequest:
     return PlannedRequest(f"soak-{seed}-{n}", kind, request)
 
 
-def mixed_traffic(model: str, seed: int = 0) -> Iterator[PlannedRequest]:
+def mixed_traffic(
+    model: str, seed: int = 0, kinds: Sequence[Kind] = KINDS
+) -> Iterator[PlannedRequest]:
     n = 0
     while True:
-        yield mixed_request(model, n, seed)
+        yield mixed_request(model, n, seed, kinds)
         n += 1
+
+
+def tool_call_probe(model: str) -> PlannedRequest:
+    """The mix's first tool-call request on a short budget: sent once before a mixed soak, to
+    learn whether the server serves tool calls at all (bench/soak_tool_probe.py)."""
+    request = ChatRequest(
+        model=model,
+        messages=[{"role": "user", "content": task_prompt("tool_call", 0)}],
+        tools=[WEATHER_TOOL],
+        max_tokens=defaults.SOAK_TOOL_PROBE_MAX_TOKENS,
+        temperature=0.0,
+    )
+    return PlannedRequest("soak-tool-probe", "tool_call", request)
 
 
 # common words of one token each in the usual tokenizers, so filler of n words is ~n tokens

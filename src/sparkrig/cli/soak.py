@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -22,6 +22,14 @@ from sparkrig.cli.common import (
 )
 from sparkrig.errors import UsageError
 
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from sparkrig.bench.soak_receipt import LeftOutKind, SoakReceipt
+    from sparkrig.bench.soak_traffic import Kind, PlannedRequest
+    from sparkrig.client import EndpointClient
+    from sparkrig.wire.workload_log import WorkloadRecord
+
 
 def refuse_replay_mixups(
     *,
@@ -31,8 +39,14 @@ def refuse_replay_mixups(
     speed: float | None,
     idle_gap: float | None,
     stagger: float | None = None,
+    no_tools: bool = False,
 ) -> None:
     """Replay options that mean nothing without the others, refused before any work."""
+    if no_tools and replay is not None:
+        raise UsageError(
+            "--no-tools leaves tool calls out of the mixed traffic; a replay sends what was "
+            "recorded — drop one of them"
+        )
     if paced and stagger is not None:
         raise UsageError(
             "--stagger spreads the closed loop's streams; a paced replay keeps the trace's own "
@@ -119,6 +133,15 @@ def soak(
             Range(low=0, high=3600, low_open=True),
         ),
     ] = None,
+    no_tools: Annotated[
+        bool,
+        typer.Option(
+            "--no-tools",
+            help="leave tool calls out of the mixed traffic, without asking the server first "
+            "(by default one tool-call request goes first, and a server that answers it does "
+            "not serve tool calls gets none)",
+        ),
+    ] = False,
     force: Annotated[
         bool, typer.Option("--force", help="let --receipt replace an existing receipt and page")
     ] = False,
@@ -128,8 +151,7 @@ def soak(
     Exits 1 when a request was lost, an output was bad, or the upstream went away."""
     from sparkrig.bench.soak import SoakRun, new_receipt
     from sparkrig.bench.soak_pacing import paced_replay
-    from sparkrig.bench.soak_receipt import SoakReceipt, save_soak_receipt
-    from sparkrig.bench.soak_traffic import mixed_traffic, replayed_traffic
+    from sparkrig.bench.soak_receipt import save_soak_receipt
     from sparkrig.cli.receipt_files import write_soak_report
     from sparkrig.client import EndpointClient
     from sparkrig.client.endpoint import api_key_from_env
@@ -145,6 +167,7 @@ def soak(
         speed=speed,
         idle_gap=idle_gap,
         stagger=stagger,
+        no_tools=no_tools,
     )
     trace = import_trace(replay, replay_format, block_tokens=block_tokens) if replay else None
     records = trace.records if trace is not None else None
@@ -166,7 +189,9 @@ def soak(
     async def run() -> SoakReceipt:
         async with EndpointClient(url, api_key=api_key_from_env()) as client:
             served = model or await first_model_id(client)
-            traffic = replayed_traffic(served, records) if records else mixed_traffic(served, seed)
+            traffic, kinds, left_out = await traffic_for(
+                client, served, records, seed=seed, no_tools=no_tools
+            )
             pace_speed = defaults.SOAK_REPLAY_SPEED if speed is None else speed
             pace = paced_replay(served, records, pace_speed) if records and paced else None
             source = "mixed"
@@ -183,6 +208,8 @@ def soak(
                 seed=seed,
                 idle_gap_s=idle_gap,
                 stagger_s=stagger,
+                kinds=kinds,
+                left_out=left_out,
             )
             streams = "open loop" if pace else f"{concurrency} streams"
             if stagger and not pace:
@@ -203,6 +230,36 @@ def soak(
             return await runner.run()
 
     done = asyncio.run(run())
+    print_summary(done, receipt, duration)
+    if done.lost or done.bad_outputs or done.status != "complete":
+        raise typer.Exit(1)
+
+
+async def traffic_for(
+    client: EndpointClient,
+    model: str,
+    records: list[WorkloadRecord] | None,
+    *,
+    seed: int,
+    no_tools: bool,
+) -> tuple[Iterator[PlannedRequest], tuple[Kind, ...] | None, list[LeftOutKind]]:
+    """A replay's records as they were recorded; or the mix, its kinds, and the kinds it leaves
+    out (tool calls, when the server refuses the one probe or --no-tools says so), each said in
+    one line."""
+    from sparkrig.bench.soak_tool_probe import mixed_kinds
+    from sparkrig.bench.soak_traffic import mixed_traffic, replayed_traffic
+
+    if records:
+        return replayed_traffic(model, records), None, []
+    kinds, left_out = await mixed_kinds(client, model, no_tools=no_tools)
+    for left in left_out:
+        console.print(left.describe(), style="yellow", highlight=False)
+    return mixed_traffic(model, seed, kinds), kinds, left_out
+
+
+def print_summary(done: SoakReceipt, receipt: Path, duration: float) -> None:
+    """The run's end: its counts, pacing, the kinds it left out, the first problems, and
+    whether it was long enough to be a soak."""
     console.print(
         f"{done.status}: {done.requests} requests in {len(done.windows)} windows, {done.lost} "
         f"lost, {done.bad_outputs} bad outputs; receipt {receipt}, report "
@@ -211,6 +268,8 @@ def soak(
     )
     if done.pacing is not None:
         console.print(done.pacing.describe(), highlight=False)
+    for left in done.left_out:
+        console.print(left.describe(), style="yellow", highlight=False)
     for problem in done.problems[:20]:
         console.print(f"  {problem.request_id}: {problem.kind}: {problem.message}", highlight=False)
     if duration < defaults.SOAK_SHORTEST_FAILURE_S:
@@ -224,5 +283,3 @@ def soak(
         )
     if done.upstream_lost_at_s is not None:
         console.print(f"the upstream went away {done.upstream_lost_at_s:.0f} s in", style="red")
-    if done.lost or done.bad_outputs or done.status != "complete":
-        raise typer.Exit(1)

@@ -127,6 +127,10 @@ def soak_section(receipt: SoakReceipt, label: str) -> str:
     }
     if receipt.pacing is not None:
         meta["pacing"] = receipt.pacing.describe()
+    if receipt.kinds is not None:
+        meta["kinds sent"] = ", ".join(receipt.kinds)
+    if receipt.left_out:
+        meta["left out"] = "; ".join(left.describe() for left in receipt.left_out)
     rows = "".join(_row(window) for window in receipt.windows)
     return "\n".join(
         [

@@ -71,7 +71,8 @@ def _fabric_test(receipt: FabricTestReceipt) -> list[RenderableType]:
 def _soak(receipt: SoakReceipt) -> list[RenderableType]:
     return [
         f"soak {receipt.status}: {len(receipt.windows)} windows, {receipt.requests} requests, "
-        f"{receipt.lost} lost, {receipt.bad_outputs} bad outputs"
+        f"{receipt.lost} lost, {receipt.bad_outputs} bad outputs",
+        *(left.describe() for left in receipt.left_out),
     ]
 
 
