@@ -155,6 +155,13 @@ def fabric_test_command(
     failed = sum(len(c.failed) for c in receipt.checks)
     if failed:
         raise FabricError(f"{failed} correctness check(s) failed — see the table; receipt kept")
+    if receipt.cables_idle:
+        raise FabricError(
+            "no byte of the test crossed a cable (every cable interface's counters stood still): "
+            "the collectives ran over another network — check that the nodes' cable interfaces "
+            "are up and addressed (`sparkrig fabric apply CLUSTER --apply`, `sparkrig doctor`); "
+            "receipt kept"
+        )
 
 
 def _kinds(specs: dict[str, ExecutorSpec]) -> str:

@@ -78,6 +78,8 @@ def worker_argv(
             )
         }
     )
+    if backend == "gloo" and not settings.loopback and node_plan.interfaces:
+        env["GLOO_SOCKET_IFNAME"] = _gloo_data_interface(plan, node)
     interfaces = [] if settings.loopback else [f"{i.netdev}={i.peer}" for i in node_plan.interfaces]
     return [
         "env",
@@ -116,6 +118,18 @@ def worker_argv(
         "--heartbeat",
         str(defaults.FABRIC_TEST_HEARTBEAT_S),
     ]
+
+
+def _gloo_data_interface(plan: FabricPlan, node: str) -> str:
+    """The cable interface gloo's data takes on this node: the one facing the next rank (root
+    A), so the test's bytes cross the cables. The plan's GLOO_SOCKET_IFNAME is the control
+    interface, right for an engine's bootstrap; on a cluster with a management LAN it would
+    carry the whole test there and leave every cable idle."""
+    order = ring_of(plan)
+    following = order[(order.index(node) + 1) % len(order)]
+    interfaces = plan.node(node).interfaces
+    facing = [i for i in interfaces if i.peer == following] or list(interfaces)
+    return min(facing, key=lambda i: i.root).netdev
 
 
 def decide_backend(

@@ -148,6 +148,12 @@ class FabricTestReceipt(ReceiptHeader):
     def subject(self) -> str:
         return self.cluster
 
+    @property
+    def cables_idle(self) -> bool:
+        """The cable interfaces' counters were read and none sent a byte: the collectives ran
+        over another network (a management LAN), so the run says nothing about the cables."""
+        return bool(self.cable_loads) and not any(load.tx_bytes for load in self.cable_loads)
+
 
 def save_receipt(receipt: FabricTestReceipt, path: Path) -> None:
     save_receipt_file(receipt, path)
