@@ -217,3 +217,23 @@ def test_each_node_runs_the_python_its_executor_has() -> None:
         "b": "python3",
     }
     assert node_python(ExecutorSpec(kind="local")) == sys.executable
+
+
+def test_the_files_python_is_the_one_that_runs_on_its_nodes() -> None:
+    """sparkrig in a venv or pipx on the nodes: `python3` on an ssh session's PATH lacks it (the
+    twin's nodes: a pyenv shim first on root's PATH, no sparkrig)."""
+    venv = cluster(executor='[executor]\nkind = "ssh"\npython = "/opt/sparkrig/bin/python"\n')
+    specs = resolve_executors(venv, ExecutorChoice())
+    assert {node_python(spec) for spec in specs.values()} == {"/opt/sparkrig/bin/python"}
+
+
+def test_executor_ssh_on_the_command_line_keeps_the_files_ssh_settings() -> None:
+    """`--executor ssh` on a file that already says ssh: its ssh_config, timeout and python stay
+    (without them the twin's nodes failed host key verification)."""
+    settings = '[executor]\nkind = "ssh"\nssh_config = "/tmp/twin/ssh_config"\npython = "/v/py"\n'
+    specs = resolve_executors(cluster(executor=settings), ExecutorChoice(kind="ssh"))
+    assert specs["b"].ssh_config == "/tmp/twin/ssh_config"
+    assert specs["b"].target == "admin@spark-b"
+    assert node_python(specs["b"]) == "/v/py"
+    plain = resolve_executors(cluster(), ExecutorChoice(kind="ssh", node=None))
+    assert plain["a"] == ExecutorSpec(kind="ssh", target="192.168.1.11")

@@ -45,6 +45,14 @@ class ExecutorSettings(FrozenModel):
         description="an ssh_config file for this cluster's nodes (`ssh -F`): host aliases, "
         "users, keys and jump hosts without touching ~/.ssh/config",
     )
+    python: str | None = Field(
+        default=None,
+        min_length=1,
+        description="the Python on the node that has sparkrig (and torch, for `fabric test`): "
+        "it runs the fabric probes and the fabric-test workers there (default: python3 on an "
+        "ssh node's PATH, this Python on a local or netns node); name it when sparkrig lives "
+        "in a venv or pipx on the nodes, e.g. /opt/sparkrig/bin/python",
+    )
 
 
 class EngineSettings(FrozenModel):

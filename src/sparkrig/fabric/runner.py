@@ -55,3 +55,5 @@ class ExecutorSpec(FrozenModel):
     """ssh ConnectTimeout (default: `defaults.SSH_CONNECT_TIMEOUT_S`)"""
     ssh_config: str | None = None
     """an ssh_config file passed as `ssh -F`"""
+    python: str | None = None
+    """the node's Python with sparkrig (the cluster file's `executor.python`)"""

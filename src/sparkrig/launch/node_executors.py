@@ -69,7 +69,10 @@ def every_node_here(specs: Mapping[str, ExecutorSpec]) -> bool:
 
 def node_python(spec: ExecutorSpec) -> str:
     """The python that runs sparkrig's probes and workers on a node: this interpreter where the
-    node is this machine (local, or a namespace of it), `python3` on an ssh node's PATH."""
+    node is this machine (local, or a namespace of it), `python3` on an ssh node's PATH, unless
+    the cluster file's `executor.python` names it."""
+    if spec.python is not None:
+        return spec.python
     return "python3" if spec.kind == "ssh" else sys.executable
 
 
@@ -82,8 +85,17 @@ def _named(cluster: Cluster, kind: str, choice: ExecutorChoice) -> dict[str, Exe
     if kind == "netns":
         return _netns(names, choice.netns, choice.netns_prefix)
     if kind == "ssh":
-        return {n.name: ExecutorSpec(kind="ssh", target=_ssh_destination(n)) for n in cluster.nodes}
+        return {n.name: _ssh_spec(cluster, n) for n in cluster.nodes}
     raise UsageError(f"--executor {kind} is not known — use local, netns or ssh")
+
+
+def _ssh_spec(cluster: Cluster, node: Node) -> ExecutorSpec:
+    """`--executor ssh` on a node the file already reaches over ssh keeps the file's settings
+    (its ssh_config, connect timeout, python); otherwise the node's `ssh` or management address."""
+    settings = cluster.executor_of(node)
+    if settings is not None and settings.kind == "ssh":
+        return executor_spec(cluster, node)
+    return ExecutorSpec(kind="ssh", target=_ssh_destination(node))
 
 
 def _local(names: list[str], node: str | None) -> dict[str, ExecutorSpec]:
@@ -142,6 +154,7 @@ def executor_spec(cluster: Cluster, node: Node) -> ExecutorSpec:
         target=_target(node, settings),
         connect_timeout_s=settings.connect_timeout_s if settings.kind == "ssh" else None,
         ssh_config=settings.ssh_config if settings.kind == "ssh" else None,
+        python=settings.python,
     )
 
 
