@@ -74,6 +74,22 @@ EXAMPLES: dict[str, tuple[str, str, str]] = {
         "1/4 clients joined.",
         "REAL: vllm-project/vllm issue 17056",
     ),
+    "worker-process-died": (
+        "vllm",
+        "(MainProcess pid=29200) ERROR 12-07 02:49:17 [multiproc_executor.py:315] Worker proc "
+        "VllmWorker-1 died unexpectedly (exit code: None), shutting down executor.",
+        "REAL: vLLM 0.32 CPU build, the headless node's log after its PP1 rank was killed "
+        "(the pair journey, docs/launch.md)",
+    ),
+    "peer-rank-gone": (
+        "vllm",
+        "(Worker_PP0 pid=3138) ERROR 12-07 02:43:26 [multiproc_executor.py:1063] RuntimeError: "
+        "[/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection "
+        "closed by peer [10.254.39.11]:10392. This is typically caused by a remote worker "
+        "crashing. Check the logs of the remote worker before reporting an error.",
+        "REAL: vLLM 0.32 CPU build, the head's worker after the PP1 rank on the other "
+        "namespace node was killed (the pair journey, docs/launch.md)",
+    ),
     "ipc-removed-at-logout": (
         "vllm",
         "    self._semlock = _multiprocessing.SemLock._rebuild(*state)",

@@ -137,6 +137,36 @@ _add(
 )
 _add(
     LogSignature(
+        name="worker-process-died",
+        pattern=re.compile(r"Worker proc \S+ died unexpectedly"),
+        logs=frozenset({"vllm"}),
+        meaning="one of this node's rank processes died under the engine (killed, taken by "
+        "the kernel's OOM killer, or crashed without a Python error), and the engine shut "
+        "down its executor; the other nodes' ranks lose their peer",
+        fix="read the lines before it and this node's kernel log (`dmesg -T | grep -i -e oom "
+        "-e killed`), then `sparkrig down CLUSTER --apply` and `up` again",
+        sources=("docs/launch.md#the-journey-on-a-twin-of-the-cluster",),
+    )
+)
+_add(
+    LogSignature(
+        name="peer-rank-gone",
+        pattern=re.compile(
+            r"gloo/transport/tcp/pair\.cc:\d+\] Connection closed by peer|"
+            r"typically caused by a remote worker crashing"
+        ),
+        logs=frozenset({"vllm"}),
+        meaning="a rank's collective connection to another rank was closed: that rank's "
+        "process died, or its node or control link went away; the head may still answer "
+        "/health while every request fails",
+        fix="read the named peer's own log (`sparkrig logs CLUSTER NODE --scan`) for why it "
+        "died, then `sparkrig down CLUSTER --apply` and `up` again: a vLLM whose rank died "
+        "does not recover by itself",
+        sources=("docs/launch.md#the-journey-on-a-twin-of-the-cluster",),
+    )
+)
+_add(
+    LogSignature(
         name="ipc-removed-at-logout",
         pattern=re.compile(r"SemLock\._rebuild|No such file or directory: '/psm_[0-9a-f]+'"),
         logs=frozenset({"vllm"}),
