@@ -98,7 +98,10 @@ def test_a_fabric_not_applied_is_named_before_anything_starts(tmp_path: Path) ->
             cwd=tmp_path,
         )
     assert result.returncode != 0
-    assert "does not hold its control address — apply the fabric first" in result.stderr
+    message = " ".join(result.stderr.split())
+    assert "a p0a (cable to b): down" in message  # each interface the plan needs, named
+    assert "run `sparkrig fabric apply CLUSTER --apply`" in message
+    assert "no worker was started" in message
     assert "Traceback" not in result.stderr
     assert not _workers_running(defaults.FABRIC_TEST_PORT)
 

@@ -169,6 +169,27 @@ def _kinds(specs: dict[str, ExecutorSpec]) -> str:
     return ", ".join(dict.fromkeys(spec.kind for spec in specs.values()))
 
 
+def _check_cables(plan: FabricPlan, runners: dict[str, Executor]) -> None:
+    """Every cable interface up and carrying on every node, or one line naming each that is
+    not, before any worker starts."""
+    from sparkrig.fabric.link_state import cable_problems
+
+    problems = []
+    for node in plan.rank_order:
+        shown = runners[node].run(["ip", "-j", "link", "show"])
+        if not shown.ok:
+            raise FabricError(
+                f"node {node}: `ip -j link show` failed: {shown.error_line} — install iproute2"
+            )
+        problems += cable_problems(plan, node, shown.stdout)
+    if problems:
+        raise FabricError(
+            f"cable interfaces not carrying: {'; '.join(problems)} — plug the cable in at both "
+            "ends, or run `sparkrig fabric apply CLUSTER --apply` (then `sparkrig doctor "
+            "CLUSTER`); no worker was started"
+        )
+
+
 def _probe_nodes(
     plan: FabricPlan,
     runners: dict[str, Executor],
@@ -178,6 +199,8 @@ def _probe_nodes(
     """What each node has (torch, GPUs; on rank 0 whether the master port is free)."""
     from sparkrig.fabric.collectives.fabric_test import master_address, probe_argv
 
+    if not settings.loopback:
+        _check_cables(plan, runners)
     master = plan.rank_order[0]
     bind = f"{master_address(plan, settings.loopback)}:{settings.port}"
     probes: dict[str, dict[str, Any]] = {}

@@ -71,7 +71,10 @@ def read_counters(interfaces: list[str]) -> dict[str, tuple[int, int]]:
 
 def _heartbeat(interval: float) -> None:
     while True:
-        emit("heartbeat")
+        try:
+            emit("heartbeat")
+        except OSError:  # whoever reads us is gone: over ssh, killing the local client closes
+            os._exit(1)  # the pipe and nothing else, and a rank blocked in a collective lives on
         time.sleep(interval)
 
 
