@@ -622,6 +622,10 @@ FORENSICS_KERNEL_LINES: Final = 2000
 SSH_CONNECT_TIMEOUT_S: Final = 5.0
 # One HTTP probe of the head (health, models) gives up after this long.
 LAUNCH_HTTP_PROBE_TIMEOUT_S: Final = 3.0
+# `status` gives the head this long to answer its one 4-token completion: a vLLM whose rank
+# died keeps answering /health while a request hangs for its whole first-byte timeout (the
+# twin's pair journey: status hung past 60 s). Long enough for a busy 2-core CPU build.
+STATUS_COMPLETION_TIMEOUT_S: Final = 20.0
 
 # --- collectives and the fabric test (sparkrig.fabric.collectives) ----------------------------
 # All-reduces up to this size take the latency path (every rank's tensor gathered by the

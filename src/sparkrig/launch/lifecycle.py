@@ -400,9 +400,11 @@ async def launch_status(state: LaunchState, probe: CompletionProbe) -> LaunchSta
     completion_ok = None
     if cluster_readiness(phases, True)[0]:
         try:
-            await probe(state.api_url, state.model_name)
+            await asyncio.wait_for(
+                probe(state.api_url, state.model_name), defaults.STATUS_COMPLETION_TIMEOUT_S
+            )
             completion_ok = True
-        except (LaunchError, EndpointError):
+        except (LaunchError, EndpointError, TimeoutError):
             completion_ok = False
     ready, summary = cluster_readiness(phases, completion_ok)
     forensics = await read_forensics(state)

@@ -130,5 +130,8 @@ def cluster_readiness(phases: dict[str, Phase], completion_ok: bool | None) -> t
     if Phase.HEALTHY not in phases.values():
         return False, "not ready: the head's API does not answer /health"
     if completion_ok is not True:
-        return False, "not ready: the head is healthy but answered no completion"
+        return False, (
+            "not ready: the head is healthy but answered no completion (a rank that died can "
+            "leave /health answering: `sparkrig logs CLUSTER --scan`)"
+        )
     return True, "ready"
