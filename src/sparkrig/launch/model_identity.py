@@ -76,8 +76,9 @@ async def check_model_copies(
     missing = [node for node, files in listings.items() if files is None]
     if missing:
         raise LaunchError(
-            f"the model {model_path} is not on node(s) {', '.join(missing)} — copy it to the "
-            "same path on every node that loads the weights"
+            f"the model {model_path} is not on node(s) {', '.join(missing)} — copy it there "
+            "from a node that has it with `sparkrig sync CLUSTER --apply` (or by hand, to the "
+            "same path on every node that loads the weights)"
         )
     for node, files in listings.items():
         lacking = [name for name in required if files and "." not in files and name not in files]
@@ -98,5 +99,6 @@ async def check_model_copies(
         raise LaunchError(
             f"the model {model_path} differs from node {reference_node}'s: "
             + "; ".join(problems)
-            + " — finish copying it (same files, same sizes) to every node before `up`"
+            + " — finish copying it (same files, same sizes) to every node before `up`: "
+            "`sparkrig sync CLUSTER --apply` copies only what differs"
         )
