@@ -56,4 +56,4 @@ class ExecutorSpec(FrozenModel):
     ssh_config: str | None = None
     """an ssh_config file passed as `ssh -F`"""
     python: str | None = None
-    """the node's Python with sparkrig (the cluster file's `executor.python`)"""
+    """the node's Python with sparkrig (`python` of the cluster file's [executor] table)"""

@@ -70,7 +70,7 @@ def every_node_here(specs: Mapping[str, ExecutorSpec]) -> bool:
 def node_python(spec: ExecutorSpec) -> str:
     """The python that runs sparkrig's probes and workers on a node: this interpreter where the
     node is this machine (local, or a namespace of it), `python3` on an ssh node's PATH, unless
-    the cluster file's `executor.python` names it."""
+    the cluster file's [executor] table names its `python`."""
     if spec.python is not None:
         return spec.python
     return "python3" if spec.kind == "ssh" else sys.executable
