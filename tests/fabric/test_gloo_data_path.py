@@ -47,7 +47,7 @@ def test_nccl_keeps_the_control_interface_and_a_rehearsal_loopback() -> None:
     assert _env("gloo", "a", loopback=True)["GLOO_SOCKET_IFNAME"] == "lo"
 
 
-def _receipt(*sent: int) -> FabricTestReceipt:
+def _receipt(*sent: int, backend: str = "gloo") -> FabricTestReceipt:
     loads = [
         CableLoad(
             collective="all_reduce",
@@ -65,7 +65,7 @@ def _receipt(*sent: int) -> FabricTestReceipt:
         topology="pair-1-cable",
         rank_order=["a", "b"],
         executor="ssh",
-        backend="gloo",
+        backend=backend,
         iterations=3,
         cable_loads=loads,
     )
@@ -76,3 +76,7 @@ def test_a_run_whose_cables_stood_still_is_named_and_one_that_used_them_is_not()
     assert _receipt(2_100_488, 2_100_356).cables_idle is False
     assert _receipt(0, 4_096).cables_idle is False  # one direction carried it
     assert _receipt().cables_idle is False  # counters not read (a rehearsal): nothing to judge
+
+
+def test_an_nccl_run_is_not_judged_by_netdev_counters_its_rdma_bytes_never_reach() -> None:
+    assert _receipt(0, 0, backend="nccl").cables_idle is False

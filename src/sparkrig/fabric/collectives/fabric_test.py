@@ -19,7 +19,7 @@ from sparkrig.fabric.collectives.results import (
     make_point,
 )
 from sparkrig.fabric.collectives.schedule import ring_of
-from sparkrig.fabric.plan_model import FabricPlan
+from sparkrig.fabric.plan_model import FabricPlan, NodePlan
 
 WORKER_MODULE = "sparkrig.fabric.collectives.worker"
 
@@ -79,7 +79,7 @@ def worker_argv(
         }
     )
     if backend == "gloo" and not settings.loopback and node_plan.interfaces:
-        env["GLOO_SOCKET_IFNAME"] = _gloo_data_interface(plan, node)
+        env["GLOO_SOCKET_IFNAME"] = _gloo_data_interface(order, node_plan)
     interfaces = [] if settings.loopback else [f"{i.netdev}={i.peer}" for i in node_plan.interfaces]
     return [
         "env",
@@ -120,14 +120,13 @@ def worker_argv(
     ]
 
 
-def _gloo_data_interface(plan: FabricPlan, node: str) -> str:
+def _gloo_data_interface(order: list[str], node_plan: NodePlan) -> str:
     """The cable interface gloo's data takes on this node: the one facing the next rank (root
     A), so the test's bytes cross the cables. The plan's GLOO_SOCKET_IFNAME is the control
     interface, right for an engine's bootstrap; on a cluster with a management LAN it would
     carry the whole test there and leave every cable idle."""
-    order = ring_of(plan)
-    following = order[(order.index(node) + 1) % len(order)]
-    interfaces = plan.node(node).interfaces
+    following = order[(order.index(node_plan.node) + 1) % len(order)]
+    interfaces = node_plan.interfaces
     facing = [i for i in interfaces if i.peer == following] or list(interfaces)
     return min(facing, key=lambda i: i.root).netdev
 
