@@ -29,7 +29,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.fabric.netns_lab import NetnsLab, remove_stale_namespaces, why_netns_unavailable
+from tests.fabric.netns_lab import NetnsLab, _ip, remove_stale_namespaces, why_netns_unavailable
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 NODE_ETC = "/etc/sparkrig"
@@ -47,10 +47,6 @@ def why_twin_unavailable() -> str | None:
     if shutil.which("unshare") is None:
         return "util-linux's unshare is not installed"
     return None
-
-
-def _ip(*args: str) -> None:
-    subprocess.run(["ip", *args], check=True, capture_output=True, text=True)
 
 
 @dataclass
@@ -128,19 +124,7 @@ def _management_lan(lab: NetnsLab, octet: int) -> tuple[str, dict[str, str]]:
     _ip("link", "set", bridge, "up")
     addresses = {}
     for index, node in enumerate(lab.names):
-        outside = f"srm{secrets.token_hex(3)}"
-        _ip(
-            "link",
-            "add",
-            outside,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            "mgmt0",
-            "netns",
-            lab.namespace(node),
-        )
+        outside = lab.veth_from_here(node, "mgmt0")
         _ip("link", "set", outside, "master", bridge)
         _ip("link", "set", outside, "up")
         address = f"10.254.{octet}.{10 + index}"

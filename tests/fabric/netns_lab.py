@@ -117,23 +117,21 @@ class NetnsLab:
                     self.namespace(node_b),
                 )
 
+    def veth_from_here(self, node: str, inside: str) -> str:
+        """A veth pair from this namespace into `node`, named `inside` there; returns the name of
+        this end. Removing the node's namespace removes both ends."""
+        outside = f"srm{secrets.token_hex(3)}"
+        _ip(
+            "link", "add", outside, "type", "veth",
+            "peer", "name", inside, "netns", self.namespace(node),
+        )  # fmt: skip
+        return outside
+
     def link_from_here(self, node: str, network: int) -> str:
         """A veth from this namespace into `node` on a random /30 of 10.`network`.X.0 (a stand-in
         for a management LAN); returns the node's address on it. Removing the node's namespace
         removes both ends."""
-        outside, octet = f"srm{secrets.token_hex(3)}", 1 + secrets.randbelow(250)
-        _ip(
-            "link",
-            "add",
-            outside,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            "mgmt0",
-            "netns",
-            self.namespace(node),
-        )
+        outside, octet = self.veth_from_here(node, "mgmt0"), 1 + secrets.randbelow(250)
         _ip("address", "add", f"10.{network}.{octet}.1/30", "dev", outside)
         _ip("link", "set", outside, "up")
         _ip(

@@ -19,21 +19,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.doctor.netns_ring import CABLES, NAMES, WIRING
 from tests.fabric.netns_lab import PORTS
 from tests.journey.journey import Journey
 from tests.twin import NODE_ETC, Twin, cluster_twin, why_twin_unavailable
 
 UNAVAILABLE = why_twin_unavailable()
 pytestmark = pytest.mark.skipif(UNAVAILABLE is not None, reason=UNAVAILABLE or "")
-
-NAMES = ["a", "b", "c", "d"]
-CABLES = ["a.p0 <-> b.p1", "b.p0 <-> c.p1", "c.p0 <-> d.p1", "d.p0 <-> a.p1"]
-WIRING = [
-    ("a", "p0", "b", "p1"),
-    ("b", "p0", "c", "p1"),
-    ("c", "p0", "d", "p1"),
-    ("d", "p0", "a", "p1"),
-]
 
 
 def _ends(cables: list[str]) -> set[frozenset[str]]:
