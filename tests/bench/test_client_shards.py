@@ -49,13 +49,15 @@ def sse(chunk: dict[str, object]) -> bytes:
 
 async def echo_chat(request: web.Request) -> web.StreamResponse:
     """Streams TOKENS tokens; each chat token's text is the prompt, so a record names its request.
-    A prompt that starts with 'burn' spends CPU in this process first, 'sleep' waits."""
+    A prompt that starts with 'burn' spends CPU in this process first ('burn 1.5': that many
+    seconds), 'sleep' waits."""
     body = await request.json()
     chat = "messages" in body
     prompt = body["messages"][-1]["content"] if chat else "completion"
     if prompt.startswith("burn"):
+        burn_s = float(prompt.split()[1]) if " " in prompt else BURN_CPU_S
         start = time.process_time()
-        while time.process_time() - start < BURN_CPU_S:  # the point is to hold the CPU
+        while time.process_time() - start < burn_s:  # the point is to hold the CPU
             pass
     if prompt.startswith("sleep"):
         await asyncio.sleep(float(prompt.split()[1]))
@@ -263,7 +265,9 @@ async def test_runnable_reads_the_client_process_cpu_and_queueing(echo_server: s
     does not."""
     async with EndpointClient(echo_server) as client:
         _, waiting = await send_in_process(client, [ask("sleep 0.3")])
-        _, burning = await send_in_process(client, [ask("burn")])
+        # 1.5 s of burning: a batch's fixed cost (connect, the stream's sleeps, a page fault on
+        # a loaded box) stays under a tenth of its wall; with 0.5 s, CI once read 0.79 runnable
+        _, burning = await send_in_process(client, [ask("burn 1.5")])
     assert waiting.queued is not None
     assert burning.queued is not None
     assert waiting.busiest < 0.2
