@@ -184,6 +184,17 @@ def _stop_sshd(pid_files: list[Path]) -> None:
                 os.kill(int(pid_file.read_text().split()[0]), signal.SIGTERM)
 
 
+def _kill_what_is_left(lab: NetnsLab) -> None:
+    """Whatever still runs in a node (an ssh session's sshd, a rank a failed test left): a
+    deleted namespace lives on while a process holds it, with its veths."""
+    for node in lab.names:
+        listed = ["ip", "netns", "pids", lab.namespace(node)]
+        pids = subprocess.run(listed, capture_output=True, text=True, check=False).stdout.split()
+        for pid in pids:
+            with suppress(ProcessLookupError, ValueError):
+                os.kill(int(pid), signal.SIGKILL)
+
+
 @contextmanager
 def cluster_twin(
     names: list[str],
@@ -221,6 +232,7 @@ def cluster_twin(
         yield twin
     finally:
         _stop_sshd(twin.pid_files)
+        _kill_what_is_left(lab)
         lab.destroy()
         if bridge is not None:
             subprocess.run(["ip", "link", "del", bridge], capture_output=True, check=False)

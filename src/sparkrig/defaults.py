@@ -620,6 +620,12 @@ FORENSICS_KERNEL_LINES: Final = 2000
 # ssh ConnectTimeout: an unreachable node answers "no route" or nothing; 5 s is well past a LAN
 # round trip and short enough that `up` never looks hung.
 SSH_CONNECT_TIMEOUT_S: Final = 5.0
+# One shared connection a node for a command's short steps (sparkrig.launch.ssh_mux): a master
+# left by a killed sparkrig ends after this many idle seconds; the variable turns sharing off.
+SSH_MUX_PERSIST_S: Final = 30
+SSH_MUX_OFF_ENV: Final = "SPARKRIG_SSH_NO_MUX"
+# `up` that never became ready: each worker node tries the head's rendezvous for this long
+RENDEZVOUS_CONNECT_TIMEOUT_S: Final = 3.0
 # One HTTP probe of the head (health, models) gives up after this long.
 LAUNCH_HTTP_PROBE_TIMEOUT_S: Final = 3.0
 # `status` gives the head this long to answer its one 4-token completion: a vLLM whose rank

@@ -13,11 +13,12 @@ import json
 import re
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from sparkrig import defaults
 from sparkrig.config.cluster import Cable, Cluster, PortRef
 from sparkrig.errors import FabricError
-from sparkrig.fabric.runner import CommandRunner
+from sparkrig.fabric.runner import CommandResult, CommandRunner
 
 TEMPORARY_PREFIX = "fe80::5352"  # "SR"
 
@@ -54,23 +55,39 @@ def discover_cables(
         _wait_for_carrier(runners, interfaces, carrier_wait_s)
         owner = _link_local_owners(runners)
         heard: dict[tuple[str, str], set[tuple[str, str]]] = {}
-        for node in cluster.nodes:
-            answered = runners[node.name].run(
-                [*probes[node.name], "echo6", *interfaces[node.name], "--wait", str(reply_wait_s)],
-                timeout=reply_wait_s + defaults.FABRIC_COMMAND_TIMEOUT_S,
+        # every node's probe at once: each hears the others' kernels answer, not their probes
+        with ThreadPoolExecutor(max_workers=len(cluster.nodes)) as pool:
+            answers = pool.map(
+                lambda node: _echo(node.name, runners[node.name], probes, interfaces, reply_wait_s),
+                cluster.nodes,
             )
-            if not answered.ok:
-                raise FabricError(
-                    f"node {node.name}: the echo probe failed: {answered.error_line} — check "
-                    "that sparkrig is installed there and runs as root"
-                )
-            for netdev, sources in json.loads(answered.stdout)["heard"].items():
-                peers = {owner[s] for s in sources if s in owner and owner[s][0] != node.name}
-                heard[(node.name, netdev)] = peers
+            for node, answered in zip(cluster.nodes, answers, strict=True):
+                for netdev, sources in json.loads(answered.stdout)["heard"].items():
+                    peers = {owner[s] for s in sources if s in owner and owner[s][0] != node.name}
+                    heard[(node.name, netdev)] = peers
     finally:
         for node_name, argv in reversed(undo):
             runners[node_name].run(argv)
     return cables_from_links(cluster, heard)
+
+
+def _echo(
+    node: str,
+    runner: CommandRunner,
+    probes: Mapping[str, Sequence[str]],
+    interfaces: dict[str, list[str]],
+    reply_wait_s: float,
+) -> CommandResult:
+    answered = runner.run(
+        [*probes[node], "echo6", *interfaces[node], "--wait", str(reply_wait_s)],
+        timeout=reply_wait_s + defaults.FABRIC_COMMAND_TIMEOUT_S,
+    )
+    if not answered.ok:
+        raise FabricError(
+            f"node {node}: the echo probe failed: {answered.error_line} — check "
+            "that sparkrig is installed there and runs as root"
+        )
+    return answered
 
 
 def _prepare(

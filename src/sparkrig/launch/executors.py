@@ -15,6 +15,7 @@ from sparkrig.config.cluster import Cluster
 from sparkrig.errors import ExecutorError
 from sparkrig.fabric.runner import CommandResult, ExecutorSpec
 from sparkrig.launch.node_executors import ExecutorChoice, resolve_executors
+from sparkrig.launch.ssh_mux import mux_options
 
 
 def _run(argv: list[str], shown: Sequence[str], timeout: float | None) -> CommandResult:
@@ -87,12 +88,16 @@ class SshExecutor:
     def description(self) -> str:
         return f"ssh {self.destination}"
 
-    def argv_for(self, argv: Sequence[str]) -> list[str]:
+    def argv_for(self, argv: Sequence[str], *, shared: bool = False) -> list[str]:
+        """`shared`: ride on the node's one shared connection (short commands only; a
+        long-lived process keeps a connection of its own, which ends with it)."""
         # a bounded connect: an unreachable node fails in seconds instead of hanging `up`
         config = ["-F", self.config_file] if self.config_file else []
+        mux = mux_options(self.config_file, self.destination) if shared else []
         return [
             "ssh",
             *config,
+            *mux,
             "-o",
             "BatchMode=yes",
             "-o",
@@ -103,13 +108,29 @@ class SshExecutor:
         ]
 
     def run(self, argv: Sequence[str], *, timeout: float | None = None) -> CommandResult:
-        result = _run(self.argv_for(argv), argv, timeout)
+        result = _run(self.argv_for(argv, shared=True), argv, timeout)
         if result.returncode == 255:
             raise ExecutorError(
-                f"ssh to {self.destination} failed: {result.error_line} — check the host, its "
-                "key and the node's `ssh` field"
+                f"ssh to {self.destination} failed: {result.error_line} — "
+                f"{self._fix_for(result.stderr)}"
             )
         return result
+
+    def _fix_for(self, stderr: str) -> str:
+        """The fix for why ssh could not run the command, by what ssh said."""
+        config = f" -F {self.config_file}" if self.config_file else ""
+        if "Permission denied" in stderr:
+            return (
+                "the node refused key authentication, and sparkrig runs ssh in batch mode (no "
+                f"password prompt): install your key there (`ssh-copy-id{config} "
+                f"{self.destination}`) or name it as IdentityFile in the executor's ssh_config"
+            )
+        if "Host key verification failed" in stderr:
+            return (
+                "this machine does not know the node's host key: connect once by hand "
+                f"(`ssh{config} {self.destination} true`) and accept it"
+            )
+        return "check the host, its key and the node's `ssh` field"
 
 
 Executor = LocalExecutor | NetnsExecutor | SshExecutor
