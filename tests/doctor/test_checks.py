@@ -63,6 +63,8 @@ CASES = {
     "container-rdma-devices": ("container-podman", "container-docker-nvidia"),
     "container-store-space": ("container-podman", "container-docker-nvidia"),
     "container-runtime-version-same": ("container-podman-mixed", "container-podman"),
+    "node-privilege": ("prereq-missing", "prereq-ready"),
+    "node-sparkrig": ("prereq-missing", "prereq-ready"),
 }
 
 

@@ -291,6 +291,9 @@ def test_two_nodes_from_cables_to_a_verified_vllm_and_back(
         if report["ready"] is False and ("b/vllm" in report["summary"] or "b/vllm" in blamed):
             named = time.monotonic() - killed_at
             assert status_run.returncode == 1
+            # the log's signature ends the wait: no completion probe left to hang
+            said = report["summary"]
+            assert "b/vllm logged worker-process-died" in said or "not running" in said, said
             break
         time.sleep(1)
     assert named is not None, "status did not say the pair is down within 90 s of the kill"
@@ -318,4 +321,8 @@ def test_two_nodes_from_cables_to_a_verified_vllm_and_back(
     restored = journey.sparkrig("fabric", "apply", cf, "--restore")
     assert restored.returncode == 0, restored.stderr
     assert snapshot(twin) == before
+    # every command closed the ssh connections it shared between its steps
+    for address in twin.addresses.values():
+        masters = ["pgrep", "-f", f"ControlPath=.*sparkrig-ssh-.* {address} "]
+        assert subprocess.run(masters, check=False, capture_output=True).stdout == b"", address
     record_property("journey_seconds", round(journey.seconds(), 1))

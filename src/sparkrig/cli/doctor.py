@@ -57,8 +57,8 @@ def doctor(
     from sparkrig.cli.views.doctor_table import doctor_view
     from sparkrig.doctor.capture_files import load_captures, save_captures
     from sparkrig.doctor.session import check_captures, collect_for, local_node_name
-    from sparkrig.launch.executors import reach_nodes
-    from sparkrig.launch.node_executors import ExecutorChoice
+    from sparkrig.launch.executors import executors_for
+    from sparkrig.launch.node_executors import ExecutorChoice, node_python, resolve_executors
 
     cluster = None
     if cluster_file is not None:
@@ -71,8 +71,10 @@ def doctor(
         choice = ExecutorChoice(
             kind=executor, netns_prefix=netns_prefix, node=node, this_machine=local_node_name()
         )
-        runners: dict[str, CommandRunner] = dict(reach_nodes(cluster, choice))
-        captures = collect_for(runners, cluster, model_dir)
+        specs = resolve_executors(cluster, choice)
+        runners: dict[str, CommandRunner] = dict(executors_for(specs))
+        pythons = {node: node_python(spec) for node, spec in specs.items()}
+        captures = collect_for(runners, cluster, model_dir, pythons)
     if save is not None:
         save_captures(captures, save)
     report, no_plan = check_captures(captures, cluster, model_dir)

@@ -24,6 +24,7 @@ from sparkrig.doctor.probes import (
     image_python_probe,
     node_files_probe,
     node_probes,
+    sparkrig_python_probe,
     unit_show_probe,
 )
 from sparkrig.errors import ExecutorError
@@ -134,17 +135,21 @@ def collect_node(
     container_runtime: str | None = None,
     container_image: tuple[str, list[str]] | None = None,
     files: list[str] | None = None,
+    python: str | None = None,
 ) -> NodeCapture:
     """`interfaces`: netdevs to run ethtool on (default: every Ethernet device the node has);
     `container_runtime`: docker or podman when the engine runs from an image;
     `container_image`: that image and the runtime's options before `run` (the engine's
     packages are then listed inside the image, not in a host venv);
-    `files`: paths the plan puts on the node for its ranks (the NCCL graph XML)."""
+    `files`: paths the plan puts on the node for its ranks (the NCCL graph XML);
+    `python`: the node's Python that runs sparkrig's own steps there (its probe, fabric test)."""
     outputs: dict[str, ToolOutput] = {}
     probes = node_probes(model_dir, jit_dir, engine_version)
     probes += _engine_probes(engine_python, container_runtime, container_image)
     if files:
         probes.append(node_files_probe(files))
+    if python is not None:
+        probes.append(sparkrig_python_probe(python))
     try:
         for probe in probes:
             outputs[probe.name] = run_probe(runner, probe)
@@ -189,6 +194,7 @@ def collect_all(
     container_runtime: str | None = None,
     container_image: tuple[str, list[str]] | None = None,
     files: Mapping[str, list[str]] | None = None,
+    pythons: Mapping[str, str] | None = None,
 ) -> dict[str, NodeCapture]:
     with ThreadPoolExecutor(max_workers=max(1, len(runners))) as pool:
         futures = {
@@ -204,6 +210,7 @@ def collect_all(
                 container_runtime=container_runtime,
                 container_image=container_image,
                 files=(files or {}).get(node),
+                python=(pythons or {}).get(node),
             )
             for node, runner in runners.items()
         }

@@ -137,6 +137,34 @@ def container_store_probe(store_root: str) -> Probe:
     )
 
 
+# the node's Python for sparkrig's own steps there (discover's probe, fabric test's workers):
+# whether it exists and which sparkrig and torch it has, read from their metadata (no import)
+_SPARKRIG_PYTHON = (
+    'command -v "$1" >/dev/null 2>&1 || { printf \'{"missing": true, "path": "%s"}\\n\' "$1"; '
+    'exit 0; }; exec "$1" -c "$2" "$1"'
+)
+_SPARKRIG_STACK = (
+    "import json, sys\n"
+    "from importlib.metadata import PackageNotFoundError, version\n"
+    "def named(name):\n"
+    "    try:\n        return version(name)\n"
+    "    except PackageNotFoundError:\n        return None\n"
+    "print(json.dumps({'path': sys.argv[1], 'python': sys.version.split()[0], "
+    "'sparkrig': named('sparkrig'), 'torch': named('torch')}))\n"
+)
+
+
+def sparkrig_python_probe(python: str) -> Probe:
+    """`{"python": …, "sparkrig": …, "torch": …}` of the Python sparkrig's steps run on the
+    node (`{"missing": true}` where it is not there)."""
+    return Probe(
+        "sparkrig_python",
+        ["sh", "-c", _SPARKRIG_PYTHON, "sh", python, _SPARKRIG_STACK],
+        "sh",
+        "dash",
+    )
+
+
 def engine_python_probe(binary: str) -> Probe:
     return Probe(
         "engine_python",

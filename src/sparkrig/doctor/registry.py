@@ -187,14 +187,16 @@ def _blocked(capture: NodeCapture, needs: tuple[str, ...]) -> str | None:
 
 
 def _unreachable(name: str, capture: NodeCapture) -> DoctorFinding:
+    said, _, fix = str(capture.unreachable).partition(" — ")
     return DoctorFinding(
         check="node-reachable",
         severity="error",
         node=name,
-        seen=f"no command ran through {capture.reached_by}: {capture.unreachable}",
-        why="every other check of this node needs its tools' output",
-        source="docs/doctor.md",
-        fix="reach the node by hand the same way (ssh, netns) and fix what stops it",
+        seen=f"no command ran through {capture.reached_by}: {said}",
+        why="every other check of this node needs its tools' output, and every step of "
+        "sparkrig reaches the node this way (ssh in batch mode: keys, no password prompt)",
+        source="docs/doctor.md#what-each-node-needs",
+        fix=fix or "reach the node by hand the same way (ssh, netns) and fix what stops it",
     )
 
 

