@@ -226,7 +226,12 @@ def _run(
 
     from sparkrig.cli.common import err_console
     from sparkrig.cli.receipt_files import write_report
-    from sparkrig.fabric.collectives.fabric_test import decide_backend, receipt_update, worker_argv
+    from sparkrig.fabric.collectives.fabric_test import (
+        decide_backend,
+        gloo_cables_unreachable,
+        receipt_update,
+        worker_argv,
+    )
     from sparkrig.fabric.collectives.results import (
         FabricTestReceipt,
         default_ladder,
@@ -239,6 +244,8 @@ def _run(
     runners: dict[str, Executor] = executors_for(specs)
     probes = _probe_nodes(plan, runners, settings, pythons)
     backend = decide_backend(probes, settings.backend, order[0], settings.port)
+    if (why := gloo_cables_unreachable(plan, backend, settings.loopback)) is not None:
+        raise FabricError(why)
     sizes = settings.sizes or default_ladder(gpu=backend == "nccl")
     receipt = FabricTestReceipt(
         cluster=plan.cluster,

@@ -131,6 +131,25 @@ def _gloo_data_interface(order: list[str], node_plan: NodePlan) -> str:
     return min(facing, key=lambda i: i.root).netdev
 
 
+def gloo_cables_unreachable(plan: FabricPlan, backend: str, loopback: bool) -> str | None:
+    """Why gloo cannot carry the test over this cluster's cables, or None. Gloo binds one
+    address a rank and every rank connects to every other's: a cable address is reachable by
+    the neighbour on that cable only, unless the plan routes the control plane over the cables
+    (no management LAN: every node's cable address reached through its neighbours). Two ranks
+    share their one cable."""
+    if backend != "gloo" or loopback or len(plan.rank_order) <= 2:
+        return None
+    if plan.control_plane == "fabric":
+        return None
+    return (
+        f"gloo cannot put this test's data on the cables of {len(plan.rank_order)} nodes with a "
+        "management LAN: it binds one address a rank, and a cable address is reached only by "
+        "the neighbour on that cable — run it with NCCL on the GPU nodes (`--backend nccl`), "
+        "or test the cables over the fabric control plane (a cluster file without management "
+        "addresses, each node reached by its `ssh` field)"
+    )
+
+
 def decide_backend(
     probes: dict[str, dict[str, Any]], asked: str, master_node: str, port: int
 ) -> str:
