@@ -23,19 +23,19 @@ def node_env(
         EnvVar(
             name="NCCL_SOCKET_IFNAME",
             value="=" + control_interface,
-            reason="bootstrap TCP on the control interface only (research §2, TCP control)",
+            reason="bootstrap TCP on the control interface only (the Spark launchers' switchless "
+            "method: TCP control, RDMA data)",
         ),
         EnvVar(
             name="GLOO_SOCKET_IFNAME",
             value=control_interface,
-            reason="Gloo on the same interface; Gloo on a wrong interface hangs "
-            "(sparkrun#275, research §3)",
+            reason="Gloo on the same interface; Gloo on a wrong interface hangs (sparkrun#275)",
         ),
         EnvVar(
             name="VLLM_HOST_IP",
             value=control_address,
             reason="one address per node every rank reaches; keeps a worker from binding the "
-            "head's address (tonyd2wild .env, research §1)",
+            "head's address (tonyd2wild's launcher .env)",
         ),
     ]
     if not hcas:  # a single node: no fabric to describe
@@ -45,7 +45,7 @@ def node_env(
             name="NCCL_IB_HCA",
             value="=" + ",".join(hcas),
             reason="exactly this node's cable-facing RDMA devices ('=' makes NCCL match whole "
-            "names); pulling every Up device in broke launchers (eugr#40, research §3)",
+            "names); pulling every Up device in broke launchers (eugr#40)",
         ),
         *control,
         EnvVar(

@@ -215,7 +215,7 @@ _add(
         "grant (podman's own default nofile and nproc can be refused too)",
         fix="set engine.container.ulimits to values at or below the node's `ulimit -H -a` "
         "(memlock, stack, nofile, nproc), or raise the node's hard limits where the host allows",
-        sources=("issue 25: seen with podman 4.3.1 on the CI machine (crun and runc)",),
+        sources=("seen with podman 4.3.1 on the test machine (crun and runc)",),
     )
 )
 _add(
@@ -230,7 +230,7 @@ _add(
         "a tag that names nothing there)",
         fix="load the same build on every node (`docker save IMAGE | ssh NODE docker load`) "
         "and pin it as name@sha256:…; `up` compares its layers on every node before start",
-        sources=("issue 25: podman 4.3.1's `image inspect` of an absent image, CI machine",),
+        sources=("podman 4.3.1's `image inspect` of an absent image, on the test machine",),
     )
 )
 

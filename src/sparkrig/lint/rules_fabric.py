@@ -35,7 +35,7 @@ def tp_closed_collective(cluster: Cluster, profile: ServingProfile, key: str) ->
 @rule(
     "workers-first",
     "workers start before the head",
-    "docs/field-notes.md#worker-first; research §3 item 5",
+    "docs/field-notes.md#worker-first",
 )
 def workers_first(cluster: Cluster, profile: ServingProfile, key: str) -> list[LintFinding]:
     if cluster.engine is None or cluster.engine.start_order == "workers-first":
@@ -49,7 +49,7 @@ def workers_first(cluster: Cluster, profile: ServingProfile, key: str) -> list[L
             "pair is reported up); the two-node recipe starts the worker before the head to avoid "
             "that race",
             "remove start_order (workers-first is the default)",
-            "docs/field-notes.md#worker-first; research §3 item 5 (MiaAI#38; luxingcom's "
+            "docs/field-notes.md#worker-first (MiaAI#38; luxingcom's "
             "head-first launch with a 20 s stagger between workers)",
         )
     ]
