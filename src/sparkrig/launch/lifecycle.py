@@ -480,9 +480,11 @@ async def bring_down(
             outcome = f"{outcome}; {removed}"
         return record, outcome
 
-    outcomes = []
-    for record in reversed(state.started):  # one at a time: the head goes before its workers
-        outcomes.append(await stop(record))
+    # the head first (started last), then every worker at once: a worker whose head is gone
+    # often sits in a collective that ignores SIGTERM until its grace ends
+    ordered = list(reversed(state.started))
+    outcomes = [await stop(record) for record in ordered[:1]]
+    outcomes += await asyncio.gather(*(stop(record) for record in ordered[1:]))
     left = [record for record, outcome in outcomes if outcome.startswith("not reached")]
     if left:
         state.started = [r for r in state.started if r in left]
