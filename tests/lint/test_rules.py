@@ -94,6 +94,9 @@ _bad("dsv4-block-size", _with(PAIR, profile={"block_size": 64}))
 _bad("max-model-len-calibrated", _with(PAIR, profile={"max_model_len": 1_500_000}))
 _bad("kv-pool-holds-one-request", _with(PAIR, profile={"kv_pool_tokens": 1_000_000}))
 _bad("bench-no-stream-chunks", _with(PAIR, profile={"bench_streaming_chunk_counts": True}))
+# the netdevs a Spark shows (ip link) in place of its cages' names
+SPARK_NETDEV_CABLE = ["spark1.enp1s0f0np0 <-> spark2.enp1s0f1np1"]
+_bad("cables-valid", _with(PAIR, cables=SPARK_NETDEV_CABLE))  # type: ignore[arg-type]
 _bad("tp-closed-collective", _with("glm53-flash-tp4-ring", profile={"tensor_parallel_size": 3}))
 _bad("workers-first", _with(PAIR, engine={"start_order": "head-first"}))
 _bad("parallel-fits-model-shape", _with(PAIR, model={"path": str(SMOLLM2_SHAPE)}))
@@ -269,3 +272,12 @@ def test_dspark_k_says_stock_vllm_takes_dspark_and_judges_the_legacy_image() -> 
     unset = _with(PAIR, profile={"speculative": _spec(num_speculative_tokens=7, runtime=None)})
     [finding] = [f for f in lint_cluster(unset) if f.rule == "dspark-k"]
     assert "what an unset speculative.runtime means" in finding.message
+
+
+def test_a_cable_written_with_netdevs_is_a_cabling_error_that_names_the_ports() -> None:
+    """Not a tensor-parallel error with a TP fix: the cable is what is wrong, and which cage
+    each netdev belongs to is known."""
+    findings = lint_cluster(_with(PAIR, cables=SPARK_NETDEV_CABLE))  # type: ignore[arg-type]
+    assert [f.rule for f in findings] == ["cables-valid"]
+    assert "enp1s0f0np0, the netdev of one function of port p0 on spark1" in findings[0].message
+    assert findings[0].fix == "write 'spark1.p0 <-> spark2.p1'"

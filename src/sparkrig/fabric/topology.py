@@ -61,6 +61,15 @@ def check_cabling(cluster: Cluster) -> None:
             )
 
 
+def _port_named(cluster: Cluster, end: PortRef) -> str:
+    """`node.port` for a cable end written with one of the port's netdevs; else as written."""
+    node = cluster.node(end.node)
+    for port in node.ports if node is not None else []:
+        if any(f.netdev == end.port for f in port.functions):
+            return f"{end.node}.{port.name}"
+    return str(end)
+
+
 def _check_port_exists(cluster: Cluster, cable: Cable, end: PortRef) -> None:
     node = cluster.node(end.node)
     if node is None:
@@ -71,6 +80,16 @@ def _check_port_exists(cluster: Cluster, cable: Cable, end: PortRef) -> None:
         )
     if node.port(end.port) is None:
         known = ", ".join(p.name for p in node.ports)
+        owner = next(
+            (p for p in node.ports if any(f.netdev == end.port for f in p.functions)), None
+        )
+        if owner is not None:  # the netdev a node shows, in place of the cage's name
+            written = " <-> ".join(_port_named(cluster, e) for e in (cable.a, cable.b))
+            raise CablingError(
+                f"cable '{cable}' names {end.port}, the netdev of one function of port "
+                f"{owner.name} on {end.node}: a cable names the cage, whose functions each get "
+                f"their own subnet — write '{written}'"
+            )
         raise CablingError(
             f"cable '{cable}' names port {end.port}, which node {end.node} does not have — use "
             f"one of {known} or add the port to the node"

@@ -1,4 +1,5 @@
-"""Rules about the group of nodes: the tensor-parallel collective and the start order."""
+"""Rules about the group of nodes: the cables, the tensor-parallel collective and the start
+order."""
 
 from __future__ import annotations
 
@@ -6,7 +7,25 @@ from sparkrig.config.cluster import Cluster
 from sparkrig.config.serving import ServingProfile
 from sparkrig.errors import CablingError
 from sparkrig.fabric.plan import plan_fabric
+from sparkrig.fabric.topology import check_cabling
 from sparkrig.lint.findings import LintFinding, rule
+
+
+@rule(
+    "cables-valid",
+    "every cable joins two ports the nodes have, each port in one cable",
+    "docs/field-notes.md#two-subnets-per-cable",
+)
+def cables_valid(cluster: Cluster, profile: ServingProfile, key: str) -> list[LintFinding]:
+    if key != "profile":  # the cables are the file's, not a profile's: said once
+        return []
+    try:
+        check_cabling(cluster)
+    except CablingError as exc:
+        what, _, fix = str(exc).partition(" — ")
+        source = "docs/field-notes.md#two-subnets-per-cable"
+        return [LintFinding("cables-valid", "error", "cables", what, fix, source)]
+    return []
 
 
 @rule(
@@ -15,6 +34,10 @@ from sparkrig.lint.findings import LintFinding, rule
     "docs/field-notes.md#ring-tp3-is-a-line",
 )
 def tp_closed_collective(cluster: Cluster, profile: ServingProfile, key: str) -> list[LintFinding]:
+    try:
+        check_cabling(cluster)
+    except CablingError:
+        return []  # cables-valid names it: no TP size fixes a cable the nodes cannot have
     try:
         plan_fabric(cluster, profile.tensor_parallel_size)
     except CablingError as exc:
