@@ -11,6 +11,7 @@ from typing import Any
 
 from sparkrig import defaults
 from sparkrig.client.live_kv_pool import live_kv_pool
+from sparkrig.launch.local import free_port
 from tests.conftest import SPARKRIG
 from tests.vllm_live import replaying
 
@@ -74,6 +75,18 @@ async def test_a_server_without_a_pool_is_a_one_line_error(tmp_path: Path) -> No
         code, _, err = await sparkrig("plan-capacity", str(fits), "--server", url)
     assert code != 0
     assert "reports no KV pool" in err
+
+
+async def test_nothing_listening_is_said_so_not_a_server_without_a_pool(tmp_path: Path) -> None:
+    """The way `ask` says it: a pool the server 'reports' needs a server that answers."""
+    fits = cluster_file(tmp_path / "fits.toml", 8192)
+    port = free_port("127.0.0.1")
+    for command in ("plan-capacity", "lint"):
+        code, _, err = await sparkrig(command, str(fits), "--server", f"http://127.0.0.1:{port}")
+        assert code != 0
+        said = " ".join(err.split())
+        assert f"nothing is listening on 127.0.0.1:{port} (connection refused)" in said, said
+        assert "reports no KV pool" not in said
     assert len(err.strip().splitlines()) == 1
 
 

@@ -165,5 +165,11 @@ def test_live_against_the_real_llama_server(llama_server: LocalInstance, tmp_pat
     down = CliRunner().invoke(
         app, ["doctor", "--load", vm, "--live", "http://127.0.0.1:9", "--json"]
     )
-    assert [f["check"] for f in json.loads(down.stdout)["findings"]][-1] == "live-reachable"
+    reached = json.loads(down.stdout)["findings"][-1]
+    assert reached["check"] == "live-reachable"
+    assert "nothing is listening on 127.0.0.1:9 (connection refused)" in reached["seen"]
+    assert "ClientConnectorError" not in reached["seen"]
     assert down.exit_code == 1
+    table = CliRunner().invoke(app, ["doctor", "--load", vm, "--live", "http://127.0.0.1:9"])
+    assert "live-reachable" in table.stdout  # counted as an error, and printed
+    assert table.exit_code == 1

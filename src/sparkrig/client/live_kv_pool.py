@@ -10,6 +10,7 @@ import aiohttp
 from pydantic import Field
 
 from sparkrig.client.endpoint import EndpointClient
+from sparkrig.client.http_failures import describe_client_error
 from sparkrig.client.metrics import MetricsSnapshot, parse_metrics
 from sparkrig.engines.registry import adapter_by_metrics_name
 from sparkrig.errors import EndpointError, MetricsError
@@ -55,7 +56,13 @@ async def read_kv_pool(
 async def live_kv_pool(base_url: str) -> tuple[int, str]:
     """(tokens, where it was read); EndpointError when the server says neither."""
     async with EndpointClient(base_url) as client:
-        pool = await read_kv_pool(client)
+        try:
+            snapshot: MetricsSnapshot | None = parse_metrics(await client.get_text("/metrics"))
+        except (aiohttp.ClientConnectionError, TimeoutError) as exc:  # no HTTP reply at all
+            raise EndpointError(describe_client_error(exc, f"{client.base_url}/metrics")) from exc
+        except (aiohttp.ClientError, MetricsError, EndpointError):
+            snapshot = None  # it answers, without metrics: /slots may say
+        pool = await read_kv_pool(client, snapshot) if snapshot else await read_kv_pool(client)
     if pool is None:
         raise EndpointError(
             f"{base_url} reports no KV pool (no vllm:cache_config_info on /metrics, no /slots) — "

@@ -6,7 +6,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import aiohttp
+
 from sparkrig.client.endpoint import EndpointClient
+from sparkrig.client.http_failures import describe_client_error
 from sparkrig.client.metrics import parse_metrics
 from sparkrig.config.cluster import Cluster
 from sparkrig.doctor.model import DoctorFinding
@@ -176,13 +179,19 @@ def live_findings(url: str, cluster: Cluster | None) -> list[DoctorFinding]:
     try:
         models, metrics = asyncio.run(_fetch(url))
     except Exception as exc:  # noqa: BLE001 - any failure to reach the server is the finding
+        said = (
+            describe_client_error(exc, f"{url.rstrip('/').removesuffix('/v1')}/v1/models")
+            if isinstance(exc, aiohttp.ClientError | TimeoutError)
+            else f"{url}: {exc}"
+        )
+        seen, _, fix = said.partition(" — ")
         return [
             _finding(
                 "live-reachable",
                 "error",
-                f"{url}: {exc.__class__.__name__} {exc}"[:200],
+                seen[:300],
                 "--live checks need the running server",
-                "check the URL; `sparkrig status`",
+                fix or "check the URL; `sparkrig status`",
             )
         ]
     return live_checks(models, metrics, cluster)
