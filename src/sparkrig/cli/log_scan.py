@@ -1,5 +1,7 @@
 """`sparkrig logs [CLUSTER.toml] --scan`: every rank's log (and kernel log) read for the
-catalogued signatures, with boot phases; exit 1 when a signature is found or no log was read."""
+catalogued signatures, with boot phases; exit 1 when a signature is found or no log was read.
+`sparkrig logs --scan FILE` (or `-` for standard input) reads a log the user holds: one copied
+from a node, a container's log, journal output."""
 
 from __future__ import annotations
 
@@ -47,3 +49,33 @@ def scan_cluster_logs(path: Path, *, as_json: bool) -> None:
             f"{cluster.name}: nothing recorded — start it with `sparkrig up {path} --apply`"
         )
     scan_logs(state, as_json=as_json)
+
+
+def scan_log_file(path: Path, *, as_json: bool) -> None:
+    """One log the user holds, its last FORENSICS_LOG_LINES lines, for every engine's
+    signatures and the kernel's (what kind of log it is, sparkrig cannot know)."""
+    import sys
+
+    from sparkrig import defaults
+    from sparkrig.cli.views.forensics_view import forensics_view
+    from sparkrig.json_files import read_bytes_file
+    from sparkrig.launch.log_signatures import KERNEL, scan_lines
+
+    if str(path) == "-":
+        raw, where = sys.stdin.buffer.read(), "stdin"
+    else:
+        fix = "give a log file (copied from a node, `docker logs`, `journalctl -u UNIT`)"
+        raw, where = read_bytes_file(path, what="log", fix=fix), path.name
+    lines = raw.decode("utf-8", errors="replace").splitlines()[-defaults.FORENSICS_LOG_LINES :]
+    if not any(line.strip() for line in lines):
+        raise SparkrigError(f"{where} holds no line to scan — give the engine's log itself")
+    found = [*scan_lines(lines, None, where), *scan_lines(lines, KERNEL, where)]
+    unique = list({hit.signature: hit for hit in found}.values())  # kernel-and-engine ones once
+    if as_json:
+        print_json({"file": where, "lines": len(lines), "hits": [h.model_dump() for h in unique]})
+    else:
+        scanned = f"{len(lines):,} line{'' if len(lines) == 1 else 's'}"
+        console.print(f"{where}: {scanned} scanned", highlight=False)
+        console.print(forensics_view(unique, [], {}, []), highlight=False)
+    if unique:
+        raise typer.Exit(1)

@@ -215,6 +215,11 @@ def _select(name: str | None) -> list[Any]:
     return states
 
 
+def _is_cluster_file(path: Path) -> bool:
+    """A cluster file is TOML; anything else given to `logs --scan` is a log to read."""
+    return path.suffix.lower() == ".toml"
+
+
 @app.command()
 def logs(
     cluster_file: ClusterFileArg = None,
@@ -228,11 +233,15 @@ def logs(
 ) -> None:
     """Print the last lines of an engine log: a cluster node's, or a --local instance's.
 
-    --scan reads every rank's log and kernel log for the catalogued signatures instead."""
+    --scan reads every rank's log and kernel log for the catalogued signatures instead; `logs
+    --scan FILE` scans a log you hold (not a .toml: copied from a node, `docker logs`,
+    journal output; `-` reads standard input)."""
     if scan:
-        from sparkrig.cli.log_scan import scan_cluster_logs, scan_logs
+        from sparkrig.cli.log_scan import scan_cluster_logs, scan_log_file, scan_logs
 
-        if cluster_file is not None:
+        if cluster_file is not None and not _is_cluster_file(cluster_file):
+            scan_log_file(cluster_file, as_json=as_json)  # a log the user holds, or `-`
+        elif cluster_file is not None:
             scan_cluster_logs(cluster_file, as_json=as_json)
         else:
             scan_logs(_select(name)[0], as_json=as_json)
