@@ -5,6 +5,8 @@ replies are tests/gateway/fake_upstream.py's llama-server shapes."""
 
 from __future__ import annotations
 
+import asyncio
+import os
 from collections.abc import Awaitable, Callable
 
 import pytest
@@ -12,6 +14,7 @@ from aiohttp import web
 
 from sparkrig.client.first_completion import completion_probe
 from sparkrig.errors import LaunchError
+from tests.conftest import SPARKRIG
 from tests.gateway.fake_upstream import FakeUpstream
 from tests.http_servers import serve_app
 
@@ -64,3 +67,30 @@ async def test_readiness_with_the_key_passes_and_never_shows_it() -> None:
     assert f"Bearer {KEY}" in seen
     assert KEY not in str(caught.value)
     assert KEY not in repr(probe)
+
+
+async def _ask(url: str, env: dict[str, str], *options: str) -> tuple[int, str]:
+    """`sparkrig ask` as a user runs it, in its own process with only `env`'s keys set."""
+    clean = {k: v for k, v in os.environ.items() if k not in {"SPARKRIG_API_KEY", "VLLM_API_KEY"}}
+    process = await asyncio.create_subprocess_exec(
+        SPARKRIG, "ask", url, "hi", "--max-tokens", "4", *options,
+        env=clean | env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    _, err = await process.communicate()
+    return process.returncode or 0, err.decode()
+
+
+async def test_every_client_command_finds_the_key_by_one_rule() -> None:
+    """SPARKRIG_API_KEY, else VLLM_API_KEY (what vLLM reads, a cluster file's default); a named
+    --api-key-env is the only variable read. The key is never printed."""
+    seen: list[str | None] = []
+    async with serve_app(keyed_app(seen)) as url:
+        for env, options, answered in (
+            ({"VLLM_API_KEY": KEY}, (), True),  # the variable the engine was started with
+            ({"SPARKRIG_API_KEY": KEY, "VLLM_API_KEY": "other"}, (), True),  # sparkrig's first
+            ({"RIG_KEY": KEY}, ("--api-key-env", "RIG_KEY"), True),
+            ({"VLLM_API_KEY": KEY}, ("--api-key-env", "RIG_KEY"), False),  # named: only it
+        ):
+            code, err = await _ask(url, env, *options)
+            assert (code == 0) is answered, (env, options, err)
+            assert KEY not in err

@@ -150,8 +150,12 @@ def bench(
         Path | None, typer.Option(help="receipt path (default: sparkrig-runs/bench-<time>.json)")
     ] = None,
     api_key_env: Annotated[
-        str, typer.Option(help="env var holding the API key")
-    ] = defaults.API_KEY_ENV,
+        str | None,
+        typer.Option(
+            help="env var holding the API key (default: SPARKRIG_API_KEY, else VLLM_API_KEY, "
+            "the variable vLLM and a cluster file's engine.api_key_env read)"
+        ),
+    ] = None,
     telemetry: TelemetryFlag = True,
     telemetry_cluster: TelemetryClusterOption = None,
     force: ForceFlag = False,

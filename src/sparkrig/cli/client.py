@@ -34,8 +34,12 @@ def ask(
     ] = 128,
     no_stream: Annotated[bool, typer.Option("--no-stream", help="ask for one JSON reply")] = False,
     api_key_env: Annotated[
-        str, typer.Option(help="env var holding the API key")
-    ] = defaults.API_KEY_ENV,
+        str | None,
+        typer.Option(
+            help="env var holding the API key (default: SPARKRIG_API_KEY, else VLLM_API_KEY, "
+            "the variable vLLM and a cluster file's engine.api_key_env read)"
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Send one chat request through sparkrig's client and show its timing record."""

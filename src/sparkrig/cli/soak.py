@@ -145,6 +145,13 @@ def soak(
     force: Annotated[
         bool, typer.Option("--force", help="let --receipt replace an existing receipt and page")
     ] = False,
+    api_key_env: Annotated[
+        str | None,
+        typer.Option(
+            help="env var holding the API key (default: SPARKRIG_API_KEY, else VLLM_API_KEY, "
+            "the variable vLLM and a cluster file's engine.api_key_env read)"
+        ),
+    ] = None,
 ) -> None:
     """Soak URL with mixed agent traffic or a replay; per-window tok/s, TTFT, errors, findings.
 
@@ -187,7 +194,7 @@ def soak(
             )
 
     async def run() -> SoakReceipt:
-        async with EndpointClient(url, api_key=api_key_from_env()) as client:
+        async with EndpointClient(url, api_key=api_key_from_env(api_key_env)) as client:
             served = model or await first_model_id(client)
             traffic, kinds, left_out = await traffic_for(
                 client, served, records, seed=seed, no_tools=no_tools

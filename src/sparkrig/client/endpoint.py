@@ -100,8 +100,17 @@ def request_body(
     return body
 
 
-def api_key_from_env(env_var: str = defaults.API_KEY_ENV) -> str | None:
-    return os.environ.get(env_var) or None
+def api_key_from_env(env_var: str | None = None) -> str | None:
+    """The API key by one rule for every command that talks to a server: the variable named
+    (`--api-key-env`, or a cluster file's `engine.api_key_env`) and only it; else
+    SPARKRIG_API_KEY; else VLLM_API_KEY, the variable vLLM itself reads and a cluster file's
+    default. Never printed, never recorded."""
+    if env_var:
+        return os.environ.get(env_var) or None
+    for name in (defaults.API_KEY_ENV, defaults.VLLM_API_KEY_ENV):
+        if value := os.environ.get(name):
+            return value
+    return None
 
 
 class EndpointClient:

@@ -76,7 +76,13 @@ async def model_ids(client: EndpointClient) -> list[str]:
 
 
 async def ask_once(
-    url: str, prompt: str, *, model: str | None, max_tokens: int, stream: bool, api_key_env: str
+    url: str,
+    prompt: str,
+    *,
+    model: str | None,
+    max_tokens: int,
+    stream: bool,
+    api_key_env: str | None,
 ) -> RequestRecord:
     async with EndpointClient(url, api_key=api_key_from_env(api_key_env)) as client:
         model_id = model or await first_model_id(client)
