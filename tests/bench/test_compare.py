@@ -155,8 +155,18 @@ def test_cli_compare_exit_codes_and_one_line_errors(tmp_path: Path) -> None:
             [SPARKRIG, *args], env=env, capture_output=True, text=True, check=False
         )
 
-    assert run("compare", str(paths["a"]), str(paths["b"])).returncode == 0
+    wide = [SPARKRIG, "compare", str(paths["a"]), str(paths["b"])]
+    shown = subprocess.run(
+        wide, env=env | {"COLUMNS": "200"}, capture_output=True, text=True, check=False
+    )
+    assert shown.returncode == 0
+    assert "before (mean)" in shown.stdout  # not the median `bench` and `report` show
+    assert "mean over the rounds' means" in " ".join(shown.stdout.split())
+    assert "same run" not in shown.stderr
     assert run("compare", str(paths["a"]), str(paths["slow"])).returncode == 1
+    (tmp_path / "copy.json").write_text(paths["a"].read_text())
+    itself = run("compare", str(paths["a"]), str(tmp_path / "copy.json"))
+    assert "hold the same run: every point compares equal" in " ".join(itself.stderr.split())
     old = json.loads(paths["a"].read_text())
     old["schema_version"] = 0
     (tmp_path / "old.json").write_text(json.dumps(old))

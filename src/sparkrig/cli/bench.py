@@ -241,7 +241,14 @@ def compare(
     from sparkrig.bench.receipt import load_receipt
     from sparkrig.cli.views.bench_table import compare_table
 
-    rows = compare_receipts(load_receipt(before), load_receipt(after), tolerance)
+    reference, judged = load_receipt(before), load_receipt(after)
+    if reference == judged:
+        err_console.print(
+            f"warning: {before} and {after} hold the same run: every point compares equal — "
+            "give the receipt of another run as AFTER",
+            highlight=False,
+        )
+    rows = compare_receipts(reference, judged, tolerance)
     if as_json:
         print_json([row.model_dump(mode="json") for row in rows])
     else:

@@ -122,7 +122,8 @@ def compare_table(rows: list[PointComparison], tolerance_pct: float) -> Table:
         judged = "change of the mean with its Welch 95% interval over round means"
     caption = (
         f"{judged}; slower/faster only when the interval excludes 0 and the change exceeds "
-        f"{tolerance_pct:g}%"
+        f"{tolerance_pct:g}%\nbefore, after: the mean over the rounds' means (`bench` and "
+        "`report` show each point's median sample, which may differ)"
     )
     if any(row.note == SAMPLES_ONLY for row in rows):
         caption += (
@@ -130,7 +131,8 @@ def compare_table(rows: list[PointComparison], tolerance_pct: float) -> Table:
             "between runs — bench both with --rounds 3 for verdicts that hold across runs"
         )
     table = Table(caption=caption, caption_justify="left")
-    for header in ("suite", "point", "of", "before", "after", "change", "95% interval", "verdict"):
+    headers = ("suite", "point", "of", "before (mean)", "after (mean)", "change", "95% interval")
+    for header in (*headers, "verdict"):
         table.add_column(header)
     colour = {"same": "green", "faster": "cyan", "slower": "red"}
     for row in rows:
