@@ -70,6 +70,25 @@ class ProcessSpec(FrozenModel):
         prefix = ["env", *assignments] if assignments else []
         return " ".join([*prefix, shlex.join(hide_secret_args(self.argv))])
 
+    def shell_lines(self) -> list[str]:
+        """The same command to read and paste: `env`, one variable a line, then the command and
+        one option with its value a line, every line but the last ending in a backslash."""
+        env = [f"{var.name}={shlex.quote(var.shown_value)}" for var in self.env]
+        lines = ["env", *env] if env else []
+        groups: list[list[str]] = []
+        for word in hide_secret_args(self.argv):
+            is_option = word.startswith("-") and len(word) > 1 and not word[1].isdigit()
+            last = groups[-1] if groups else None
+            # an option takes at most one value; the words before the first option stay together
+            joins = last is not None and (not last[0].startswith("-") or len(last) == 1)
+            if is_option or not joins:
+                groups.append([word])
+            else:
+                assert last is not None
+                last.append(word)
+        lines += [shlex.join(group) for group in groups]
+        return [f"{line} \\" if n < len(lines) - 1 else line for n, line in enumerate(lines)]
+
 
 def merge_env(*layers: list[EnvVar]) -> list[EnvVar]:
     """Later layers win by name; the first layer's order is kept, new names are appended."""

@@ -37,7 +37,8 @@ def plan_view(plan: LaunchPlan) -> RenderableType:
                 style="bold",
             )
         )
-        parts.append(Text("   " + process.shell_line()))
+        lines = process.shell_lines()  # one option a line: a 1,400-character line reads badly
+        parts.append(Text("\n".join(["   " + lines[0], *("     " + line for line in lines[1:])])))
     parts += [Text(f"warning: {w}", style="yellow") for w in plan.warnings]
     return Group(*parts)
 
