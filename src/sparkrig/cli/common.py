@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,7 +26,11 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-console = Console()
+# A pipe or a file gets lines wide enough for every table: rich's default of 80 columns there
+# cut cells to "concurr…" in `bench | tee`. A terminal keeps its own width; COLUMNS wins.
+PIPE_WIDTH = 160
+_piped = not sys.stdout.isatty() and "COLUMNS" not in os.environ
+console = Console(width=PIPE_WIDTH if _piped else None)
 err_console = Console(stderr=True)
 
 
