@@ -102,7 +102,8 @@ def flag_cold_start(point: PointResult) -> None:
         point.warnings.append(
             f"cold engine: first request {first:.1f} vs steady median {point.summary.median:.1f} "
             f"({slower:.0%} slower); discarded as warm-up, not averaged in — a freshly started "
-            "DSpark runtime needs about five 500–700-token generations to reach steady state: "
-            "send those first (a `bench --suite decode --tokens 600` run, discarded) "
+            "engine reaches its steady speed only after some real generations (compiled "
+            "kernels, caches; a DSpark speculative runtime took about five 500–700-token "
+            "ones): send a few first (a `bench --suite decode --tokens 600` run, discarded) "
             "(docs/field-notes.md#warmup-penalty)"
         )
