@@ -95,7 +95,7 @@ def metrics(
     url: Annotated[str, typer.Argument(help="base URL of the server (its /metrics is read)")],
     as_json: JsonFlag = False,
 ) -> None:
-    """Scrape /metrics and show sparkrig's canonical quantities (None = not exposed)."""
+    """Scrape /metrics and show sparkrig's quantities; "not exposed" where the engine has none."""
     from sparkrig.client.probe import scrape_once
 
     snapshot = asyncio.run(scrape_once(url))
