@@ -193,7 +193,7 @@ def test_soak_refuses_to_replace_a_receipt_or_its_page_before_any_request(
     kept = receipt if existing == "receipt" else receipt.with_suffix(".html")
     kept.write_text(GOOD_RECEIPT)
     hits_before = len(fake.hits)
-    args = ["soak", fake.url("ok"), "--duration", "1", "--receipt", str(receipt)]
+    args = ["soak", fake.url("ok"), "--duration", "1", "--out", str(receipt)]  # as in bench
     one_line_failure(run_cli(*args), "--force", str(kept))
     assert kept.read_text() == GOOD_RECEIPT
     assert fake.hits[hits_before:] == []

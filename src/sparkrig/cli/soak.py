@@ -110,9 +110,14 @@ def soak(
         float,
         ranged("seconds per reported window", Range(low=1, high=defaults.SOAK_MAX_DURATION_S)),
     ] = defaults.SOAK_WINDOW_S,
-    receipt: Annotated[Path, typer.Option(help="receipt path (HTML page beside it)")] = Path(
-        "soak.json"
-    ),
+    receipt: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            "--receipt",
+            help="receipt path (HTML page beside it); --out as in bench and check",
+        ),
+    ] = Path("soak.json"),
     model: Annotated[str | None, typer.Option(help="model id [the server's first]")] = None,
     metrics_url: Annotated[
         str | None, typer.Option(help="where restarts are read [URL/metrics]")
@@ -143,7 +148,7 @@ def soak(
         ),
     ] = False,
     force: Annotated[
-        bool, typer.Option("--force", help="let --receipt replace an existing receipt and page")
+        bool, typer.Option("--force", help="let --out replace an existing receipt and page")
     ] = False,
     api_key_env: Annotated[
         str | None,
@@ -165,8 +170,8 @@ def soak(
     from sparkrig.client.probe import first_model_id
     from sparkrig.wire.trace_import import describe, import_trace, trace_summary
 
-    refuse_to_replace(receipt, force=force, flag="--receipt")  # both rewritten every window
-    refuse_to_replace(receipt.with_suffix(".html"), force=force, flag="--receipt's page")
+    refuse_to_replace(receipt, force=force, flag="--out")  # both rewritten every window
+    refuse_to_replace(receipt.with_suffix(".html"), force=force, flag="--out's page")
     refuse_replay_mixups(
         replay=replay,
         replay_format=replay_format,
