@@ -84,7 +84,7 @@ def test_plan_is_one_plain_vllm_serve_without_fabric_env(tmp_path: Path) -> None
         [SPARKRIG, "up", str(cluster_file)], capture_output=True, text=True, check=False
     )
     assert plan.returncode == 0, plan.stderr
-    out = " ".join(plan.stdout.split())
+    out = " ".join(plan.stdout.replace("\\\n", " ").split())  # the plan prints one option a line
     assert f"vllm serve {tmp_path / 'smollm2-bf16'} --served-model-name smollm2" in out
     assert "--gpu-memory-utilization 0.3" in out
     for absent in ("--nnodes", "--master-addr", "--headless", "NCCL_SOCKET_IFNAME", "enP7s7"):
