@@ -145,7 +145,7 @@ def test_a_telemetry_cluster_without_executors_names_the_ways_out(tmp_path: Path
         cluster_nodes(path)
     assert str(refused.value) == (
         "the cluster file has no [executor] — give it one (ssh) to sample its nodes, or leave "
-        "out --telemetry-cluster"
+        "out --cluster"
     )
     path.write_text(text + '[executor]\nkind = "netns"\ntarget = "ns"\n')
     assert sorted(cluster_nodes(path)) == ["a", "b"]

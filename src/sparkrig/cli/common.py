@@ -119,8 +119,9 @@ TelemetryFlag = Annotated[
 TelemetryClusterOption = Annotated[
     Path | None,
     typer.Option(
+        "--cluster",
         "--telemetry-cluster",
-        help="also sample every node of this cluster file through its \\[executor]",
+        help="the server's cluster file: also sample every node through its \\[executor]",
     ),
 ]
 

@@ -23,7 +23,7 @@ def diag(
         "sparkrig-diag.tar.gz"
     ),
     doctor: Annotated[
-        Path | None, typer.Option(help="a folder `sparkrig doctor --save` wrote")
+        Path | None, typer.Option(help="a folder `sparkrig doctor --out` wrote")
     ] = None,
     receipts: Annotated[Path | None, typer.Option(help="the folder of your receipts")] = None,
     latest: Annotated[int, ranged("how many of the newest receipts", COUNT)] = 5,
@@ -83,7 +83,7 @@ def diag(
     if doctor is not None:
         add_doctor(bundle, doctor)
     else:
-        bundle.missing.append("doctor captures: none given (`sparkrig doctor --save DIR`)")
+        bundle.missing.append("doctor captures: none given (`sparkrig doctor --out DIR`)")
     if receipts is not None:
         add_receipts(bundle, latest_receipts(receipts, latest))
     else:

@@ -18,8 +18,11 @@ def doctor(
     cluster_file: Annotated[
         Path | None, typer.Argument(help="cluster TOML; without it, this machine only")
     ] = None,
-    live: Annotated[
-        str | None, typer.Option("--live", help="the running server: model vs the file, /metrics")
+    server: Annotated[
+        str | None,
+        typer.Option(
+            "--server", "--live", help="a running server's URL: its model vs the file, /metrics"
+        ),
     ] = None,
     executor: Annotated[
         str | None,
@@ -42,12 +45,13 @@ def doctor(
             "a directory, else the Hugging Face cache)",
         ),
     ] = None,
-    save: Annotated[
-        Path | None, typer.Option("--save", help="also write every raw output to DIR/NODE/")
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "--save", help="also write every raw output to DIR/NODE/"),
     ] = None,
     load: Annotated[
         Path | None,
-        typer.Option("--load", help="check outputs saved with --save instead of collecting"),
+        typer.Option("--load", help="check outputs saved with --out instead of collecting"),
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:
@@ -75,14 +79,14 @@ def doctor(
         runners: dict[str, CommandRunner] = dict(executors_for(specs))
         pythons = {node: node_python(spec) for node, spec in specs.items()}
         captures = collect_for(runners, cluster, model_dir, pythons)
-    if save is not None:
-        save_captures(captures, save)
+    if out is not None:
+        save_captures(captures, out)
     report, no_plan = check_captures(captures, cluster, model_dir)
-    if live is not None:
+    if server is not None:
         from sparkrig.doctor.live import live_findings
 
         report = report.model_copy(
-            update={"findings": [*report.findings, *live_findings(live, cluster)]}
+            update={"findings": [*report.findings, *live_findings(server, cluster)]}
         )
     if as_json:
         print_json(report.model_dump(mode="json"))

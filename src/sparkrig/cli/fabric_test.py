@@ -61,7 +61,13 @@ def fabric_test_command(
     port: Annotated[int, ranged("master port on rank 0", PORT)] = defaults.FABRIC_TEST_PORT,
     checks: Annotated[bool, typer.Option("--checks/--no-checks", help="correctness first")] = True,
     liveness: Annotated[
-        float, ranged("seconds without a heartbeat before a node is named hung", WAIT_SECONDS)
+        float,
+        ranged(
+            "seconds without a heartbeat before a node is named hung",
+            WAIT_SECONDS,
+            "--liveness-timeout",
+            "--liveness",
+        ),
     ] = defaults.FABRIC_TEST_LIVENESS_S,
     python: Annotated[
         str | None,

@@ -76,7 +76,7 @@ def serve(
     record_prompts: bool | None = _flag("record_prompts", "--record-prompts/--no-record-prompts"),
     stretch: float | None = _flag("stretch", "--stretch"),
     stretch_first: int | None = _flag("stretch_first", "--stretch-first"),
-    drain_s: float | None = _flag("drain_s", "--drain-s"),
+    drain_s: float | None = _flag("drain_s", "--drain-timeout", "--drain-s"),
 ) -> None:
     """Serve UPSTREAM: stops on content only, one reasoning field, live guards, workload log.
 

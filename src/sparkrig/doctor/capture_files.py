@@ -1,6 +1,6 @@
 """Captures on disk: one folder per node, one `PROBE.out` per probe holding its stdout verbatim,
 and `meta.json` with the rest (command, exit status, skipped reason, stderr, clock times).
-`doctor --save DIR` writes them; `doctor --load DIR` and the tests read them back, so a capture
+`doctor --out DIR` writes them; `doctor --load DIR` and the tests read them back, so a capture
 from any host can be checked anywhere."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def save_captures(captures: dict[str, NodeCapture], directory: Path) -> list[Pat
     return written
 
 
-_FIX = "pass the folder `doctor --save` wrote, or save the capture again"
+_FIX = "pass the folder `doctor --out` wrote, or save the capture again"
 
 
 def load_node(folder: Path) -> NodeCapture:
@@ -93,6 +93,6 @@ def load_captures(directory: Path) -> dict[str, NodeCapture]:
     folders = sorted(p for p in directory.iterdir() if p.is_dir()) if directory.is_dir() else []
     if not folders:
         raise UsageError(
-            f"{directory} holds no node folders — pass the folder `doctor --save` wrote"
+            f"{directory} holds no node folders — pass the folder `doctor --out` wrote"
         )
     return {folder.name: load_node(folder) for folder in folders}

@@ -1,4 +1,4 @@
-"""`doctor --live URL`: the running server against the cluster file. `live_checks` is pure
+"""`doctor --server URL`: the running server against the cluster file. `live_checks` is pure
 (the /v1/models body and the /metrics text in, findings out); `live_findings` fetches them."""
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def _metrics_findings(text: str | None, cluster: Cluster | None) -> list[DoctorF
                 f"/metrics comes from {snapshot.engine or 'an unknown engine'}"
                 + (f"; the cluster file runs {expected}" if expected else ""),
                 "the URL does not reach the engine the cluster file starts",
-                "point --live at the head's API (`sparkrig status` prints it)",
+                "point --server at the head's API (`sparkrig status` prints it)",
             )
         ]
     return []
@@ -190,7 +190,7 @@ def live_findings(url: str, cluster: Cluster | None) -> list[DoctorFinding]:
                 "live-reachable",
                 "error",
                 seen[:300],
-                "--live checks need the running server",
+                "--server checks need the running server",
                 fix or "check the URL; `sparkrig status`",
             )
         ]

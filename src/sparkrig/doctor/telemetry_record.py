@@ -43,14 +43,14 @@ def cluster_nodes(cluster_file: Path | None, *, enabled: bool = True) -> dict[st
     reads, it never changes a host); none without a file, or with telemetry off."""
     if not enabled or cluster_file is None:
         return {}
-    # only a run given --telemetry-cluster loads these; `report` reads this module too
+    # only a run given --cluster loads these; `report` reads this module too
     from sparkrig.config import load_cluster  # noqa: PLC0415
     from sparkrig.launch.executors import reach_nodes  # noqa: PLC0415
     from sparkrig.launch.node_executors import ExecutorChoice  # noqa: PLC0415
 
     # bench and check have no --executor or --node: the file must name how nodes are reached
     choice = ExecutorChoice(
-        no_executor_fix="give it one (ssh) to sample its nodes, or leave out --telemetry-cluster"
+        no_executor_fix="give it one (ssh) to sample its nodes, or leave out --cluster"
     )
     return dict(reach_nodes(load_cluster(cluster_file), choice))
 

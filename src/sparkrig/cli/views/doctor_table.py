@@ -15,7 +15,7 @@ _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 def doctor_view(report: DoctorReport) -> Group:
     parts: list[RenderableType] = []
     # every place a finding names: the nodes, the cluster, and anything else (`live`: the
-    # running server of --live), so no counted finding goes unprinted
+    # running server of --server), so no counted finding goes unprinted
     nodes = [*report.nodes, "cluster"]
     nodes += sorted({f.node for f in report.findings} - set(nodes))
     for node in nodes:
