@@ -1,8 +1,9 @@
-"""docs/launch.md's "Proven on which vLLM" table counts the test functions that touch vLLM
-behaviour by what they ran against, and this test counts them again from the tests' own source:
-a function that takes the session's live CPU vLLM (`vllm_cpu`), one in a file that reads the GPU
-test bed's live captures of vLLM 0.26.0, and one in a file that reads another vLLM capture or
-stand-in (vLLM's own code replayed on a CPU, serve logs, /metrics texts, the fake `vllm`)."""
+"""The "Proven on which vLLM" table of docs/contributing/launch-evidence.md counts the test
+functions that touch vLLM behaviour by what they ran against, and this test counts them again from
+the tests' own source: a function that takes the session's live CPU vLLM (`vllm_cpu`), one in a
+file that reads the GPU test bed's live captures of vLLM 0.26.0, and one in a file that reads
+another vLLM capture or stand-in (vLLM's own code replayed on a CPU, serve logs, /metrics texts,
+the fake `vllm`)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import re
 from pathlib import Path
 
 TESTS = Path(__file__).parent
-DOC = TESTS.parent / "docs" / "launch.md"
+DOC = TESTS.parent / "docs" / "contributing" / "launch-evidence.md"
 GPU_LIVE = re.compile(r"tests\.vllm_live|fixtures\" / \"vllm\" / \"live\"|vllm/live")
 CAPTURE = re.compile(
     r"fixtures\" / \"vllm\"|vllm_metrics\.txt|fixtures/vllm|vllm_replay|fake_vllm|fake_ranks"

@@ -1,8 +1,8 @@
 """On a CPU cluster the fabric test's gloo data must cross the cables. The plan's
 GLOO_SOCKET_IFNAME is the control interface (right for an engine's bootstrap); with a management
-LAN that put every byte of the test on the LAN: the pair journey on the twin (docs/launch.md)
-measured 0 bytes on its cable and passed. Now gloo's data takes the cable facing the next rank,
-and a run whose cable counters stood still fails."""
+LAN that put every byte of the test on the LAN: the pair journey on the twin
+(docs/contributing/launch-evidence.md) measured 0 bytes on its cable and passed. Now gloo's data
+takes the cable facing the next rank, and a run whose cable counters stood still fails."""
 
 from __future__ import annotations
 
