@@ -236,8 +236,9 @@ def read_receipt(
     upgrade = older.get(version) if type(version) is int and version != schema_version else None
     if version != schema_version and upgrade is None:
         readable = ", ".join(str(v) for v in sorted([*older, schema_version]))
+        has = "no schema_version" if version is None else f"schema {json.dumps(version)}"
         raise UsageError(
-            f"{path} has {noun} receipt schema {version}, this sparkrig reads {readable} — use "
+            f"{path} has {noun} receipt {has}, this sparkrig reads {readable} — use "
             f"the sparkrig version that wrote it, or rerun `{written_by}`"
         )
     try:

@@ -345,7 +345,7 @@ async def test_gateway_serve_reads_the_cluster_files_server_defaults(tmp_path: P
             lines = [await asyncio.wait_for(process.stdout.readline(), 30) for _ in range(3)]
             match = re.search(r"gateway serve (http://\S+) -> ", lines[0].decode())
             assert match, lines
-            assert "server default chat_template_kwargs: {'thinking': True}" in lines[2].decode()
+            assert 'server default chat_template_kwargs: {"thinking": true}' in lines[2].decode()
             content, reasoning, finish = await ask(match.group(1), stream=True, stop=[STOP])
             assert "stop" not in upstream.received[-1]
             assert (content, reasoning, finish) == (ANSWER, REASONING, "stop")

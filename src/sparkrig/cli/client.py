@@ -64,7 +64,8 @@ def ask(
     if not (record.content or record.reasoning or record.tool_calls):
         raise SparkrigError(
             f"the server finished with an empty reply ({len(record.events)} events, "
-            f"finish_reason {record.finish_reason}, {_tokens(record.completion_tokens)}) — check "
+            f"finish_reason {record.finish_reason or 'not sent'}, "
+            f"{_tokens(record.completion_tokens)}) — check "
             "the model answers this prompt (its chat template, stop strings, --max-tokens)"
         )
     if not as_json:
@@ -72,9 +73,9 @@ def ask(
             console.print(f"(reasoning only) {record.reasoning}", markup=False, highlight=False)
         console.print(record.content, markup=False, highlight=False)
         console.print(
-            f"[dim]{_tokens(record.completion_tokens)} ({record.token_source}), "
+            f"[dim]{_tokens(record.completion_tokens)} ({record.token_source or 'not counted'}), "
             f"TTFT {_ms(record.ttft_s)}, decode {_rate(record.decode_tps)}, "
-            f"finish {record.finish_reason}[/]"
+            f"finish {record.finish_reason or 'not sent'}[/]"
         )
 
 

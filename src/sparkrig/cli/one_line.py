@@ -90,7 +90,8 @@ def describe_failure(exc: Exception) -> tuple[str, int] | None:
     if isinstance(exc, ValidationError):
         return f"{validation_problem(exc)} — correct that value (see --help)", _USAGE_EXIT
     if isinstance(exc, OSError) and exc.filename is not None and exc.errno != errno.EPIPE:
-        return f"{exc.filename}: {exc.strerror} — check the path and its permissions", 1
+        said = exc.strerror or type(exc).__name__
+        return f"{exc.filename}: {said} — check the path and its permissions", 1
     return None
 
 

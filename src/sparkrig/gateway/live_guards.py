@@ -78,8 +78,9 @@ def request_findings(thinking: ThinkingAsk, reply: ReplyText | None = None) -> l
         findings.append(
             LiveFinding(
                 detector=SWITCH_CONFLICT_DETECTOR,
-                evidence=f"one thinking switch on, one off (thinking {thinking.thinking} read; "
-                f"effort {thinking.effort!r})",
+                evidence=f"one thinking switch on, one off (thinking read as "
+                f"{_on_off(thinking.thinking)}; effort "
+                f"{'not set' if thinking.effort is None else repr(thinking.effort)})",
                 message=f"{_landed(reply)}: {SWITCH_CONFLICT}",
             )
         )
@@ -96,6 +97,10 @@ def request_findings(thinking: ThinkingAsk, reply: ReplyText | None = None) -> l
         for key in thinking.text_switches
     ]
     return findings
+
+
+def _on_off(switch: bool | None) -> str:
+    return "not set" if switch is None else "on" if switch else "off"
 
 
 def _landed(reply: ReplyText | None) -> str:

@@ -39,8 +39,8 @@ def reference_problem(records: Sequence[RequestRecord], what: str = "reference")
         if not (record.content or record.reasoning or record.tool_calls):
             return (
                 f"{what} reply {index} is empty ({len(record.events)} events, finish_reason "
-                f"{record.finish_reason}): empty replies cannot show agreement — check the "
-                "server answers this prompt (its chat template, its stop strings)"
+                f"{record.finish_reason or 'not sent'}): empty replies cannot show agreement — "
+                "check the server answers this prompt (its chat template, its stop strings)"
             )
     return None
 

@@ -232,8 +232,9 @@ def load_previous_receipt(path: Path) -> CheckReceipt:
     if not outputs:
         raise UsageError(
             f"{path} keeps no replies to compare with (a receipt of sparkrig "
-            f"{receipt.sparkrig_version}, guards {', '.join(receipt.guards) or 'none'}; exact, "
-            "determinism and load_accuracy keep theirs since --against exists) — rerun "
-            "`sparkrig check` with this version on the earlier build"
+            f"{receipt.sparkrig_version or '(version not recorded)'}, guards "
+            f"{', '.join(receipt.guards) or 'none'}; exact, determinism and load_accuracy keep "
+            "theirs since --against exists) — rerun `sparkrig check` with this version on the "
+            "earlier build"
         )
     return receipt

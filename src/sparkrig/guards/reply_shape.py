@@ -15,4 +15,4 @@ def answerless_shape(record: RequestRecord) -> str:
     reasoning = "no reasoning"
     if record.reasoning.strip():
         reasoning = f"reasoning {excerpt(record.reasoning, 60)!r}"
-    return f"finish {record.finish_reason}, {tokens}, {reasoning}"
+    return f"finish {record.finish_reason or 'not sent'}, {tokens}, {reasoning}"

@@ -30,12 +30,12 @@ class CheckSettings(BaseModel):
     load_concurrency: int | None = Field(
         default=None,
         ge=2,
-        description="load_accuracy's c = N (None: the server's slots from /props, else "
+        description="load_accuracy's c = N (default: the server's slots from /props, else "
         f"{defaults.CHECK_LOAD_CONCURRENCY_FALLBACK})",
     )
     slots: int | None = Field(
         default=None,
         ge=1,
-        description="requests the server decodes at once, for determinism over occupancy (None: "
-        f"llama.cpp's /props total_slots, else {defaults.CHECK_SLOTS_FALLBACK})",
+        description="requests the server decodes at once, for determinism over occupancy "
+        f"(default: llama.cpp's /props total_slots, else {defaults.CHECK_SLOTS_FALLBACK})",
     )

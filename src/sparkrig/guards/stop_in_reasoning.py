@@ -18,6 +18,7 @@ that never comes.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Final
 
@@ -65,7 +66,9 @@ def reply_budget(server_context: int | None) -> int:
 
 
 def no_reasoning_reason(family: ReasoningFamily, asked: dict[str, Any]) -> str:
-    how = f"asked with {asked}" if asked else "asked with no switch (none is known for it)"
+    how = "asked with no switch (none is known for it)"
+    if asked:
+        how = f"asked with {json.dumps(asked)}"
     return (
         f"the model cannot think here: {how} (family {family.name}), the server returned no "
         "reasoning (no reasoning template or parser), so stop strings cannot reach a chain of "
