@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from sparkrig.bench.corpus import corpus_sha256
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "pair-vllm.toml"
 # what pip says when it never reached the registry (its words since pip 20)
@@ -134,9 +136,17 @@ def test_lint_reads_vllms_parser_data_from_the_installed_package(
 def test_the_installed_recipes_and_corpus_are_found(
     installed: tuple[Path, Path, list[str]], outside: Path
 ) -> None:
-    """Every catalog recipe loads from the installed package and lints clean there."""
+    """Every catalog recipe loads from the installed package and lints clean there; bench's
+    prefill corpus reads whole."""
     sparkrig, _, _ = installed
     python = sparkrig.with_name("python")
+    corpus = run(
+        python,
+        "-c",
+        "from sparkrig.bench.corpus import corpus_sha256; print(corpus_sha256())",
+        cwd=outside,
+    )
+    assert (corpus.returncode, corpus.stdout.strip()) == (0, corpus_sha256()), corpus.stderr
     listed = run(
         python,
         "-c",
