@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint lock clean
+.PHONY: demo test lint docs lock clean
 
 demo: $(VENV)/.runtime
 	$(BIN)/sparkrig demo
@@ -24,6 +24,11 @@ lint: $(VENV)/.dev
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy
+
+# docs/cli.md's option reference, from the commands themselves (tests/cli/test_cli_reference.py
+# fails while it is stale)
+docs: $(VENV)/.runtime
+	$(BIN)/python scripts/cli_reference.py
 
 $(VENV)/.runtime: pyproject.toml requirements-dev.lock
 	bash scripts/ensure-build-tools
