@@ -10,12 +10,14 @@ happens inside the command that needs it, so `sparkrig --help` stays fast.
 from __future__ import annotations
 
 from sparkrig.cli.common import app
+from sparkrig.cli.help_text import reflow_help
 from sparkrig.cli import engine, serve, cluster_file, client, bench, check, soak  # noqa: F401
 from sparkrig.cli import diag, doctor, fabric, fabric_test, gateway, stall, workload  # noqa: F401 - fabric_test registers `fabric test`
 
 app.add_typer(fabric.fabric_app, name="fabric")
 app.add_typer(gateway.gateway_app, name="gateway")
 app.add_typer(workload.workload_app, name="workload")
+reflow_help(app)
 
 __all__ = ["app", "main"]
 
