@@ -220,10 +220,14 @@ class Cluster(FrozenModel):
     nodes: list[Node] = Field(min_length=1, description="the boxes, head first by default")
     cables: list[Cable] = Field(default_factory=list, description="`a.p0 <-> b.p1` strings")
     switch: Switch | None = Field(default=None, description="a switch, when there is one")
-    fabric: FabricSettings = Field(default_factory=FabricSettings)
+    fabric: FabricSettings = Field(
+        default_factory=FabricSettings, description="how the cables are addressed and used"
+    )
     engine: EngineSettings | None = Field(default=None, description="the engine to launch")
     model: ModelSettings | None = Field(default=None, description="the model it serves")
-    profile: ServingProfile = Field(default_factory=ServingProfile)
+    profile: ServingProfile = Field(
+        default_factory=ServingProfile, description="the serving profile `up` starts by default"
+    )
     profiles: dict[Name, ServingProfile] = Field(
         default_factory=dict, description="named alternatives to [profile], for --profile"
     )

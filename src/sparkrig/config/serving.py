@@ -85,7 +85,9 @@ class EngineSettings(FrozenModel):
     master_port: int = Field(
         default=defaults.LAUNCH_MASTER_PORT, ge=1, le=65535, description="torch/TCPStore port"
     )
-    ray_port: int = Field(default=defaults.LAUNCH_RAY_PORT, ge=1, le=65535)
+    ray_port: int = Field(
+        default=defaults.LAUNCH_RAY_PORT, ge=1, le=65535, description="Ray head port (backend ray)"
+    )
     rpc_port: int = Field(
         default=defaults.LAUNCH_RPC_PORT, ge=1, le=65535, description="ggml-rpc-server port"
     )
@@ -137,7 +139,7 @@ class EngineSettings(FrozenModel):
         pattern=r"^\d+\.\d+(\.\d+)?$",
         description="vLLM release the nodes run: an exact release (0.30.0) or a series (0.30, "
         "its newest release sparkrig has data for); lint judges the file against that "
-        "release's own parser and sizing code (default: defaults.VLLM_DEFAULT_VERSION)",
+        f"release's own parser and sizing code (default: {defaults.VLLM_DEFAULT_VERSION})",
     )
     device: Literal["gpu", "cpu"] = Field(
         default="gpu",
@@ -190,7 +192,9 @@ class SpeculativeSettings(FrozenModel):
 
     method: str = Field(description="e.g. dspark, mtp, eagle")
     num_speculative_tokens: int = Field(ge=1, description="k: tokens drafted per step")
-    draft_sample_method: Literal["greedy", "probabilistic"] | None = None
+    draft_sample_method: Literal["greedy", "probabilistic"] | None = Field(
+        default=None, description="how the drafter samples its tokens"
+    )
     runtime: Literal["dspark-legacy", "anemll"] | None = Field(
         default=None,
         description="DSpark runtime lineage: dspark-legacy hardcodes a block width of 5 "
@@ -232,19 +236,27 @@ class ServingProfile(FrozenModel):
         description="vLLM --pipeline-parallel-size: the model's layers split in stages across "
         "nodes (default: 1, no pipeline)",
     )
-    max_model_len: int | None = Field(default=None, ge=1)
-    max_num_seqs: int | None = Field(default=None, ge=1)
-    max_num_batched_tokens: int | None = Field(default=None, ge=1)
+    max_model_len: int | None = Field(
+        default=None, ge=1, description="vLLM --max-model-len: longest context a request may hold"
+    )
+    max_num_seqs: int | None = Field(
+        default=None, ge=1, description="vLLM --max-num-seqs: sequences served at once"
+    )
+    max_num_batched_tokens: int | None = Field(
+        default=None, ge=1, description="vLLM --max-num-batched-tokens: tokens a step may schedule"
+    )
     kv_cache_dtype: str | None = Field(default=None, description="e.g. fp8, nvfp4_ds_mla")
     block_size: int | None = Field(default=None, ge=1, description="KV page block size")
-    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
+    gpu_memory_utilization: float | None = Field(
+        default=None, gt=0, le=1, description="vLLM --gpu-memory-utilization: share of GPU memory"
+    )
     cpu_kvcache_gib: int | None = Field(
         default=None,
         ge=1,
         le=4096,
         description="vLLM's CPU build: KV cache in GiB (VLLM_CPU_KVCACHE_SPACE), instead of "
         "gpu_memory_utilization, which there counts the host's memory (default: "
-        "defaults.VLLM_CPU_KVCACHE_GIB)",
+        f"{defaults.VLLM_CPU_KVCACHE_GIB})",
     )
     max_cudagraph_capture_size: int | None = Field(
         default=None,
@@ -252,7 +264,9 @@ class ServingProfile(FrozenModel):
         description="default: derived with speculative decoding, the smallest size on vLLM's "
         "capture grid whose graphs hold max_num_seqs × (k+1) tokens (6 seqs, k=5: 40)",
     )
-    speculative: SpeculativeSettings | None = None
+    speculative: SpeculativeSettings | None = Field(
+        default=None, description="[profile.speculative]: speculative decoding (none: off)"
+    )
     generation_overrides: dict[str, float | int | str] = Field(
         default_factory=dict,
         description="vLLM --override-generation-config (e.g. repetition_penalty)",
@@ -293,7 +307,7 @@ class ServingProfile(FrozenModel):
 class RecipeInfo(FrozenModel):
     """`[recipe]`: a catalog entry's name and where each value comes from."""
 
-    title: str
+    title: str = Field(description="the recipe's one-line name")
     sources: dict[str, str] = Field(
         description="dotted key (e.g. profile.max_num_seqs) -> the field report behind it"
     )
