@@ -61,7 +61,11 @@ def embedded_server(
 
 
 def check_port_free(host: str, port: int) -> None:
+    """Whether a server could listen on the port now. SO_REUSEADDR, as llama-server and vLLM set
+    it: a port whose last server stopped a moment ago (its connections in TIME_WAIT for a minute)
+    is free to them, and only a listener makes it busy."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError as exc:
