@@ -31,6 +31,7 @@ from sparkrig.launch.local import free_port
 from sparkrig.launch.state import load_state
 from sparkrig.paths import STATE_ENV, cache_dir
 from tests.conftest import SPARKRIG
+from tests.docs.tutorial import journey_mismatches
 from tests.fabric.netns_lab import PORTS
 from tests.journey.journey import Journey
 from tests.twin import NODE_DISK, Twin, cluster_twin, why_twin_unavailable
@@ -159,7 +160,7 @@ def test_two_nodes_from_cables_to_a_verified_vllm_and_back(
     before = snapshot(twin)
 
     # cables: found from the wires, planned, applied on both nodes over ssh
-    discover = journey.sparkrig("fabric", "discover", cf, "--json")
+    discover = journey.sparkrig("fabric", "discover", cf, "--write", "--json")
     assert discover.returncode == 0, discover.stderr
     assert json.loads(discover.stdout) == [CABLE]
     plan = journey.sparkrig("fabric", "plan", cf, "--out", str(journey.folder / "plan"))
@@ -326,3 +327,6 @@ def test_two_nodes_from_cables_to_a_verified_vllm_and_back(
         masters = ["pgrep", "-f", f"ControlPath=.*sparkrig-ssh-.* {address} "]
         assert subprocess.run(masters, check=False, capture_output=True).stdout == b"", address
     record_property("journey_seconds", round(journey.seconds(), 1))
+    # the pair tutorial shows this journey's commands and output: it still says what they print
+    tutorial = Path(__file__).parents[2] / "docs" / "tutorials" / "pair.md"
+    assert not journey_mismatches(tutorial, "tests/journey/test_pair_journey.py", journey.steps)
