@@ -105,9 +105,10 @@ class _Session:
         return result["result"].get("value")
 
 
-def view_page(page: Path, chromium: str) -> PageView:
-    """Start Chromium with a fresh profile, look at `page`, stop Chromium and every process it
-    started (its own session), then remove the profile."""
+def view_page(page: Path, chromium: str, height: int | None = None) -> PageView:
+    """Start Chromium with a fresh profile, look at `page` (its whole length, or its first
+    `height` pixels), stop Chromium and every process it started (its own session), then remove
+    the profile."""
     profile = tempfile.mkdtemp(prefix="sparkrig-chromium-")
     try:
         proc = subprocess.Popen(
@@ -118,7 +119,7 @@ def view_page(page: Path, chromium: str) -> PageView:
         )
         try:
             port = _devtools_port(Path(profile) / "DevToolsActivePort")
-            return asyncio.run(_view(page.resolve().as_uri(), port))
+            return asyncio.run(_view(page.resolve().as_uri(), port, height))
         finally:
             _stop_session(proc)
     finally:
@@ -169,7 +170,12 @@ def _devtools_port(port_file: Path) -> str:
     raise RuntimeError(f"Chromium wrote no {port_file.name} in 30 s")
 
 
-_PAGE_SIZE = "({w: document.documentElement.scrollWidth, h: document.documentElement.scrollHeight})"
+# The page's own height: not less than the window's, which a short page would leave blank.
+_PAGE_SIZE = (
+    "({w: document.documentElement.scrollWidth, h: Math.min("
+    "document.documentElement.scrollHeight, "
+    "Math.ceil(document.body.getBoundingClientRect().bottom) + 16)})"
+)
 _CHART_BOXES = (
     "[...document.querySelectorAll('svg')].map(s => { const r = s.getBoundingClientRect(); "
     "return {x: Math.round(r.x + scrollX), y: Math.round(r.y + scrollY), "
@@ -177,7 +183,7 @@ _CHART_BOXES = (
 )
 
 
-async def _view(url: str, port: str) -> PageView:
+async def _view(url: str, port: str, height: int | None = None) -> PageView:
     async with aiohttp.ClientSession() as http:
         async with http.get(f"http://127.0.0.1:{port}/json/list") as response:
             targets = await response.json()
@@ -193,13 +199,13 @@ async def _view(url: str, port: str) -> PageView:
             await session.call(
                 "Emulation.setDeviceMetricsOverride",
                 width=size["w"],
-                height=size["h"],
+                height=min(size["h"], height or size["h"]),
                 deviceScaleFactor=1,
                 mobile=False,
             )
             charts = await session.evaluate(_CHART_BOXES)
             shot = await session.call(
-                "Page.captureScreenshot", format="png", captureBeyondViewport=True
+                "Page.captureScreenshot", format="png", captureBeyondViewport=height is None
             )
             png = shot["data"]
             ink = await session.evaluate(
