@@ -68,4 +68,3 @@ def test_a_broken_link_and_a_missing_anchor_are_caught(tmp_path: Path) -> None:
         "gone.md does not exist",
         "#nope names no heading of page.md",
     ]
-
