@@ -25,12 +25,13 @@ lint: $(VENV)/.dev
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy
 
-# The generated parts of the docs: docs/cli.md's option reference, from the commands themselves,
-# and docs/cluster-file.md's table of keys, from the models the file is read with
-# (tests/cli/test_cli_reference.py and tests/docs/test_cluster_file_doc.py fail while stale)
+# The generated parts of the docs: docs/cli.md's option reference, from the commands themselves;
+# docs/cluster-file.md's table of keys, from the models the file is read with; docs/receipts.md's
+# tables of fields, from the models the receipts are written with (tests/cli/test_cli_reference.py,
+# tests/docs/test_cluster_file_doc.py and tests/docs/test_receipts_doc.py fail while stale)
 docs: $(VENV)/.runtime
 	$(BIN)/python scripts/cli_reference.py
-	$(BIN)/python scripts/cluster_file_reference.py
+	$(BIN)/python scripts/model_reference.py
 
 $(VENV)/.runtime: pyproject.toml requirements-dev.lock
 	bash scripts/ensure-build-tools

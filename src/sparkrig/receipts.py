@@ -28,6 +28,13 @@ from sparkrig import __version__
 from sparkrig.json_files import read_receipt, write_atomically
 
 Upgrade = Callable[[dict[str, Any]], dict[str, Any]]
+KIND = "which receipt this is; sparkrig reads the file as the kind it names"
+"""The description of `kind`, where a receipt kind pins it to its literal."""
+SCHEMA_VERSION = (
+    "the layout of this kind the file was written in; an older one this sparkrig still reads "
+    "is upgraded as the file loads"
+)
+"""The description of `schema_version`, where a receipt kind pins it to its literal."""
 AnyReceiptModel = TypeVar("AnyReceiptModel", bound="ReceiptHeader")
 
 
@@ -39,34 +46,51 @@ class ReceiptHeader(BaseModel):
     UPGRADES: ClassVar[Mapping[int, Upgrade]] = {}
     KINDLESS: ClassVar[Callable[[dict[str, Any]], bool] | None] = None
 
-    kind: str = Field(description="which receipt this is: sparkrig-bench, sparkrig-check, ...")
-    schema_version: int = Field(description="the layout of this kind; older ones are upgraded")
+    kind: str = Field(description=KIND)
+    schema_version: int = Field(description=SCHEMA_VERSION)
     sparkrig_version: str | None = Field(
         default=__version__,
-        description="the sparkrig that wrote it (None: written before sparkrig recorded it)",
+        description="the sparkrig version that wrote it (unset in files written before "
+        "sparkrig recorded it)",
     )
     created_at: AwareDatetime = Field(
-        default_factory=lambda: datetime.now(UTC), description="when the run started, with zone"
+        default_factory=lambda: datetime.now(UTC),
+        description="when the run started, with its time zone",
     )
     host: str | None = Field(
         default_factory=socket.gethostname,
-        description="where sparkrig ran (None: written before sparkrig recorded it)",
+        description="the host name of the machine sparkrig ran on (unset in files written "
+        "before sparkrig recorded it)",
     )
     base_url: str | None = Field(
-        default=None, description="the endpoint measured; None for a receipt of no endpoint"
+        default=None,
+        description="the endpoint measured; unset in a receipt of no endpoint (a fabric test)",
     )
-    model: str | None = Field(default=None, description="the model served at base_url")
-    engine: str | None = Field(default=None, description="engine recognised from /metrics")
+    model: str | None = Field(
+        default=None,
+        description="the model served at base_url; unset in a receipt of no endpoint",
+    )
+    engine: str | None = Field(
+        default=None,
+        description="the engine, as its /metrics names it (llama.cpp, vllm); unset where it "
+        "was not recognised, and in the kinds that do not record it (soak, fabric test)",
+    )
     engine_build: str | None = Field(
         default=None,
         description="the engine build that served (variant, repack on or off) when sparkrig "
-        "started it; None for a server started elsewhere",
+        "started the server; unset for a server started elsewhere, and in soak and fabric test "
+        "receipts",
     )
-    complete: bool = Field(default=False, description="False while running or if interrupted")
+    complete: bool = Field(
+        default=False,
+        description="the run finished; false while it runs, and in a run interrupted or "
+        "stopped early (the file keeps what it measured until then)",
+    )
     measured: bool | None = Field(
         default=None,
-        description="the receipt holds at least one figure; False: it holds none (None: this "
-        "kind or version did not record it)",
+        description="the receipt holds at least one figure; false: it holds none; unset until "
+        "the run closes (in a bench, check or fabric test stopped part way) and in files "
+        "written before sparkrig recorded it",
     )
 
     @classmethod

@@ -4,29 +4,17 @@ every key of that table."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import tomllib
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from sparkrig.config.loading import parse_cluster
+from tests.docs.model_reference import model_reference
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "cluster-file.md"
 _COMMENTED_KEY = re.compile(r"^# (\[\[?[a-z_.]+\]\]?(\s+#.*)?|[a-z_]+ = .*)$")
-
-
-def _reference() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "ref", ROOT / "scripts" / "cluster_file_reference.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def example(text: str) -> str:
@@ -56,8 +44,11 @@ def key_paths(table: Any, prefix: str = "") -> set[str]:
 
 
 def test_the_table_of_keys_is_current() -> None:
+    reference = model_reference()
     text = DOC.read_text()
-    assert _reference().updated(text) == text, "docs/cluster-file.md is stale: run `make docs`"
+    assert reference.updated(reference.CLUSTER_FILE, text) == text, (
+        "docs/cluster-file.md is stale: run `make docs`"
+    )
 
 
 def test_the_annotated_example_validates_as_written_and_with_every_key_on() -> None:
@@ -68,11 +59,11 @@ def test_the_annotated_example_validates_as_written_and_with_every_key_on() -> N
 
 def test_the_annotated_example_shows_every_key() -> None:
     shown = key_paths(tomllib.loads(switched_on(example(DOC.read_text()))))
-    keys = {key for key, _, _ in _reference().rows()}
+    keys = {key for key, _, _ in model_reference().rows()}
     assert keys - shown == set(), "add these to the annotated example in docs/cluster-file.md"
 
 
 def test_a_key_left_out_of_the_example_is_caught() -> None:
     without = switched_on(example(DOC.read_text())).replace("\nmtu = 9000", "\n")
-    keys = {key for key, _, _ in _reference().rows()}
+    keys = {key for key, _, _ in model_reference().rows()}
     assert keys - key_paths(tomllib.loads(without)) == {"fabric.mtu"}

@@ -46,13 +46,13 @@ class ActivityNote(BaseModel):
 
 
 class IdleGap(BaseModel):
-    idle_s: float | None = Field(description="seconds idle before the run; None: not known")
+    idle_s: float | None = Field(description="seconds idle before the run; unset: not known")
     fresh: bool = Field(
         default=False, description="the counter reads 0: it has served nothing since it started"
     )
     basis: str = Field(description="how it was known, or why it is not")
     decay_s: float = Field(description="the idle time after which the warm state decays")
-    over_decay: bool | None = Field(description="idle_s > decay_s; None when not known")
+    over_decay: bool | None = Field(description="idle_s > decay_s; unset when not known")
 
 
 def activity_path(base_url: str) -> Path:

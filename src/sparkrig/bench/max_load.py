@@ -84,15 +84,15 @@ class MaxLoadProbe(BaseModel):
 
 
 class MaxLoadResult(BaseModel):
-    slo: str
+    slo: str = Field(description="the objective searched for (--slo), e.g. ttft_p99=2s")
     low: int = Field(description="lowest level of the search range")
     high: int = Field(description="highest level of the search range")
     precision: str = Field(default=PRECISION, description="when the search stops")
     highest_meeting: int | None = Field(
-        description="highest probed level that met the SLO; None when even `low` failed"
+        description="highest probed level that met the SLO; unset when even `low` failed"
     )
     lowest_failing: int | None = Field(
-        description="lowest probed level that failed; None when `high` met (the range's top "
+        description="lowest probed level that failed; unset when `high` met (the range's top "
         "is a floor of the answer, not the answer)"
     )
     resolved: bool = Field(

@@ -84,14 +84,41 @@ class Discarded(BaseModel):
 
 
 class PointResult(BaseModel):
-    suite: str
-    name: str
+    suite: str = Field(
+        description="the suite that measured it: decode, concurrency, prefill, spec, "
+        "multiturn or max-load"
+    )
+    name: str = Field(
+        description="the point within its suite, e.g. count (a decode content type), c=8, "
+        "c=8 cached, 2048 cold (a prefill depth); suite and name are what compare matches"
+    )
     metric: str = Field(description="what each sample's value measures, with its unit")
-    summary: PointSummary | None = None
-    samples: list[Sample] = Field(default_factory=list)
-    warmup_values: list[float] = Field(default_factory=list)
-    discarded: list[Discarded] = Field(default_factory=list)
-    warnings: list[str] = Field(default_factory=list)
+    summary: PointSummary | None = Field(
+        default=None,
+        description="the kept samples of every round, summarized in metric's unit: n, mean, "
+        "median, min, max, sd and the 95% interval; unset before the first kept sample",
+    )
+    samples: list[Sample] = Field(
+        default_factory=list,
+        description="every kept sample, in order: its value, its round, the requests it rests "
+        "on (token counts, TTFT, decode rate, clock stamps), the server's counter deltas, and "
+        "what the detectors and the token accounting found",
+    )
+    warmup_values: list[float] = Field(
+        default_factory=list,
+        description="each warm-up's value in metric's unit, in order; never part of the figure",
+    )
+    discarded: list[Discarded] = Field(
+        default_factory=list,
+        description="samples thrown away and taken again, each with why (e.g. a failed "
+        "request, foreign traffic, a server restart) and the kept samples before it",
+    )
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="what a reader of this figure must know, in words: imprecise, two "
+        "speeds, client-limited, a cold engine, a cold prefill the server's counters do not "
+        "confirm, prefix reuse missed, a run of discards",
+    )
     invalid: bool = Field(default=False, description="the figure is not valid: invalid_reasons")
     invalid_reasons: list[str] = Field(
         default_factory=list,
@@ -104,7 +131,7 @@ class PointResult(BaseModel):
     spot_check: SpotCheck | None = Field(
         default=None,
         description="the point's correctness spot check: questions right alone, asked again at "
-        "this point's load (bench/spot_check.py); None in receipts from before it",
+        "this point's load (bench/spot_check.py); unset in receipts from before it",
     )
     witness: CountWitness | None = Field(
         default=None,
@@ -141,7 +168,7 @@ class PointResult(BaseModel):
         default=None,
         description="a prefill point's prompt: the text it was cut from, its length as the "
         "server's /tokenize counts it, and how the depth was made (docs/metrics.md#prefill-text); "
-        "None for the other suites and in receipts from before it",
+        "unset for the other suites and in receipts from before it",
     )
     requests_sent: int = Field(
         default=0, description="requests sent, warm-up included, the logprobs witness not"
@@ -151,7 +178,7 @@ class PointResult(BaseModel):
     )
     first_error: str | None = Field(default=None, description="the first failure's message")
     load: int | None = Field(
-        default=None, description="a --find-max-load probe's concurrent streams; else None"
+        default=None, description="a --find-max-load probe's concurrent streams; else unset"
     )
     arrivals: ArrivalSummary | None = Field(
         default=None, description="with --arrivals: offered against achieved rate"

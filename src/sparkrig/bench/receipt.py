@@ -15,7 +15,13 @@ from sparkrig.bench.steady_warmup import SteadyWarmup
 from sparkrig.bench.validity import INVALID_ERRORS
 from sparkrig.client.live_kv_pool import LiveKvPool
 from sparkrig.launch.state import BootRecord
-from sparkrig.receipts import ReceiptHeader, load_receipt_file, save_receipt_file
+from sparkrig.receipts import (
+    KIND,
+    SCHEMA_VERSION,
+    ReceiptHeader,
+    load_receipt_file,
+    save_receipt_file,
+)
 
 _CLOSING_WARNINGS = ("nothing was measured", "malformed replies: ", "error rate: ")
 
@@ -23,12 +29,21 @@ _CLOSING_WARNINGS = ("nothing was measured", "malformed replies: ", "error rate:
 class BenchReceipt(ReceiptHeader):
     WRITTEN_BY: ClassVar[str] = "sparkrig bench"
 
-    kind: Literal["sparkrig-bench"] = "sparkrig-bench"
-    schema_version: Literal[1] = 1
-    base_url: str
-    model: str
-    suites: list[str]
-    settings: BenchSettings
+    kind: Literal["sparkrig-bench"] = Field(default="sparkrig-bench", description=KIND)
+    schema_version: Literal[1] = Field(default=1, description=SCHEMA_VERSION)
+    base_url: str = Field(description="the server's base URL the requests went to (no /v1)")
+    model: str = Field(
+        description="the model id every request named: --model, else the first the server "
+        "lists at /v1/models"
+    )
+    suites: list[str] = Field(
+        description="the suites run, in order (decode, concurrency, prefill, spec, multiturn; "
+        "max-load for --find-max-load); a suite skipped or stopped says why in `warnings`"
+    )
+    settings: BenchSettings = Field(
+        description="every setting of the run, most of them `sparkrig bench`'s options; "
+        "compare refuses two receipts whose settings, model or suites differ"
+    )
     steady_warmup: SteadyWarmup | None = Field(
         default=None, description="with --warmup-steady: each warm-up generation's decode rate"
     )
@@ -40,26 +55,35 @@ class BenchReceipt(ReceiptHeader):
     startup: BootRecord | None = Field(
         default=None,
         description="how the measured server booted (phases per rank, the slowest, the KV "
-        "pool), when sparkrig started it; None for a server started elsewhere",
+        "pool), when sparkrig started it; unset for a server started elsewhere",
     )
     kv_pool: LiveKvPool | None = Field(
         default=None,
         description="the KV pool the server reported when the run began (vLLM's "
         "cache_config_info, llama-server's /slots), where `startup` has none: a server started "
-        "elsewhere; None where the engine reports none",
+        "elsewhere; unset where the engine reports none",
     )
     pairing: str | None = Field(
         default=None,
         description="shared by the two receipts of one `bench --paired-with` run, whose rounds "
         "alternated between the two servers; compare then judges on paired round differences",
     )
-    points: list[PointResult] = Field(default_factory=list)
+    points: list[PointResult] = Field(
+        default_factory=list,
+        description="one per point (a suite at one setting), in the order first measured; each "
+        "later round adds its samples to the same point",
+    )
     max_load: MaxLoadResult | None = Field(
         default=None,
         description="--find-max-load: the highest level meeting the SLO, the lowest failing, "
         "and every probe in order; set when the run closes",
     )
-    warnings: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="what a reader of the whole run must know, in words: a suite skipped or "
+        "stopped, no /metrics, a warm-up that never steadied, the share of failed requests, "
+        "nothing measured",
+    )
 
     @model_validator(mode="before")
     @classmethod

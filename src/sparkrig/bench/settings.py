@@ -37,7 +37,13 @@ class BenchSettings(BaseModel):
         description="the only sample counts (past min_samples) at which a point may stop on "
         "precision, declared in advance; the cap is the last look",
     )
-    warmup_requests: int = Field(default=defaults.BENCH_WARMUP_REQUESTS, ge=0)
+    warmup_requests: int = Field(
+        default=defaults.BENCH_WARMUP_REQUESTS,
+        ge=0,
+        description="warm-ups before a point's samples, each one sample's requests, in the "
+        "first round (every round where the warm-up fills the prefix cache on purpose); their "
+        "values are kept apart, never part of the figure",
+    )
     warmup_steady: bool = Field(
         default=False,
         description="before the first point, warm the engine with "

@@ -16,13 +16,23 @@ from pydantic import BaseModel, Field
 from sparkrig import defaults
 from sparkrig.client import ChatRequest, EndpointClient, RequestRecord
 from sparkrig.client.metrics import MetricsDelta
-from sparkrig.receipts import ReceiptHeader, Upgrade, load_receipt_file, save_receipt_file
+from sparkrig.receipts import (
+    KIND,
+    SCHEMA_VERSION,
+    ReceiptHeader,
+    Upgrade,
+    load_receipt_file,
+    save_receipt_file,
+)
 
 
 class SmokeResult(BaseModel):
     name: str = Field(description="which smoke request this was")
     concurrent_with: int = Field(default=1, description="requests in flight together")
-    record: RequestRecord
+    record: RequestRecord = Field(
+        description="the request's whole record: clock stamps (ns), every output event, the "
+        "text, token counts, finish reason, any error (docs/metrics.md)"
+    )
 
 
 def smoke_schema_1(raw: dict[str, Any]) -> dict[str, Any]:
@@ -62,14 +72,24 @@ class SmokeReceipt(ReceiptHeader):
     UPGRADES: ClassVar[dict[int, Upgrade]] = {1: smoke_schema_1}
     KINDLESS: ClassVar[Callable[[dict[str, Any]], bool] | None] = is_smoke_schema_1
 
-    kind: Literal["sparkrig-smoke"] = "sparkrig-smoke"
-    schema_version: Literal[2] = 2
-    base_url: str
-    model: str
+    kind: Literal["sparkrig-smoke"] = Field(default="sparkrig-smoke", description=KIND)
+    schema_version: Literal[2] = Field(default=2, description=SCHEMA_VERSION)
+    base_url: str = Field(description="the base URL of the llama-server the demo started")
+    model: str = Field(description="the model id that llama-server served the model under")
     engine_binary: str | None = Field(default=None, description="the engine program that served")
-    results: list[SmokeResult] = Field(default_factory=list)
-    metrics_delta: MetricsDelta | None = None
-    warnings: list[str] = Field(default_factory=list)
+    results: list[SmokeResult] = Field(
+        default_factory=list,
+        description="one per smoke request, saved as each lands: count, json, then the "
+        "concurrent ones",
+    )
+    metrics_delta: MetricsDelta | None = Field(
+        default=None,
+        description="the server's /metrics across the whole smoke: counters as differences, "
+        "gauges as the later value; unset when /metrics could not be read (warnings says so)",
+    )
+    warnings: list[str] = Field(
+        default_factory=list, description="what went wrong around the requests, in words"
+    )
     check_failed: list[str] = Field(
         default_factory=list, description="guards of the demo's quick battery that failed"
     )

@@ -8,28 +8,45 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
-from sparkrig.receipts import ReceiptHeader, Upgrade, load_receipt_file, save_receipt_file
+from sparkrig.receipts import (
+    KIND,
+    SCHEMA_VERSION,
+    ReceiptHeader,
+    Upgrade,
+    load_receipt_file,
+    save_receipt_file,
+)
 
 SoakStatus = Literal["running", "complete", "interrupted", "upstream_lost"]
 
 
 class SoakWindow(BaseModel):
-    index: int
+    index: int = Field(description="the window's number, from 0")
     start_s: float = Field(description="seconds from the soak's start")
-    end_s: float
+    end_s: float = Field(description="seconds from the soak's start")
     partial: bool = Field(default=False, description="cut short (end of run, or upstream gone)")
     requests: int = Field(description="requests that finished in this window")
     errors: int = Field(description="requests lost: no complete reply")
     bad_outputs: int = Field(description="complete replies a detector found broken")
-    output_tokens: int
+    output_tokens: int = Field(
+        description="tokens of the window's complete replies, as the server counted them (a "
+        "reply it gave no count for adds none)"
+    )
     aggregate_tps: float | None = Field(description="output tokens / window length")
     per_stream_tps_median: float | None = Field(description="median of each reply's decode rate")
-    ttft_p50_s: float | None = None
-    ttft_p95_s: float | None = None
-    ttft_p99_s: float | None = None
+    ttft_p50_s: float | None = Field(
+        default=None,
+        description="seconds to the first token of the window's complete replies, median "
+        "(nearest rank); unset when none had one",
+    )
+    ttft_p95_s: float | None = Field(default=None, description="the same, 95th percentile")
+    ttft_p99_s: float | None = Field(default=None, description="the same, 99th percentile")
     findings: dict[str, int] = Field(default_factory=dict, description="detector -> count")
     restarts: int | None = Field(
-        default=None, description="server restarts seen in /metrics; None: /metrics unreadable"
+        default=None,
+        description="1 when /metrics showed the server restarted during the window (its "
+        "process start time changed, or a counter went backwards), else 0; unset where "
+        "/metrics could not be read",
     )
     kinds: dict[str, int] = Field(default_factory=dict, description="traffic kind -> requests")
     first_ttft_s: float | None = Field(
@@ -43,7 +60,7 @@ class SoakWindow(BaseModel):
     late_ms_p50: float | None = Field(
         default=None,
         description="--paced: how late the client sent this window's requests against their "
-        "trace offsets, median (ms); None in the closed loop",
+        "trace offsets, median (ms); unset in the closed loop",
     )
     late_ms_p99: float | None = Field(default=None, description="--paced: 99th percentile")
     late_ms_max: float | None = Field(default=None, description="--paced: the latest send")
@@ -61,7 +78,7 @@ class SoakPacing(BaseModel):
     sent: int = Field(description="requests sent (fewer when --duration ends the run first)")
     offered_per_s: float | None = Field(
         description="the schedule's rate over the requests sent: (sent - 1) ÷ the last one's "
-        "offset; None for one request or a zero span"
+        "offset; unset for one request or a zero span"
     )
     achieved_per_s: float | None = Field(
         description="(sent - 1) ÷ (last send - first send), by the client's send stamps"
@@ -97,7 +114,9 @@ class LeftOutKind(BaseModel):
         "that say it does not serve it; flag: left out on purpose (--no-tools)"
     )
     server_said: str | None = Field(
-        default=None, description="the server's own refusal (HTTP status and message); None: flag"
+        default=None,
+        description="the server's own refusal (HTTP status and message); unset when left out "
+        "by flag",
     )
     fix: str | None = Field(default=None, description="how to serve the kind, so a soak sends it")
 
@@ -108,11 +127,16 @@ class LeftOutKind(BaseModel):
 
 
 class SoakProblem(BaseModel):
-    request_id: str
-    kind: Literal["lost", "bad_output"]
-    window: int
+    request_id: str = Field(
+        description="the X-Request-Id sparkrig sent with the request, to find it in the "
+        "server's log"
+    )
+    kind: Literal["lost", "bad_output"] = Field(
+        description="lost: no complete reply; bad_output: a detector found the reply broken"
+    )
+    window: int = Field(description="the index of the window the request finished in")
     at_s: float = Field(description="seconds from the soak's start")
-    message: str
+    message: str = Field(description="the request's error, or the detector and what it found")
 
 
 def soak_schema_1(raw: dict[str, Any]) -> dict[str, Any]:
@@ -134,27 +158,35 @@ class SoakReceipt(ReceiptHeader):
     WRITTEN_BY: ClassVar[str] = "sparkrig soak"
     UPGRADES: ClassVar[dict[int, Upgrade]] = {1: soak_schema_1}
 
-    kind: Literal["sparkrig-soak"] = "sparkrig-soak"
-    schema_version: Literal[2] = 2
-    base_url: str
-    model: str
+    kind: Literal["sparkrig-soak"] = Field(default="sparkrig-soak", description=KIND)
+    schema_version: Literal[2] = Field(default=2, description=SCHEMA_VERSION)
+    base_url: str = Field(description="the server's URL the soak sent to, as given")
+    model: str = Field(
+        description="the model id every request named: --model, else the first the server "
+        "lists at /v1/models"
+    )
     traffic: str = Field(description="'mixed', or 'replay FILE (format[, paced xSPEED])'")
-    concurrency: int
-    duration_s: float = Field(description="asked for")
-    window_s: float
-    seed: int = 0
+    concurrency: int = Field(
+        description="closed-loop streams (--concurrency), each sending its next request when "
+        "its last one finished"
+    )
+    duration_s: float = Field(
+        description="seconds asked for (--duration); the windows say how long it ran"
+    )
+    window_s: float = Field(description="seconds per window (--window)")
+    seed: int = Field(default=0, description="--seed: varies the mixed traffic")
     idle_gap_s: float | None = Field(
         default=None, description="seconds with no traffic between windows (warm-state decay)"
     )
     stagger_s: float | None = Field(
         default=None,
         description="--stagger: stream k of the closed loop joined k × this many seconds in "
-        "(staggered independent arrivals); None: all at once",
+        "(staggered independent arrivals); unset: all at once",
     )
     kinds: list[str] | None = Field(
         default=None,
-        description="the mixed traffic's kinds, in the order it cycles over them; None: a "
-        "replay, or a receipt written before soak recorded them (it sent every kind)",
+        description="the mixed traffic's kinds, in the order it cycles over them; unset for a "
+        "replay, and in receipts written before soak recorded them (it sent every kind)",
     )
     left_out: list[LeftOutKind] = Field(
         default_factory=list,
@@ -163,16 +195,32 @@ class SoakReceipt(ReceiptHeader):
     )
     pacing: SoakPacing | None = Field(
         default=None,
-        description="--paced: an open loop sending each trace request at its offset; None: the "
-        "closed loop of `concurrency` workers",
+        description="--paced: an open loop sending each trace request at its offset; unset "
+        "in the closed loop of `concurrency` workers",
     )
-    status: SoakStatus = "running"
+    status: SoakStatus = Field(
+        default="running",
+        description="running while it runs; then complete, interrupted (Ctrl-C, a signal, an "
+        "error), or upstream_lost (the server stopped answering)",
+    )
     upstream_lost_at_s: float | None = Field(
         default=None, description="seconds from the start when the upstream stopped answering"
     )
-    upstream_lost_message: str | None = None
-    windows: list[SoakWindow] = Field(default_factory=list)
-    problems: list[SoakProblem] = Field(default_factory=list)
+    upstream_lost_message: str | None = Field(
+        default=None,
+        description="the error of the last of the failed requests in a row (connection, stream "
+        "cut, timeout, 502) that ended the run",
+    )
+    windows: list[SoakWindow] = Field(
+        default_factory=list,
+        description="one per window, in order, each added (and the file saved) as it closes; "
+        "a request counts in the window it finished in",
+    )
+    problems: list[SoakProblem] = Field(
+        default_factory=list,
+        description="every lost request, and every detector finding on a complete reply (a "
+        "reply may have several), each with its request id",
+    )
 
     def finish(self, status: SoakStatus) -> None:
         """The run ended with `status`; the header says whether it is whole and measured."""

@@ -27,9 +27,18 @@ class SteadyWarmup(BaseModel):
     tokens: int = Field(description="tokens per warm-up generation")
     rates: list[float] = Field(default_factory=list, description="decode tok/s of each, in order")
     steady: bool = Field(description="the last two rates agreed within the band")
-    band: float = defaults.BENCH_STEADY_BAND
-    seconds: float = 0.0
-    note: str = ""
+    band: float = Field(
+        default=defaults.BENCH_STEADY_BAND,
+        description="how close the last two rates had to be, as a share of the faster",
+    )
+    seconds: float = Field(
+        default=0.0, description="seconds the warm-up took, failed generations included"
+    )
+    note: str = Field(
+        default="",
+        description="the warm-up in one line: steady after how many generations, or that it "
+        "never steadied and the first points may run cold",
+    )
 
 
 def agreed(rates: list[float], band: float) -> bool:

@@ -53,14 +53,22 @@ class MetricsSnapshot(BaseModel):
 class MetricsDelta(BaseModel):
     """Change between two snapshots: counters as differences, gauges as the later value."""
 
-    engine: str | None
-    elapsed_s: float
-    values: dict[Quantity, QuantityValue]
+    engine: str | None = Field(
+        description="the engine the later scrape came from (llama.cpp, vllm); unset when not "
+        "recognised"
+    )
+    elapsed_s: float = Field(description="seconds between the two scrapes")
+    values: dict[Quantity, QuantityValue] = Field(
+        description="every canonical quantity (prompt_tokens, generated_tokens, …): a number, "
+        "numbers by label, or unset where the engine does not expose it"
+    )
     server_restarted: bool = Field(
         description="a counter went backwards or the process start time changed: the server "
-        "restarted between the scrapes, and counter deltas are None"
+        "restarted between the scrapes, and every counter's delta is unset"
     )
-    counters_backwards: list[str] = Field(default_factory=list)
+    counters_backwards: list[str] = Field(
+        default_factory=list, description="the _total counters that went backwards"
+    )
 
 
 def parse_metrics(text: str, taken_ns: int | None = None) -> MetricsSnapshot:

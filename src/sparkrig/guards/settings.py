@@ -19,14 +19,27 @@ class CheckSettings(BaseModel):
         description="KV block size in tokens (default: from /metrics, or "
         f"{defaults.CHECK_KV_BLOCK_TOKENS_FALLBACK})",
     )
-    kv_blocks_per_document: int = Field(default=defaults.CHECK_KV_BLOCKS_PER_DOCUMENT, ge=2)
-    kv_documents: int = Field(default=defaults.CHECK_KV_DOCUMENTS, ge=3)
+    kv_blocks_per_document: int = Field(
+        default=defaults.CHECK_KV_BLOCKS_PER_DOCUMENT,
+        ge=2,
+        description="kv_integrity: KV blocks in each document, a fact in each block",
+    )
+    kv_documents: int = Field(
+        default=defaults.CHECK_KV_DOCUMENTS,
+        ge=3,
+        description="kv_integrity: documents prefilled together (the corruption measured "
+        "needed 3 or more; 2 stayed clean)",
+    )
     needle_cap_tokens: int = Field(
         default=defaults.CHECK_NEEDLE_CAP_TOKENS,
         ge=defaults.CHECK_MIN_NEEDLE_CAP_TOKENS,
         description="longest needle prompt in tokens (capped by the server's context)",
     )
-    concurrency: int = Field(default=defaults.CHECK_CONCURRENCY, ge=4)
+    concurrency: int = Field(
+        default=defaults.CHECK_CONCURRENCY,
+        ge=4,
+        description="determinism: requests in flight together in its concurrent scenario",
+    )
     load_concurrency: int | None = Field(
         default=None,
         ge=2,

@@ -12,7 +12,9 @@ GuardVerdict = Literal["PASS", "WARN", "FAIL", "SKIP"]
 
 class GuardResult(BaseModel):
     guard: str = Field(description="the guard's registered name")
-    verdict: GuardVerdict
+    verdict: GuardVerdict = Field(
+        description="PASS, WARN, FAIL, or SKIP: not run, or nothing to judge (evidence says why)"
+    )
     evidence: str = Field(description="one line: what was seen, or why the guard was skipped")
     details: dict[str, Any] = Field(
         default_factory=dict, description="the measurements behind the verdict, for the receipt"

@@ -152,11 +152,19 @@ class BootRecord(BaseModel):
     phases, the slowest of them, and the KV pool of that boot (a per-boot figure)."""
 
     cluster: str = Field(description="the launch: the cluster's name, or local-PORT")
-    boot_phases: dict[str, list[BootPhase]] = Field(default_factory=dict)
+    boot_phases: dict[str, list[BootPhase]] = Field(
+        default_factory=dict,
+        description="per rank (NODE/PROCESS): its boot phases in order, each with its name, "
+        "seconds since the log's first stamped line, seconds it took, and the log line",
+    )
     slowest: str | None = Field(
         default=None, description="the slowest rank and phase, e.g. 'b/vllm weights loaded 342 s'"
     )
-    kv_pool_tokens: int | None = None
+    kv_pool_tokens: int | None = Field(
+        default=None,
+        description="tokens of KV cache the engine's boot log reported (the head rank's); "
+        "unset where the log said none",
+    )
 
 
 def recorded_boot(base_url: str) -> BootRecord | None:

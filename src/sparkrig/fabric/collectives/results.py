@@ -13,7 +13,13 @@ from sparkrig import defaults
 from sparkrig.errors import UsageError
 from sparkrig.fabric.collectives.specs import COLLECTIVES, spec_of
 from sparkrig.outside_numbers import int_or_none
-from sparkrig.receipts import ReceiptHeader, load_receipt_file, save_receipt_file
+from sparkrig.receipts import (
+    KIND,
+    SCHEMA_VERSION,
+    ReceiptHeader,
+    load_receipt_file,
+    save_receipt_file,
+)
 
 IMPLEMENTATIONS = ("builtin", "sparkrig")
 REHEARSAL_NOTE = "rehearsal on this machine's loopback: no cable was tested"
@@ -67,13 +73,15 @@ def elements_for(collective: str, size_bytes: int, ranks: int, itemsize: int) ->
 class Point(BaseModel):
     """One collective at one size by one implementation, over every rank."""
 
-    collective: str
+    collective: str = Field(description=f"one of {', '.join(COLLECTIVES)}")
     implementation: str = Field(description="builtin (torch.distributed's own) or sparkrig")
     size_bytes: int = Field(description="nccl-tests' size: the buffer the bandwidth counts")
     seconds: float | None = Field(
-        description="mean per iteration on the slowest rank; None when the backend lacks it"
+        description="seconds per iteration, the mean over `iterations`, on the slowest rank"
     )
-    algbw_gbps: float | None = Field(description="size / time, GB/s (1e9 bytes)")
+    algbw_gbps: float | None = Field(
+        description="size / time, GB/s (1e9 bytes); unset when no time was measured"
+    )
     busbw_gbps: float | None = Field(description="algbw x bus factor (nccl-tests), GB/s")
 
 
@@ -101,23 +109,32 @@ def make_point(
 
 
 class CheckCount(BaseModel):
-    node: str
-    rank: int
-    passed: int
-    failed: list[str] = Field(default_factory=list, description="collective/impl/dtype/count")
+    node: str = Field(description="the node the rank ran on")
+    rank: int = Field(description="its place in rank_order, from 0")
+    passed: int = Field(description="checks whose result equalled the exact answer")
+    failed: list[str] = Field(
+        default_factory=list,
+        description="the checks that did not, each as collective/implementation/dtype/count",
+    )
 
 
 class CableLoad(BaseModel):
     """Bytes one node sent towards one neighbour (both rails of the cable) during one
     collective, from the interfaces' own counters."""
 
-    collective: str
-    implementation: str
-    size_bytes: int
-    src: str
-    dst: str
-    tx_bytes: int
-    rx_bytes_at_dst: int | None = Field(description="what the neighbour's counters received")
+    collective: str = Field(description="the collective run while the counters were read")
+    implementation: str = Field(description="builtin (torch.distributed's own) or sparkrig")
+    size_bytes: int = Field(description="nccl-tests' size of the run counted")
+    src: str = Field(description="the node that sent")
+    dst: str = Field(description="the neighbour it sent towards")
+    tx_bytes: int = Field(
+        description="bytes src's interfaces facing dst sent during one run (the least of "
+        f"{defaults.FABRIC_TEST_COUNTER_RUNS} runs)"
+    )
+    rx_bytes_at_dst: int | None = Field(
+        description="what the neighbour's counters received from src over the same run; unset "
+        "where it reported none"
+    )
 
 
 class FabricTestReceipt(ReceiptHeader):
@@ -125,24 +142,55 @@ class FabricTestReceipt(ReceiptHeader):
 
     WRITTEN_BY: ClassVar[str] = "sparkrig fabric test"
 
-    kind: Literal["sparkrig-fabric-test"] = "sparkrig-fabric-test"
-    schema_version: Literal[1] = 1
-    cluster: str
-    topology: str
-    rank_order: list[str]
+    kind: Literal["sparkrig-fabric-test"] = Field(default="sparkrig-fabric-test", description=KIND)
+    schema_version: Literal[1] = Field(default=1, description=SCHEMA_VERSION)
+    cluster: str = Field(description="the cluster's name (its file's `name`, else the file stem)")
+    topology: str = Field(
+        description="the shape its cables form: pair-1-cable, pair-2-cables, triangle, ring-N, "
+        "mesh-N or switched"
+    )
+    rank_order: list[str] = Field(
+        description="the nodes by rank, from rank 0: the ring the collectives run around"
+    )
     executor: str = Field(description="how the nodes were reached: ssh, netns, local (or a mix)")
     rehearsal: bool = Field(
         default=False,
         description="every rank a local process on this machine's loopback (the local executor "
         "for every node): the collectives ran, but no cable was tested",
     )
-    backend: str
-    torch_version: str | None = None
-    iterations: int
-    checks: list[CheckCount] = Field(default_factory=list)
-    points: list[Point] = Field(default_factory=list)
-    cable_loads: list[CableLoad] = Field(default_factory=list)
-    problems: list[str] = Field(default_factory=list)
+    backend: str = Field(
+        description="the torch.distributed backend the collectives ran on: nccl (GPU) or gloo "
+        "(CPU, over TCP)"
+    )
+    torch_version: str | None = Field(
+        default=None, description="torch's version on the rank 0 node, as its probe reported it"
+    )
+    iterations: int = Field(
+        description="timed iterations per collective, implementation and size (--iterations), "
+        f"after {defaults.FABRIC_TEST_WARMUP} untimed"
+    )
+    checks: list[CheckCount] = Field(
+        default_factory=list,
+        description="per rank, the correctness checks: every collective, implementation, dtype "
+        "and element count once, compared with the exact answer",
+    )
+    points: list[Point] = Field(
+        default_factory=list,
+        description="the size ladder: one per collective, implementation and size every rank "
+        "finished, with nccl-tests' algbw and busbw",
+    )
+    cable_loads: list[CableLoad] = Field(
+        default_factory=list,
+        description="bytes each node sent towards each cabled neighbour during one run of each "
+        "collective and implementation at one size, from the cable interfaces' own counters; "
+        "empty in a rehearsal, and near "
+        "zero under nccl, whose RDMA traffic bypasses them",
+    )
+    problems: list[str] = Field(
+        default_factory=list,
+        description="what stopped the run, in words (a rank that failed or hung, named); empty "
+        "when it ran through",
+    )
 
     @property
     def subject(self) -> str:
