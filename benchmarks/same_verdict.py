@@ -7,9 +7,10 @@ to back, each through its own `sparkrig gateway serve` process in front of that 
 - B: the same engine behind `gateway serve --stretch 0.1`, which delivers every reply 10% later
   (first token and every token gap, measured from the request's arrival: gateway/pacing.py),
   so rates fall to 1/1.1 of A's and times rise by 1.1: an exact, deterministic slowdown.
-All three go through a gateway so the only difference between A and B is the stretch. A
-gateway's /metrics is its own, so these runs have no idle wait or foreign-traffic check: the
-other developers' load on this machine is part of the test, as it is in any run here.
+All three go through a gateway so the only difference between A and B is the stretch. The runs
+were made when a gateway's /metrics was its own (it now passes the engine's through), so they
+had no idle wait or foreign-traffic check: the other developers' load on this machine is part of
+the test, as it is in any run here.
 
 Prints compare's verdict counts (default tolerance, and a few others for the spread) for
 A vs A' and A vs B, judged on round means (the default) and, on the same receipts, on samples

@@ -104,8 +104,8 @@ def think_asks(model: str, label: str) -> dict[str, tuple[str, str, object | Non
     reasoning_effort "none" at the top level and inside chat_template_kwargs (report 004's shape);
     thinking off beside a top-level effort; an effort alone inside the kwargs (report 004's agent
     benchmark); a switch sent as text; and vLLM's thinking_token_budget, which forces </think> so
-    a reply has both parts. Through the gateway (a label ending in "gateway") its /metrics comes
-    last: the per-request findings."""
+    a reply has both parts. Through the gateway (a label ending in "gateway") its
+    /gateway/metrics comes last: the per-request findings."""
     user = [{"role": "user", "content": "What's 1 + 1?"}]
 
     def chat(max_tokens: int, **extra: object) -> tuple[str, str, object | None]:
@@ -148,7 +148,7 @@ def think_asks(model: str, label: str) -> dict[str, tuple[str, str, object | Non
         "short-budget": chat(24, **on),
     }
     if label.endswith("gateway"):
-        asks["gateway-metrics"] = ("GET", "/metrics", None)
+        asks["gateway-metrics"] = ("GET", "/gateway/metrics", None)
     return asks
 
 

@@ -280,7 +280,10 @@ async def test_thinking_false_beside_a_top_level_effort_thinks_on_vllm_0_26_and_
 
 
 async def send_metrics(url: str) -> bytes:
-    async with aiohttp.ClientSession() as session, session.get(f"{url}/metrics") as response:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"{url}/gateway/metrics") as response,
+    ):
         return await response.read()
 
 

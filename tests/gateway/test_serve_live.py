@@ -1,6 +1,6 @@
 """`gateway serve` in front of the real llama-server: live guards that see faults (injected by
 the fault gateway between them) and never alter a reply, the workload record without any API key,
-/health and /metrics, and long stop lists."""
+/gateway/health and /gateway/metrics, and long stop lists."""
 
 from __future__ import annotations
 
@@ -199,16 +199,18 @@ async def test_the_workload_record_keeps_counts_and_never_an_api_key(
     assert kept[0].messages == [{"role": "user", "content": PROMPT}]
 
 
-async def test_health_and_metrics_are_the_gateways_own(llama_server: LocalInstance) -> None:
+async def test_the_gateways_own_health_and_metrics_live_under_gateway(
+    llama_server: LocalInstance,
+) -> None:
     async with (
         running_serving_gateway(llama_server.base_url) as (url, _),
         aiohttp.ClientSession() as session,
     ):
         await post(url, chat(PROMPT, stream=True, max_tokens=8))
-        async with session.get(url + "/health") as health:
+        async with session.get(url + "/gateway/health") as health:
             assert health.status == 200
             assert (await health.json())["status"] == "ok"
-        async with session.get(url + "/metrics") as metrics:
+        async with session.get(url + "/gateway/metrics") as metrics:
             text = await metrics.text()
     names = (
         "sparkrig_gateway_requests_total",

@@ -83,8 +83,15 @@ def serve(
 ) -> None:
     """Serve UPSTREAM: stops on content only, one reasoning field, live guards, workload log.
 
-    Binds 127.0.0.1 unless --host says otherwise; /metrics and /health are the gateway's own."""
-    from sparkrig.gateway.serve import running_serving_gateway
+    Binds 127.0.0.1 unless --host says otherwise. Transparent: every path it does not own reaches
+    the engine and comes back as the engine sent it, /metrics (the engine's series) and /health
+    (the engine's health; 503 while the gateway drains or the engine does not answer) included.
+    It changes a reply only where a feature applies (the stops and the reasoning key, on a
+    reasoning request's chat reply) and owns /gateway/metrics and /gateway/health. A client that
+    leaves closes its request upstream (vLLM aborts it; llama-server, a streamed one). It adds
+    no authentication, TLS or rate limits: put a reverse proxy in front for those
+    (docs/gateway.md#what-passes-through-unchanged)."""
+    from sparkrig.gateway.serve import running_serving_gateway, upstream_silence
     from sparkrig.gateway.serve_config import load_serve_config
 
     if profile is not None and cluster is None:
@@ -134,7 +141,19 @@ def serve(
             if settings.server_chat_template_kwargs:
                 inherited = json.dumps(settings.server_chat_template_kwargs)
                 console.print(f"server default chat_template_kwargs: {inherited}", highlight=False)
-            console.print(f"{url}/metrics, {url}/health; SIGTERM or Ctrl-C drains", style="dim")
+            if (why := await upstream_silence(upstream)) is not None:
+                console.print(
+                    f"warning: the engine at {upstream} does not answer ({why}); the gateway "
+                    "answers 502, and /health 503, until it does",
+                    style="yellow",
+                    highlight=False,
+                )
+            console.print(
+                f"its own: {url}/gateway/metrics, {url}/gateway/health; the engine's /metrics and "
+                "/health pass through; SIGTERM or Ctrl-C drains",
+                style="dim",
+                highlight=False,
+            )
             await stop.wait()
             console.print(f"draining (up to {settings.drain_s:g} s)", highlight=False)
         console.print("gateway stopped")

@@ -29,6 +29,9 @@ from sparkrig.wire.sse import DONE, ReceivedEvent, SseReader, is_event_stream, s
 GENERATION_PATHS: dict[str, Api] = {
     "/v1/chat/completions": "chat",
     "/v1/completions": "completions",
+    # llama.cpp serves the same two APIs without the /v1 prefix too
+    "/chat/completions": "chat",
+    "/completions": "completions",
 }
 # hop-by-hop headers, and the ones aiohttp sets itself for the body it sends
 _NOT_FORWARDED = frozenset(
@@ -107,6 +110,8 @@ class Gateway:
             return await self._generation(request, api, parsed, body)
         except aiohttp.ClientConnectionError as exc:
             return bad_gateway(self.upstream_url, exc)
+        except (aiohttp.ClientResponseError, aiohttp.ClientPayloadError) as exc:
+            return unreadable_reply(self.upstream_url, exc)
 
     async def _pass_through(self, request: web.Request, body: bytes) -> web.StreamResponse:
         headers = forwarded_headers(request.headers)
@@ -287,6 +292,18 @@ def bad_gateway(upstream_url: str, exc: Exception) -> web.Response:
     message = (
         f"the gateway cannot reach its upstream {upstream_url} ({exc.__class__.__name__}) — "
         "check the server behind the gateway is running"
+    )
+    return web.json_response({"error": {"code": 502, "message": message}}, status=502)
+
+
+def unreadable_reply(upstream_url: str, exc: Exception) -> web.Response:
+    """The upstream answered, but not in HTTP the gateway can read (a 204 that carries a chunked
+    body, a cut body): the documented 502, never aiohttp's text 500 and a traceback."""
+    detail = str(getattr(exc, "message", "") or exc).strip().splitlines()
+    message = (
+        f"the gateway could not read its upstream's reply from {upstream_url} "
+        f"({exc.__class__.__name__}: {(detail or ['no detail'])[0][:120]}) — the server behind "
+        "the gateway sent a malformed HTTP response; ask it directly to see it"
     )
     return web.json_response({"error": {"code": 502, "message": message}}, status=502)
 

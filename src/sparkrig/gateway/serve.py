@@ -1,14 +1,19 @@
 """`gateway serve`: the proxy core (proxy.Gateway: forwarding, pass-through, SSE splitting) with
 the serving features on generation requests: stops scoped to content, one reasoning field, live
-guards, workload recording, its own /metrics and /health, and a drain on SIGTERM.
+guards, workload recording, its own metrics and state under /gateway/, and a drain on SIGTERM.
 
-A reply is never altered by the guards; it is altered only by the two shaping features, each
-switchable (serve_config.ServeConfig), and delayed only by --stretch (pacing.py, off by default).
+The transparency contract (docs/gateway.md#what-passes-through-unchanged): every path it does not
+own reaches the engine and comes back as the engine sent it, /metrics and /health included (the
+engine's series and the engine's health: a load balancer sees the engine die). A reply is never
+altered by the guards; it is altered only by the two shaping features, each switchable
+(serve_config.ServeConfig), and only on requests they apply to, and delayed only by --stretch
+(pacing.py, off by default). A client that leaves cancels its request upstream.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import time
 import uuid
@@ -43,6 +48,8 @@ from sparkrig.wire.openai import json_object, text_holder
 from sparkrig.wire.sse import DONE, ReceivedEvent, is_event_stream, sse_data, sse_events
 
 REQUEST_ID = "X-Request-Id"
+OWN_METRICS = "/gateway/metrics"  # beside the engine's /metrics, which passes through
+OWN_HEALTH = "/gateway/health"
 REASONING_KEY_HEADER = "X-Reasoning-Key"
 _KEY_CHOICES: dict[str, ReasoningKeys] = {
     "both": "both",
@@ -68,19 +75,40 @@ class ServingGateway(Gateway):
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=defaults.GATEWAY_MAX_REQUEST_BYTES)
+        app.router.add_get(OWN_HEALTH, self.own_health)
+        app.router.add_get(OWN_METRICS, self.metrics_page)
         app.router.add_get("/health", self.health)
-        app.router.add_get("/metrics", self.metrics_page)
         app.router.add_route("*", "/{tail:.*}", self.handle)
         app.on_startup.append(self._open)
         app.on_cleanup.append(self._close)
         return app
 
-    async def health(self, _request: web.Request) -> web.Response:
+    async def own_health(self, _request: web.Request) -> web.Response:
+        """The gateway's own state: serving or draining, its upstream, the replies in flight."""
+        state = {
+            "status": "draining" if self.draining else "ok",
+            "upstream": self.upstream_url,
+            "in_flight": len(self.ledger.in_flight),
+        }
+        return web.json_response(state, status=503 if self.draining else 200)
+
+    async def health(self, request: web.Request) -> web.StreamResponse:
+        """The engine's /health as the engine answers it (loading, dead, ready), so a load
+        balancer behind the gateway sees the engine; 503 while the gateway drains or when the
+        engine does not answer at all."""
         if self.draining:
             return web.json_response({"status": "draining"}, status=503)
-        return web.json_response(
-            {"status": "ok", "upstream": self.upstream_url, "in_flight": len(self.ledger.in_flight)}
-        )
+        try:
+            return await self._pass_through(request, await request.read())
+        except (aiohttp.ClientError, aiohttp.http_exceptions.HttpProcessingError) as exc:
+            message = (
+                f"the engine at {self.upstream_url} does not answer ({exc.__class__.__name__}) "
+                "— check the server behind the gateway is running"
+            )
+            return web.json_response(
+                {"status": "unreachable", "upstream": self.upstream_url, "message": message},
+                status=503,
+            )
 
     async def metrics_page(self, _request: web.Request) -> web.Response:
         return web.Response(body=self.metrics.render(), headers={"Content-Type": CONTENT_TYPE})
@@ -160,7 +188,11 @@ class ServingGateway(Gateway):
         trace.output_sent()
         if parsed is None:
             return web.Response(status=up.status, body=raw, headers=headers)
-        body = json.dumps(shaper.shape_body(parsed), ensure_ascii=False).encode()
+        before = copy.deepcopy(parsed)
+        shaped = shaper.shape_body(parsed)
+        if shaped == before:  # nothing shaped: the engine's bytes, not a second encoding
+            return web.Response(status=up.status, body=raw, headers=headers)
+        body = json.dumps(shaped, ensure_ascii=False).encode()
         return web.Response(status=up.status, body=body, headers=headers)
 
     async def _stream(
@@ -309,7 +341,10 @@ async def running_serving_gateway(
     serve = serve or ServeConfig()
     gateway = ServingGateway(upstream_url, serve)
     runner = web.AppRunner(
-        gateway.app(), handle_signals=False, shutdown_timeout=defaults.GATEWAY_SHUTDOWN_GRACE_S
+        gateway.app(),
+        handle_signals=False,
+        shutdown_timeout=defaults.GATEWAY_SHUTDOWN_GRACE_S,
+        handler_cancellation=True,  # a client that leaves cancels its request upstream too
     )
     await runner.setup()
     site: web.SockSite | None = None
@@ -333,3 +368,15 @@ async def drain(gateway: ServingGateway, site: web.SockSite | None, drain_s: flo
     deadline = time.monotonic() + drain_s
     while gateway.ledger.in_flight and time.monotonic() < deadline:  # noqa: ASYNC110
         await asyncio.sleep(0.05)
+
+
+async def upstream_silence(upstream_url: str) -> str | None:
+    """Why the engine does not answer its /health at all (nothing listening, no such host), or
+    None when it answers anything: a loading engine's 503 is an answer."""
+    url = upstream_url.rstrip("/").removesuffix("/v1") + "/health"
+    timeout = aiohttp.ClientTimeout(total=defaults.CONNECT_TIMEOUT_S)
+    try:
+        async with aiohttp.ClientSession(timeout=timeout) as session, session.get(url):
+            return None
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        return str(exc) or exc.__class__.__name__
