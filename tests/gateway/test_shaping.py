@@ -92,3 +92,32 @@ def test_only_events_the_shaping_changed_are_marked_changed() -> None:
     plain = ReplyShaper(ShapePlan("chat", keys="both"))
     plain.shape_chunk(chunk({"content": "Hello"}))
     assert plain.unchanged
+
+
+def test_a_whitespace_first_token_goes_out_as_its_own_event_unchanged() -> None:
+    """A plain reply whose first token is "\\n": the look for <think> held it and merged it into
+    the next event ("\\n#"); with max_tokens 1 it moved into the finish event."""
+    shaper = ReplyShaper(ShapePlan("chat", keys="both"))
+    first = shaper.shape_chunk(chunk({"content": "\n"}))
+    assert first is not None
+    assert first["choices"][0]["delta"] == {"content": "\n"}
+    assert shaper.unchanged
+    second = shaper.shape_chunk(chunk({"content": "#"}))
+    assert second is not None
+    assert second["choices"][0]["delta"] == {"content": "#"}
+    alone = ReplyShaper(ShapePlan("chat", keys="both"))
+    assert alone.shape_chunk(chunk({"content": "\n"})) is not None
+    finish = alone.shape_chunk(chunk({}, "length"))
+    assert finish is not None
+    assert "content" not in finish["choices"][0]["delta"]
+
+
+def test_think_tags_after_leading_whitespace_are_still_split_off() -> None:
+    shaper = ReplyShaper(ShapePlan("chat", keys="both"))
+    events = [
+        shaper.shape_chunk(chunk({"content": part}))
+        for part in ("\n", "<think>", "hm", "</think>", "Yes")
+    ]
+    sent = [e for e in events if e is not None] + shaper.finish_chunks()
+    assert text(sent, "reasoning_content") == "hm"
+    assert text(sent, "content") == "\nYes"

@@ -19,13 +19,14 @@ def target_keys(keys: ReasoningKeys) -> tuple[str, ...]:
 
 
 def take_reasoning(holder: dict[str, Any]) -> tuple[str, str | None]:
-    """Remove the upstream's reasoning keys from a message or delta; (text, key it came under).
-    A server that sends the same text under both keys gives it once."""
+    """Remove the upstream's reasoning keys that carry text from a message or delta; (text, key
+    it came under). A key that carries none (vLLM's `"reasoning": null`) stays as it came. A
+    server that sends the same text under both keys gives it once."""
     texts: dict[str, str] = {}
     for name in UPSTREAM_KEYS:
-        value = holder.pop(name, None)
+        value = holder.get(name)
         if isinstance(value, str) and value:
-            texts[name] = value
+            texts[name] = holder.pop(name)
     if not texts:
         return "", None
     key, text = next(iter(texts.items()))
@@ -61,6 +62,8 @@ class ThinkTags:
         self._held = ""
         if self._state == "start":
             stripped = text.lstrip()
+            if not stripped:  # whitespace goes out as it came, in its own event; the tag may follow
+                return "", text
             if OPEN_TAG.startswith(stripped):  # maybe the tag, not yet whole
                 self._held = text
                 return "", ""

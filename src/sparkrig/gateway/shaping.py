@@ -188,7 +188,7 @@ class ReplyShaper:
     def _set_delta(self, delta: dict[str, Any], reasoning: str, content: str) -> None:
         if content:
             delta["content"] = content
-        elif isinstance(delta.get("content"), str):
+        elif delta.get("content"):  # its text held back; an empty "" goes out as it came
             delta.pop("content")
         put_reasoning(delta, reasoning, self._keys)
         self.reply.content += content
