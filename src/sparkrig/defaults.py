@@ -668,6 +668,9 @@ FABRIC_TEST_COUNTER_RUNS: Final = 3
 # A worker that sends no heartbeat for this long is named as hung; a peer that does not answer
 # for this long makes torch.distributed give up (its own timeout).
 FABRIC_TEST_LIVENESS_S: Final = 20.0
+# the probe imports torch: on a node busy with other work that took over 30 s (four probes on
+# two loaded cores in the ring twin); a node that does not answer is still named, later
+FABRIC_TEST_PROBE_TIMEOUT_S: Final = 90.0
 FABRIC_TEST_HEARTBEAT_S: Final = 1.0
 
 # --- doctor (sparkrig.doctor) -----------------------------------------------------------------

@@ -211,7 +211,8 @@ def _probe_nodes(
     bind = f"{master_address(plan, settings.loopback)}:{settings.port}"
     probes: dict[str, dict[str, Any]] = {}
     for node in plan.rank_order:
-        result = runners[node].run(probe_argv(pythons[node], bind if node == master else None))
+        argv = probe_argv(pythons[node], bind if node == master else None)
+        result = runners[node].run(argv, timeout=defaults.FABRIC_TEST_PROBE_TIMEOUT_S)
         if not result.ok:
             raise FabricError(
                 f"node {node} cannot run the fabric-test worker: {result.error_line} — install "
