@@ -21,6 +21,8 @@ import tokenize
 from functools import cache
 from pathlib import Path
 
+from tests.markdown_anchors import anchors
+
 ROOT = Path(__file__).resolve().parents[1]
 SCANNED = ("src", "tests", "benchmarks", "scripts")
 TOPS = ("src", "tests", "docs", "benchmarks", "examples", "scripts", "research")
@@ -59,18 +61,6 @@ def names_in_repo() -> frozenset[str]:
         if (ROOT / top).exists()
         for p in (ROOT / top).rglob("*")
     ) | frozenset(p.name for p in ROOT.iterdir())
-
-
-def slug(heading: str) -> str:
-    text = re.sub(r"<[^>]*>", "", heading).strip().lower()
-    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
-
-
-def anchors(markdown: Path) -> set[str]:
-    text = markdown.read_text()
-    return {slug(m.group(1)) for m in re.finditer(r"^#+ (.+)$", text, re.M)} | set(
-        re.findall(r'id="([^"]+)"', text)
-    )
 
 
 def problem(cited: str, citing: Path) -> str | None:

@@ -7,31 +7,10 @@ import re
 from pathlib import Path
 
 from tests.docs.doc_commands import ROOT, doc_pages
+from tests.markdown_anchors import anchors
 
 _LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)|<img [^>]*src=\"([^\"]+)\"")
-_HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*$")
-_ID = re.compile(r"""\bid=["']([^"']+)["']""")
 _FENCE = re.compile(r"^\s*```")
-
-
-def anchors(page: Path) -> set[str]:
-    found: set[str] = set()
-    counts: dict[str, int] = {}
-    fenced = False
-    for line in page.read_text(encoding="utf-8").splitlines():
-        if _FENCE.match(line):
-            fenced = not fenced
-            continue
-        found.update(_ID.findall(line))
-        heading = _HEADING.match(line)
-        if fenced or not heading:
-            continue
-        text = re.sub(r"`|\*|\[([^\]]*)\]\([^)]*\)", r"\1", heading.group(1)).lower()
-        slug = re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
-        seen = counts.get(slug, 0)
-        counts[slug] = seen + 1
-        found.add(slug if seen == 0 else f"{slug}-{seen}")
-    return found
 
 
 def broken_links(page: Path, root: Path = ROOT) -> list[str]:
