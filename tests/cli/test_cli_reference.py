@@ -5,26 +5,19 @@ is the same on any terminal and in any checkout.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from tests.cli.test_shown_words import command_paths
+from tests.docs.model_reference import script
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def reference() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "cli_reference", ROOT / "scripts" / "cli_reference.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script("cli_reference")
 
 
 def test_docs_cli_md_is_current() -> None:

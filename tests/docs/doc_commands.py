@@ -93,8 +93,8 @@ def _root() -> Any:
     return typer.main.get_command(app)
 
 
-def command_path(words: list[str]) -> list[str]:
-    """The command words at the start of a command's words (`fabric plan` of `fabric plan X`)."""
+def _resolve(words: list[str]) -> tuple[Any, list[str]]:
+    """The command the leading words name, and those words (`fabric plan` of `fabric plan X`)."""
     command, path = _root(), []
     for word in words:
         sub = getattr(command, "commands", {}).get(word)
@@ -102,26 +102,23 @@ def command_path(words: list[str]) -> list[str]:
             break
         path.append(word)
         command = sub
-    return path
+    return command, path
+
+
+def command_path(words: list[str]) -> list[str]:
+    return _resolve(words)[1]
 
 
 def problems(found: DocCommand) -> list[str]:
     """What in one documented command does not exist: a command word or an option."""
     words = _words(found.text)[1:]
-    command = _root()
-    path = ["sparkrig"]
-    while (
-        isinstance(getattr(command, "commands", None), dict)
-        and words
-        and not words[0].startswith("-")
-    ):
-        sub = command.commands.get(words[0])  # type: ignore[attr-defined]
-        if sub is None:
-            if words[0] in {"…", "...", "COMMAND", "CMD"}:
-                return []
-            return [f"`{' '.join(path)}` has no command `{words[0]}`"]
-        path.append(words.pop(0))
-        command = sub
+    command, path = _resolve(words)
+    words = words[len(path) :]
+    path = ["sparkrig", *path]
+    if getattr(command, "commands", None) and words and not words[0].startswith("-"):
+        if words[0] in {"…", "...", "COMMAND", "CMD"}:
+            return []
+        return [f"`{' '.join(path)}` has no command `{words[0]}`"]
     known = _options(command)
     wrong = []
     for word in words:
