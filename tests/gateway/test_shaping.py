@@ -121,3 +121,24 @@ def test_think_tags_after_leading_whitespace_are_still_split_off() -> None:
     sent = [e for e in events if e is not None] + shaper.finish_chunks()
     assert text(sent, "reasoning_content") == "hm"
     assert text(sent, "content") == "\nYes"
+
+
+def test_a_whole_reply_says_whether_the_shaping_changed_it() -> None:
+    plain = {"choices": [{"index": 0, "finish_reason": "stop", "message": {"content": "Hi"}}]}
+    shaper = ReplyShaper(ShapePlan("chat", keys="both"))
+    shaper.shape_body(plain)
+    assert shaper.unchanged
+    reasoned = {
+        "choices": [
+            {"index": 0, "finish_reason": "stop", "message": {"content": "Hi", "reasoning": "hm"}}
+        ]
+    }
+    shaper = ReplyShaper(ShapePlan("chat", keys="both"))
+    shaper.shape_body(reasoned)
+    assert not shaper.unchanged  # given under both keys
+    stopped = {
+        "choices": [{"index": 0, "finish_reason": "length", "message": {"content": "a END b"}}]
+    }
+    shaper = ReplyShaper(ShapePlan("chat", stops=["END"], keys="both"))
+    shaper.shape_body(stopped)
+    assert not shaper.unchanged  # cut at the stop

@@ -13,7 +13,6 @@ altered by the guards; it is altered only by the two shaping features, each swit
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
 import time
 import uuid
@@ -188,9 +187,8 @@ class ServingGateway(Gateway):
         trace.output_sent()
         if parsed is None:
             return web.Response(status=up.status, body=raw, headers=headers)
-        before = copy.deepcopy(parsed)
         shaped = shaper.shape_body(parsed)
-        if shaped == before:  # nothing shaped: the engine's bytes, not a second encoding
+        if shaper.unchanged:  # nothing shaped: the engine's bytes, not a second encoding
             return web.Response(status=up.status, body=raw, headers=headers)
         body = json.dumps(shaped, ensure_ascii=False).encode()
         return web.Response(status=up.status, body=body, headers=headers)

@@ -59,12 +59,14 @@ class ReplyShaper:
         self._tags = ThinkTags(opened_by_template=plan.opened_by_template) if plan.keys else None
         self._last: Chunk | None = None
         self._finished = False
-        self.unchanged = False  # the last chunk shaped goes out exactly as it came
+        self.unchanged = False  # the last reply or chunk shaped is exactly as it came
 
     # --- a whole reply ---------------------------------------------------------------------
 
     def shape_body(self, body: Chunk) -> Chunk:
+        """The reply shaped in place; `unchanged` says whether it still is as it came."""
         self._counts(body)
+        self.unchanged = True
         choice = first_choice(body)
         if choice is None:
             return body
@@ -76,6 +78,7 @@ class ReplyShaper:
         if not isinstance(message, dict):
             return body
         had_content = message.get("content") is not None
+        before = (message.get("content"), choice.get("finish_reason"))
         reasoning, content = self._split(message, string(message, "content"), final=True)
         content = self._stops.feed(content)
         if self._stops.stopped:
@@ -88,6 +91,8 @@ class ReplyShaper:
         self._calls(message.get("tool_calls"))
         self.reply.content, self.reply.reasoning = content, reasoning
         self.reply.finish_reason = choice.get("finish_reason")
+        # no reasoning key came or went, the content and finish_reason are as they came
+        self.unchanged = not reasoning and before == (message["content"], self.reply.finish_reason)
         return body
 
     # --- a stream, one event at a time ------------------------------------------------------
