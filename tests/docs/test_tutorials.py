@@ -140,6 +140,14 @@ def test_the_pictures_are_current() -> None:
     )
 
 
+def test_a_change_to_the_drawing_code_makes_the_pictures_stale(tmp_path: Path) -> None:
+    drawer = tmp_path / "check_table.py"
+    drawer.write_text("WIDTH = 150\n")
+    before = digests({"check-table.png": [drawer]}, tmp_path)
+    drawer.write_text("WIDTH = 120\n")
+    assert digests({"check-table.png": [drawer]}, tmp_path) != before
+
+
 PAIR = ROOT / "docs" / "tutorials" / "pair.md"
 PAIR_JOURNEY = "tests/journey/test_pair_journey.py"
 
